@@ -1,0 +1,190 @@
+"""The sessions folder: finding it, listing its files, resolving targets.
+
+Targets follow the spec's ``--run`` forms: ``#<id>`` (a filename glob ``*_<id>.json``, no
+file read), ``session:<name>``, a plain name, or a role (the most recently updated
+saved session with that role). Headless, there are no live runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .loader import SessionLoadError, read_session
+from .model import LoadFailure, Session
+
+ID_RE = re.compile(r"\A[0-9a-z]{1,32}\Z")
+#: A name that can be a file in the folder: no separators, no leading dot, no NUL.
+NAME_RE = re.compile(r"\A[^/\\\x00]+\Z")
+
+
+class ArchiveError(Exception):
+    """A user-facing error about the archive (not found, ambiguous, no folder)."""
+
+
+class NotFoundError(ArchiveError):
+    """A target that names no loadable session."""
+
+
+def find_sessions_dir(project: Path | None = None, *, start: Path | None = None) -> Path:
+    """The sessions folder for ``--project DIR`` or, without it, the nearest ``.polyglav/``.
+
+    With a project folder: ``DIR/.polyglav/sessions`` when it exists, else ``DIR`` itself
+    when it holds session files (as ``sample_sessions/`` does), else ``DIR/sessions``.
+    """
+    if project is not None:
+        if not project.is_dir():
+            raise ArchiveError(f"{project}: not a folder")
+        nested = project / ".polyglav" / "sessions"
+        if nested.is_dir():
+            return nested
+        if project.name == "sessions" or any(project.glob("*.json")):
+            return project
+        raise ArchiveError(f"{project}: holds no .polyglav/sessions/ folder and no session files")
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / ".polyglav"
+        if candidate.is_dir():
+            return candidate / "sessions"
+    raise ArchiveError(f"no .polyglav/ folder in {here} or above; pass --project DIR")
+
+
+def project_root(sessions_dir: Path) -> Path:
+    """The folder that holds ``.polyglav/`` for a standard layout, else the sessions folder."""
+    if sessions_dir.name == "sessions" and sessions_dir.parent.name == ".polyglav":
+        return sessions_dir.parent.parent
+    return sessions_dir
+
+
+def default_export_path(sessions_dir: Path, name: str) -> Path:
+    """``.polyglav/exports/<name>.md`` next to ``sessions/`` (the spec's default)."""
+    if sessions_dir.name == "sessions" and sessions_dir.parent.name == ".polyglav":
+        return sessions_dir.parent / "exports" / f"{name}.md"
+    # A bare folder of session files: never write into it; use ./.polyglav/exports.
+    return Path(".polyglav") / "exports" / f"{name}.md"
+
+
+def read_config(sessions_dir: Path) -> dict[str, object]:
+    """``.polyglav/config.json`` next to the sessions folder, or an empty config."""
+    path = sessions_dir.parent / "config.json"
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class Entry:
+    """One ``*.json`` file of the folder: its session, or why it does not load."""
+
+    file_name: str
+    session: Session | None
+    failure: LoadFailure | None
+
+    @property
+    def name(self) -> str:
+        return self.session.session_name if self.session else self.file_name[:-5]
+
+
+class Archive:
+    """A sessions folder, read on demand and never written."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def files(self) -> list[Path]:
+        """Every ``*.json`` file, sorted by name (the order is deterministic)."""
+        if not self.folder.is_dir():
+            return []
+        return sorted(
+            (
+                p
+                for p in self.folder.iterdir()
+                if p.name.endswith(".json") and not p.name.startswith(".")
+            ),
+            key=lambda p: p.name,
+        )
+
+    def read(self, path: Path) -> Session:
+        return read_session(path, self.folder)
+
+    def entries(self) -> list[Entry]:
+        """Every file, loaded or with its failure."""
+        out = []
+        for path in self.files():
+            try:
+                out.append(Entry(path.name, self.read(path), None))
+            except SessionLoadError as exc:
+                out.append(Entry(path.name, None, failure_for(path, exc.reason)))
+        return out
+
+    # -- resolution -----------------------------------------------------------------
+    def path_for_name(self, name: str) -> Path:
+        if name.endswith(".json"):
+            name = name[:-5]
+        if not NAME_RE.match(name) or name in (".", ".."):
+            raise NotFoundError(f"{name!r}: not a valid session name")
+        return self.folder / f"{name}.json"
+
+    def resolve(self, target: str) -> Session:
+        """Resolve a ``--run`` target to a loaded session.
+
+        Raises :class:`NotFoundError` (with the reason when the file exists but does not
+        load) or :class:`ArchiveError` for an ambiguous id.
+        """
+        if target.startswith("#"):
+            return self._by_id(target[1:])
+        if target.startswith("session:"):
+            return self._load_named(target[len("session:") :])
+        path = self.path_for_name(target)
+        if path.exists() or path.is_symlink():
+            return self._load_named(target)
+        by_role = [
+            e.session for e in self.entries() if e.session is not None and e.session.role == target
+        ]
+        if by_role:
+            return max(by_role, key=lambda s: (s.updated_at, s.session_name))
+        raise NotFoundError(f"{target}: no session with that name or role")
+
+    def _load_named(self, name: str) -> Session:
+        path = self.path_for_name(name)
+        if not (path.exists() or path.is_symlink()):
+            raise NotFoundError(f"{path.name}: no such session")
+        try:
+            return self.read(path)
+        except SessionLoadError as exc:
+            raise NotFoundError(f"{exc.file_name}: does not load: {exc.reason}") from None
+
+    def _by_id(self, ident: str) -> Session:
+        if not ID_RE.match(ident):
+            raise NotFoundError(f"#{ident}: not a session id (base36 letters and digits)")
+        matches = sorted(self.folder.glob(f"*_{ident}.json"), key=lambda p: p.name)
+        if not matches:
+            if ident.isdigit():
+                raise NotFoundError(
+                    f"#{ident}: no live run in headless mode and no saved session with that id"
+                )
+            raise NotFoundError(f"#{ident}: no session with that id")
+        if len(matches) > 1:
+            names = ", ".join(p.name for p in matches)
+            raise ArchiveError(f"#{ident}: ambiguous id, matches {names}")
+        return self._load_named(matches[0].name)
+
+    def latest(self) -> Session:
+        """The most recently updated session that loads (by ``updated_at``, then name)."""
+        sessions = [e.session for e in self.entries() if e.session is not None]
+        if not sessions:
+            raise NotFoundError(f"{self.folder}: no session that loads")
+        return max(sessions, key=lambda s: (s.updated_at, s.session_name))
+
+
+def failure_for(path: Path, reason: str) -> LoadFailure:
+    try:
+        st = path.lstat()
+        size, mtime = st.st_size, st.st_mtime
+    except OSError:
+        size, mtime = 0, 0.0
+    return LoadFailure(file_name=path.name, reason=reason, size=size, mtime=mtime)

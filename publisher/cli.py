@@ -1,0 +1,237 @@
+"""The ``polyglav`` command line: parse, call one function, map errors to exit codes.
+
+Exit codes: 0 success, 1 when what was asked for failed (one line on stderr naming the
+file and the reason; a traceback only with ``--debug``), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+
+from . import __version__, commands
+from .archive import ArchiveError
+from .loader import SessionLoadError
+from .write import WriteError
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="polyglav",
+    help="Publish Polyglav session logs: list, read, export them, and build a static site.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+sessions_app = typer.Typer(
+    help="List saved sessions like /sessions.\n\nExample: polyglav sessions --project sample_sessions",
+    invoke_without_command=True,
+    rich_markup_mode=None,
+)
+app.add_typer(sessions_app, name="sessions")
+
+_state = {"debug": False}
+
+Project = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        "-p",
+        help="Project folder (holding .polyglav/) or a folder of session files. "
+        "Default: the nearest folder upwards holding .polyglav/.",
+        show_default=False,
+    ),
+]
+Run = Annotated[
+    str | None,
+    typer.Option(
+        "--run",
+        help="Session to read: #<id>, session:<name>, a name or a role. "
+        "Default: the most recently updated session.",
+        show_default=False,
+    ),
+]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"polyglav: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Run ``action``, turning known failures into one stderr line and an exit code."""
+    try:
+        return action()
+    except commands.UsageError as exc:
+        if _state["debug"]:
+            raise
+        fail(str(exc), 2)
+    except (ArchiveError, SessionLoadError, WriteError) as exc:
+        if _state["debug"]:
+            raise
+        fail(str(exc))
+    except OSError as exc:
+        if _state["debug"]:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail(f"{where}{exc.strerror or exc}")
+
+
+def emit(lines: Iterable[str]) -> None:
+    for line in lines:
+        typer.echo(line)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"polyglav-publisher {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Publish Polyglav session logs.
+
+    Example: polyglav export ses_20260817_120000_ab12cd --project sample_sessions --out -
+    """
+    _state["debug"] = debug
+
+
+@app.command()
+def export(
+    name: Annotated[str, typer.Argument(help="Session: a name, #<id> or session:<name>.")],
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output file, or - for stdout. Default: .polyglav/exports/<name>.md",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", help="md (the auditable log) or html (one self-contained page)."
+        ),
+    ] = "md",
+    project: Project = None,
+) -> None:
+    """Export a session to Markdown (or one self-contained HTML file).
+
+    Example: polyglav export '#ab12cd' --project sample_sessions --out review.md
+    """
+    if fmt not in ("md", "html"):
+        fail(f"--format: expected md or html, got {fmt!r}", 2)
+
+    def run() -> Path | None:
+        ctx = commands.Context.open(project)
+        return commands.export(ctx, name, out, fmt, sys.stdout)
+
+    path = guarded(run)
+    if path is not None:
+        typer.echo(f"exported to {path}", err=True)
+
+
+@app.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    options_metavar="[--thoughts [all]] [OPTIONS]",
+)
+def history(
+    ctx: typer.Context,
+    run: Run = None,
+    project: Project = None,
+) -> None:
+    """Numbered turn index: #<index> [<status>] <duration> <tool count> <prompt>.
+
+    Arguments: [N|all] how many of the last turns (default 10), or all.
+    --thoughts adds a first-line excerpt of each turn's thinking; --thoughts all prints
+    all of it.
+
+    Example: polyglav history all --thoughts --run '#ab12cd' --project sample_sessions
+    """
+    count, thoughts = guarded(lambda: commands.parse_history_args(list(ctx.args)))
+    color = sys.stdout.isatty()
+    emit(
+        guarded(
+            lambda: list(
+                commands.history(commands.Context.open(project), count, thoughts, run, color)
+            )
+        )
+    )
+
+
+@app.command("print")
+def print_(
+    target: Annotated[
+        str, typer.Argument(metavar="N[.M]", help="Turn index, or N.M for its M-th part.")
+    ],
+    full: Annotated[
+        bool, typer.Option("--full", help="Do not cap each part at print_max_chars.")
+    ] = False,
+    run: Run = None,
+    project: Project = None,
+) -> None:
+    """Reprint a turn in full (metadata block and every part), or only one part.
+
+    Example: polyglav print 3.2 --full --run session:release-notes --project sample_sessions
+    """
+    emit(
+        guarded(
+            lambda: list(commands.print_turn(commands.Context.open(project), target, full, run))
+        )
+    )
+
+
+@sessions_app.callback()
+def sessions_list(ctx: typer.Context, project: Project = None) -> None:
+    """List saved sessions: kind, name, id, role, version, turns, updated.
+
+    Sub-sessions are annotated with their parent; files that do not load are listed with
+    why, and warned about on stderr.
+
+    Example: polyglav sessions --project sample_sessions
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    lines, warnings = guarded(lambda: commands.sessions(commands.Context.open(project)))
+    emit(lines)
+    for warning in warnings:
+        typer.echo(f"polyglav: warning: {warning}", err=True)
+
+
+@sessions_app.command("preview")
+def sessions_preview(
+    name: Annotated[str, typer.Argument(help="Session: a name, #<id> or session:<name>.")],
+    project: Project = None,
+) -> None:
+    """Structural preview: turn count, part kinds, tool names, parent and sub-sessions.
+
+    Example: polyglav sessions preview '#ab12cd' --project sample_sessions
+    """
+    emit(guarded(lambda: list(commands.preview(commands.Context.open(project), name))))
+
+
+from .site.cli import register as _register_site  # noqa: E402
+
+_register_site(app, guarded, fail)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""Plain-text renderings for the terminal: ``history``, ``print``, ``sessions``, preview.
+
+Every string from a session goes through :func:`terminal_safe`, so escape sequences in a
+tool output cannot drive the reader's terminal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from ..archive import Entry
+from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
+from . import view
+from .text import first_line, json_text, terminal_safe
+
+DEFAULT_PRINT_MAX_CHARS = 4000
+DIM, RESET = "\x1b[2m", "\x1b[0m"
+
+
+def _v(value: str) -> str:
+    """A metadata value: ``-`` when empty, terminal-safe otherwise."""
+    return terminal_safe(value) if value else "-"
+
+
+def history_lines(
+    session: Session, count: int | None, thoughts: str | None, color: bool = False
+) -> Iterator[str]:
+    """The ``/history`` index: ``#<index> [<status>] <duration> <tool count> <prompt>``.
+
+    ``count`` None means all turns; ``thoughts`` is None, ``"excerpt"`` or ``"all"``.
+    """
+    turns = session.turns if count is None else session.turns[-count:] if count > 0 else []
+    for turn in turns:
+        prompt = terminal_safe(first_line(view.prompt_of(turn), 100))
+        yield (
+            f"#{turn.index} [{_v(turn.status)}] {view.turn_duration(turn)} "
+            f"{view.tools_label(turn.tool_count)} {prompt}".rstrip()
+        )
+        if thoughts:
+            thinking = view.thinking_of(turn)
+            if not thinking:
+                continue
+            if thoughts == "all":
+                body = "\n".join("    " + line for line in terminal_safe(thinking).split("\n"))
+            else:
+                body = "    " + terminal_safe(first_line(thinking, 100))
+            yield f"{DIM}{body}{RESET}" if color else body
+
+
+def cap(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with the spec's suffix; 0 means no cap."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more chars, use --full)"
+
+
+def turn_metadata(turn: Turn) -> Iterator[str]:
+    """The full metadata block of ``/print``, ``-`` for empty values."""
+    rows = [
+        ("index", f"#{turn.index}"),
+        ("status", _v(turn.status)),
+        ("duration", view.turn_duration(turn)),
+        ("tools", str(turn.tool_count)),
+        ("started", _v(turn.started_at)),
+        ("ended", _v(turn.ended_at)),
+        ("model", _v(turn.model)),
+        ("provider", _v(turn.provider)),
+        ("mode", _v(turn.mode)),
+        ("reasoning", _v(turn.reasoning)),
+    ]
+    for label, value in rows:
+        yield f"{label + ':':<11}{value}"
+
+
+def part_lines(session: Session, turn: Turn, number: int, limit: int) -> Iterator[str]:
+    part = turn.parts[number - 1]
+    label = view.part_label(part)
+    if isinstance(part, ToolPart):
+        label += f" {terminal_safe(part.name)} [{view.tool_state(part)}]"
+    elif label.startswith("Unknown"):
+        label += f" {terminal_safe(part.type)}"
+    yield f"--- {turn.index}.{number} {label}" + (
+        f" ({_v(part.timestamp)})" if part.timestamp else ""
+    )
+    if isinstance(part, TextualPart):
+        yield terminal_safe(cap(part.text, limit))
+    elif isinstance(part, ToolPart):
+        yield "input:"
+        yield terminal_safe(cap(json_text(part.input), limit))
+        yield "output:"
+        yield terminal_safe(cap(part.output, limit)) if part.output is not None else "-"
+        yield f"is_error: {'true' if part.is_error else 'false'}"
+        yield f"analysis: {terminal_safe(cap(part.analysis, limit)) if part.analysis else '-'}"
+        for note in view.tool_notes(part):
+            yield f"note: {note}"
+    elif isinstance(part, CommandPart):
+        yield terminal_safe(cap(part.text, limit))
+        if part.is_compaction:
+            assert part.summary is not None
+            yield "summary:"
+            yield terminal_safe(cap(part.summary, limit))
+            yield f"compact_from: {part.compact_from if part.compact_from is not None else '-'}"
+            yield view.compaction_note(part, session)
+    if part.extra:
+        yield "other fields:"
+        yield terminal_safe(cap(json_text(part.extra), limit))
+
+
+def print_lines(session: Session, turn: Turn, part_number: int | None, limit: int) -> Iterator[str]:
+    """``/print n`` (metadata block and every part) or ``/print n.m`` (one part)."""
+    if part_number is not None:
+        yield from part_lines(session, turn, part_number, limit)
+        return
+    yield from turn_metadata(turn)
+    for number in range(1, len(turn.parts) + 1):
+        yield ""
+        yield from part_lines(session, turn, number, limit)
+
+
+def sessions_table(entries: list[Entry]) -> Iterator[str]:
+    """The ``/sessions`` listing; sub-sessions annotated with their parent."""
+    header = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
+    rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for entry in entries:
+        s = entry.session
+        if s is None:
+            assert entry.failure is not None
+            rows.append(("-", terminal_safe(entry.file_name[:-5]), "-", "-", "-", "-", "-"))
+            notes.append(f"not loaded: {entry.failure.reason}")
+            continue
+        rows.append(
+            (
+                s.kind,
+                terminal_safe(s.session_name),
+                _v(s.session_id),
+                _v(s.role),
+                _v(s.version),
+                str(len(s.turns)),
+                _v(s.updated_at),
+            )
+        )
+        notes.append(f"parent: {terminal_safe(s.parent_id)}" if s.parent_id else "")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    yield "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
+    for row, note in zip(rows, notes, strict=True):
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        yield (line + ("  " + note if note else "")).rstrip()
+
+
+def preview_lines(session: Session, children: list[str]) -> Iterator[str]:
+    """``/sessions preview``: the structure without the content."""
+    kinds: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    for turn in session.turns:
+        for part in turn.parts:
+            kinds[part.type] += 1
+            if isinstance(part, ToolPart):
+                tools[part.name] += 1
+
+    def counted(counter: Counter[str]) -> str:
+        items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+        return ", ".join(f"{terminal_safe(k)} ×{n}" for k, n in items) or "-"
+
+    subs = list(dict.fromkeys([*session.sub_sessions, *children]))
+    rows = [
+        ("name", terminal_safe(session.session_name)),
+        ("kind", f"{session.kind} ({view.KIND_LABELS[session.kind]})"),
+        ("id", _v(session.session_id)),
+        ("role", _v(session.role)),
+        ("version", _v(session.version)),
+        ("created", _v(session.created_at)),
+        ("updated", _v(session.updated_at)),
+        ("turns", str(len(session.turns))),
+        ("statuses", counted(Counter(t.status or "-" for t in session.turns))),
+        ("part kinds", counted(kinds)),
+        ("tools", counted(tools)),
+        ("errors", str(len(session.errors))),
+        ("permissions", str(len(session.permissions))),
+        ("parent", _v(session.parent_id)),
+        ("sub-sessions", ", ".join(terminal_safe(s) for s in subs) or "-"),
+    ]
+    for label, value in rows:
+        yield f"{label + ':':<14}{value}"

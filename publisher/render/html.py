@@ -1,0 +1,175 @@
+"""Model → HTML through the theme's jinja2 templates (autoescaped) and one markdown-it.
+
+The templates receive model objects and the shared labels of :mod:`.view`; every piece
+of session text reaches them as escaped ``Markup`` made by :mod:`.markup`. A turn is
+rendered on its own (``turn.html``) so a build can reuse the fragment of a turn whose
+content did not change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup
+
+from .. import __version__
+from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
+from ..theme import Theme
+from . import markup, view
+from .text import json_text
+
+#: Tool outputs longer than this (characters) or with more lines start collapsed.
+COLLAPSE_CHARS = 3000
+COLLAPSE_LINES = 40
+#: Outputs longer than this go to a separate text file, linked, with a preview inline.
+EXTERNAL_CHARS = 400_000
+PREVIEW_CHARS = 20_000
+
+#: Links from a page: session name → URL relative to that page, or None when absent.
+UrlFor = Callable[[str], str | None]
+
+
+@dataclass(slots=True)
+class PageLinks:
+    """How one page links to the rest of the site."""
+
+    url_for: UrlFor
+    """A session's page URL relative to this page, or None when it is not in the site."""
+    resolve_ref: markup.RefResolver | None
+    """Turns ``#id``/``session:name`` references into URLs (None: leave them as text)."""
+    root: str = ""
+    """Relative path from this page to the site root (``../../``)."""
+
+
+@dataclass(slots=True)
+class RenderedTurn:
+    """A turn's HTML fragment and the side files it needs (long outputs)."""
+
+    html: str
+    files: dict[str, str] = field(default_factory=dict)
+    """File name (relative to the session folder) → text content."""
+
+
+def human_size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    value = float(count)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            return f"{value:.1f} {unit}"
+    return f"{count} B"  # pragma: no cover
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return str(value)
+
+
+class HtmlRenderer:
+    """Renders session pages, turn fragments and the index with a theme."""
+
+    def __init__(self, theme: Theme) -> None:
+        self.theme = theme
+        self.env = Environment(
+            loader=ChoiceLoader([FileSystemLoader(d) for d in theme.template_dirs]),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+        self.env.globals.update(
+            view=view,
+            version=__version__,
+            human_size=human_size,
+            is_tool=lambda p: isinstance(p, ToolPart),
+            is_command=lambda p: isinstance(p, CommandPart),
+            is_textual=lambda p: isinstance(p, TextualPart),
+            number=_number,
+        )
+        self.env.filters.update(
+            md=_md_filter, pre=_pre_filter, jsonhl=_json_filter, to_json=_to_json
+        )
+
+    def template(self, name: str) -> Any:
+        return self.env.get_template(name)
+
+    def render_turn(
+        self,
+        session: Session,
+        turn: Turn,
+        boundaries: list[view.Boundary],
+        links: PageLinks,
+        externalize: bool = True,
+        anchor: str | None = None,
+    ) -> RenderedTurn:
+        files: dict[str, str] = {}
+        outputs: dict[int, dict[str, Any]] = {}
+        for number, part in enumerate(turn.parts, start=1):
+            if isinstance(part, ToolPart) and part.output is not None:
+                outputs[number] = self._output_view(turn, number, part.output, externalize, files)
+        html = self.template("turn.html").render(
+            session=session,
+            turn=turn,
+            anchor=anchor or f"turn-{turn.index}",
+            boundaries=boundaries,
+            outputs=outputs,
+            resolve_ref=links.resolve_ref,
+            json_text=json_text,
+        )
+        return RenderedTurn(html, files)
+
+    @staticmethod
+    def _output_view(
+        turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
+    ) -> dict[str, Any]:
+        lines = output.count("\n") + 1 if output else 0
+        size = len(output.encode("utf-8", "surrogatepass"))
+        info: dict[str, Any] = {
+            "text": output,
+            "chars": len(output),
+            "lines": lines,
+            "size": size,
+            "collapsed": len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES,
+            "file": None,
+        }
+        if externalize and len(output) > EXTERNAL_CHARS:
+            name = f"output-{turn.index}.{number}.txt"
+            files[name] = output
+            info["file"] = name
+            info["text"] = output[:PREVIEW_CHARS]
+        return info
+
+    def render_session(self, **context: Any) -> str:
+        return str(self.template("session.html").render(**context))
+
+    def render_index(self, **context: Any) -> str:
+        return str(self.template("index.html").render(**context))
+
+
+@pass_context
+def _md_filter(ctx: Context, text: str) -> Markup:
+    return Markup(markup.render_markdown(text, ctx.get("resolve_ref")))
+
+
+@pass_context
+def _pre_filter(ctx: Context, text: str) -> Markup:
+    return Markup(markup.escape_text(text, ctx.get("resolve_ref")))
+
+
+def _json_filter(value: Any) -> Markup:
+    return Markup(markup.highlight_json(json_text(value)))
+
+
+def _to_json(value: Any) -> Markup:
+    """JSON for a ``<script type="application/json">`` block: ``<``, ``>``, ``&`` escaped."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))

@@ -1,0 +1,192 @@
+"""The Markdown export: the full, auditable, lossless log of one session.
+
+Every text that comes from the session (prompts, thinking, answers, tool input and
+output, commands, notes, error messages) is written in a fenced code block, so nothing in a
+session can forge the export's own structure (a fake ``## Errors`` heading, a closed
+fence, a link). Metadata values are code spans. See the README for the recovery rules.
+The export is produced as a stream of chunks so a 100 MB session never becomes one string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..model import CommandPart, ErrorEntry, Part, Permission, Session, TextualPart, ToolPart, Turn
+from . import view
+from .text import code_block, inline_code, json_text
+
+TEXT_INFO = {"user": "text", "text": "markdown", "thinking": "text", "system": "text"}
+
+
+def export_markdown(session: Session) -> Iterator[str]:
+    """Yield the Markdown export of ``session`` chunk by chunk (deterministic)."""
+    yield from _header(session)
+    marks = view.boundaries(session)
+    for turn in session.turns:
+        yield from _turn(session, turn, marks.get(turn.index, []))
+    yield from _permissions(session.permissions)
+    yield from _errors(session.errors)
+
+
+def export_markdown_text(session: Session) -> str:
+    return "".join(export_markdown(session))
+
+
+def _bullets(items: Iterable[tuple[str, str]]) -> Iterator[str]:
+    for label, value in items:
+        yield f"- **{label}:** {value}\n"
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(inline_code(n) for n in names) if names else "-"
+
+
+def _header(session: Session) -> Iterator[str]:
+    yield f"# Session {inline_code(session.session_name)}\n\n"
+    kind = session.kind
+    prefix = f" (`{kind}_`)" if kind != "named" else ""
+    ident = inline_code(session.session_id)
+    if session.session_id:
+        ident += f" (reference it as {inline_code('#' + session.session_id)})"
+    yield from _bullets(
+        [
+            ("Kind", view.KIND_LABELS[kind] + prefix),
+            ("Name", inline_code(session.session_name)),
+            ("Id", ident),
+            ("File", inline_code(session.file_name)),
+            ("Role", inline_code(session.role)),
+            ("Version", inline_code(session.version)),
+            ("Created", inline_code(session.created_at)),
+            ("Updated", inline_code(session.updated_at)),
+            ("Parent", inline_code(session.parent_id)),
+            ("Sub-sessions", _names(session.sub_sessions)),
+            (
+                "Counts",
+                f"{len(session.turns)} turns, {session.tool_calls} tool calls, "
+                f"{len(session.errors)} errors, {len(session.permissions)} permission decisions",
+            ),
+        ]
+    )
+    yield "\n"
+    if session.extra:
+        yield "**Other fields** (not known to this publisher, as written):\n\n"
+        yield from code_block(json_text(session.extra), "json")
+        yield "\n"
+
+
+def _turn(session: Session, turn: Turn, marks: list[view.Boundary]) -> Iterator[str]:
+    yield f"## Turn {turn.index}\n\n"
+    for mark in marks:
+        yield f"> **{mark.text}**\n\n"
+    status = inline_code(turn.status)
+    if turn.status and not view.status_known(turn.status):
+        status += " (not a status this publisher knows)"
+    duration = view.turn_duration(turn)
+    yield from _bullets(
+        [
+            ("Status", status),
+            ("Duration", duration),
+            ("Started", inline_code(turn.started_at)),
+            ("Ended", inline_code(turn.ended_at)),
+            ("Model", inline_code(turn.model)),
+            ("Provider", inline_code(turn.provider)),
+            ("Mode", inline_code(turn.mode)),
+            ("Reasoning", inline_code(turn.reasoning)),
+            ("Tool calls", str(turn.tool_count)),
+        ]
+    )
+    yield "\n"
+    if turn.extra:
+        yield "**Other turn fields:**\n\n"
+        yield from code_block(json_text(turn.extra), "json")
+        yield "\n"
+    if not turn.parts:
+        yield "_This turn has no parts._\n\n"
+    for number, part in enumerate(turn.parts, start=1):
+        yield from _part(session, turn, number, part)
+
+
+def _part(session: Session, turn: Turn, number: int, part: Part) -> Iterator[str]:
+    label = view.part_label(part)
+    if isinstance(part, ToolPart):
+        label += f" {inline_code(part.name)}"
+        state = view.tool_state(part)
+        if state == "error":
+            label += " — **error**"
+        elif state == "pending":
+            label += " — pending"
+    elif part.type not in ("user", "text", "thinking", "system", "tool", "command"):
+        label += f" {inline_code(part.type)}"
+    yield f"### {turn.index}.{number} {label}\n\n"
+    if part.timestamp:
+        yield f"At {inline_code(part.timestamp)}\n\n"
+    if isinstance(part, TextualPart):
+        yield from code_block(part.text, TEXT_INFO[part.type])
+        yield "\n"
+    elif isinstance(part, ToolPart):
+        yield "**Input:**\n\n"
+        yield from code_block(json_text(part.input), "json")
+        yield "\n"
+        if part.output is not None:
+            yield f"**Output** (is_error: {'true' if part.is_error else 'false'}):\n\n"
+            yield from code_block(part.output, "text")
+            yield "\n"
+        for note in view.tool_notes(part):
+            yield f"_{note}_\n\n"
+        if part.analysis:
+            yield "**Analysis:**\n\n"
+            yield from code_block(part.analysis, "text")
+            yield "\n"
+    elif isinstance(part, CommandPart):
+        yield from code_block(part.text, "text")
+        yield "\n"
+        if part.is_compaction:
+            assert part.summary is not None
+            yield "**Summary:**\n\n"
+            yield from code_block(part.summary, "text")
+            yield "\n"
+            yield f"> **{view.compaction_note(part, session)}**\n\n"
+    if part.extra:
+        title = "All fields" if label.startswith("Unknown") else "Other fields"
+        yield f"**{title}** (as written):\n\n"
+        yield from code_block(json_text(part.extra), "json")
+        yield "\n"
+
+
+def _permissions(permissions: list[Permission]) -> Iterator[str]:
+    yield "## Permissions\n\n"
+    if not permissions:
+        yield "No permission decisions were recorded in this session.\n\n"
+        return
+    counts: dict[str, int] = {}
+    for p in permissions:
+        counts[p.decision] = counts.get(p.decision, 0) + 1
+    summary = ", ".join(f"{n} {inline_code(d)}" for d, n in sorted(counts.items()))
+    yield f"{len(permissions)} decisions: {summary}.\n\n"
+    yield "| # | Time | Tool | Action | Decision | Path |\n|---|---|---|---|---|---|\n"
+    for i, p in enumerate(permissions, start=1):
+        cells = [p.timestamp, p.tool, p.action, p.decision, p.path]
+        yield f"| {i} | " + " | ".join(inline_code(c) for c in cells) + " |\n"
+    yield "\n"
+    extras = [(i, p.extra) for i, p in enumerate(permissions, start=1) if p.extra]
+    for i, extra in extras:
+        yield f"Other fields of decision {i}:\n\n"
+        yield from code_block(json_text(extra), "json")
+        yield "\n"
+
+
+def _errors(errors: list[ErrorEntry]) -> Iterator[str]:
+    yield "## Errors\n\n"
+    if not errors:
+        yield "No errors were recorded in this session.\n"
+        return
+    yield f"{len(errors)} errors recorded.\n"
+    for i, error in enumerate(errors, start=1):
+        code = error.code if isinstance(error.code, str) else json_text(error.code)
+        yield f"\n### Error {i} · code {inline_code(str(code))}\n\n"
+        if error.timestamp:
+            yield f"At {inline_code(error.timestamp)}\n\n"
+        yield from code_block(error.message, "text")
+        if error.extra:
+            yield "\n**Other fields** (as written):\n\n"
+            yield from code_block(json_text(error.extra), "json")

@@ -1,0 +1,181 @@
+"""The one configured markdown-it-py, and the escaping path from untrusted text to HTML.
+
+- Raw HTML is off: ``<script>`` in a prompt is text.
+- Links are allowed by scheme: http, https, mailto and relative ones; nothing else.
+- Images become links (a published page loads nothing from the network).
+- Session references (``#<id>``, ``session:<name>``) become links to that session's page,
+  through a resolver the caller provides; unknown references stay text.
+- Headings in content get no ids, so content cannot clobber the page's own anchors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+
+#: Resolves a reference (``#ab12cd`` or ``session:name``) to a URL, or None.
+RefResolver = Callable[[str], str | None]
+
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+REF_RE = re.compile(r"(?<![\w#/&])(#[0-9a-z]{6}\b|session:[A-Za-z0-9._-]+[A-Za-z0-9_-])")
+_CONTROL_IN_URL = re.compile(r"[\x00-\x20\x7f]")
+
+
+def link_allowed(url: str) -> bool:
+    """True for http(s), mailto and relative URLs (after stripping control characters)."""
+    cleaned = _CONTROL_IN_URL.sub("", url)
+    if cleaned.startswith("//"):
+        return True  # protocol-relative: http(s)
+    try:
+        scheme = urlsplit(cleaned).scheme.lower()
+    except ValueError:
+        return False
+    if not scheme:
+        return ":" not in cleaned.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return scheme in SAFE_SCHEMES
+
+
+def _image_as_link(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    label = escape(f"image: {alt}" if alt else "image")
+    if not link_allowed(src):
+        return f'<span class="blocked-image">[{label}]</span>'
+    return f'<a class="image-link" href="{escape(src)}" rel="nofollow noopener noreferrer">[{label}]</a>'
+
+
+def _link_open(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _session_refs(state: StateCore) -> None:
+    """Core rule: turn ``#<id>`` / ``session:<name>`` in text into links to their pages."""
+    resolver: RefResolver | None = state.env.get("resolve_ref") if state.env else None
+    if resolver is None:
+        return
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        children: list[Token] = []
+        in_link = 0
+        for token in block.children:
+            if token.type == "link_open":
+                in_link += 1
+            elif token.type == "link_close":
+                in_link -= 1
+            if token.type != "text" or in_link or not REF_RE.search(token.content):
+                children.append(token)
+                continue
+            pos = 0
+            for match in REF_RE.finditer(token.content):
+                url = resolver(match.group(1))
+                if url is None:
+                    continue
+                if match.start() > pos:
+                    children.append(_text(token.content[pos : match.start()]))
+                link = Token("link_open", "a", 1)
+                link.attrs = {"href": url, "class": "session-ref"}
+                children.extend([link, _text(match.group(1)), Token("link_close", "a", -1)])
+                pos = match.end()
+            if pos < len(token.content):
+                children.append(_text(token.content[pos:]))
+        block.children = children
+
+
+def _text(content: str) -> Token:
+    token = Token("text", "", 0)
+    token.content = content
+    return token
+
+
+def make_markdown() -> MarkdownIt:
+    """The single configured parser used for every piece of Markdown in a page."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.validateLink = link_allowed  # type: ignore[method-assign]
+    md.add_render_rule("image", _image_as_link)
+    md.add_render_rule("link_open", _link_open)
+    md.core.ruler.push("session_refs", _session_refs)
+    return md
+
+
+MD = make_markdown()
+
+
+def render_markdown(text: str, resolve_ref: RefResolver | None = None) -> str:
+    """Untrusted Markdown to safe HTML."""
+    env: dict[str, Any] = {"resolve_ref": resolve_ref} if resolve_ref else {}
+    return str(MD.render(_scrub(text), env))
+
+
+def _scrub(text: str) -> str:
+    """Replace lone surrogates (unencodable) with U+FFFD for display."""
+    return (
+        text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        if _has_surrogate(text)
+        else text
+    )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def escape_text(text: str, resolve_ref: RefResolver | None = None) -> str:
+    """Plain untrusted text to HTML (for ``<pre>``), linking session references."""
+    text = _scrub(text)
+    if resolve_ref is None or not REF_RE.search(text):
+        return escape(text, quote=False)
+    out: list[str] = []
+    pos = 0
+    for match in REF_RE.finditer(text):
+        url = resolve_ref(match.group(1))
+        if url is None:
+            continue
+        out.append(escape(text[pos : match.start()], quote=False))
+        out.append(f'<a class="session-ref" href="{escape(url)}">{escape(match.group(1))}</a>')
+        pos = match.end()
+    out.append(escape(text[pos:], quote=False))
+    return "".join(out)
+
+
+_JSON_TOKEN = re.compile(
+    r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<str>"(?:[^"\\]|\\.)*")|'
+    r"(?P<num>-?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|Infinity|NaN))|(?P<lit>true|false|null)"
+)
+#: Inputs longer than this are shown escaped but not highlighted.
+HIGHLIGHT_LIMIT = 200_000
+
+
+def highlight_json(text: str) -> str:
+    """Escaped JSON text with ``<span class="j-…">`` around keys, strings, numbers, literals."""
+    text = _scrub(text)
+    if len(text) > HIGHLIGHT_LIMIT:
+        return escape(text, quote=False)
+    out: list[str] = []
+    pos = 0
+    for match in _JSON_TOKEN.finditer(text):
+        out.append(escape(text[pos : match.start()], quote=False))
+        kind = match.lastgroup or "str"
+        out.append(f'<span class="j-{kind}">{escape(match.group(0), quote=False)}</span>')
+        pos = match.end()
+    out.append(escape(text[pos:], quote=False))
+    return "".join(out)

@@ -1,0 +1,100 @@
+"""Text helpers shared by the renderers: literal blocks, code spans, terminal safety."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+from ..model import JSON
+
+#: Characters a CommonMark code block cannot carry byte for byte (normalised or unencodable).
+UNCARRIABLE_RE = re.compile("[\r\x00\ud800-\udfff]")
+BACKTICKS_RE = re.compile("`+")
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+#: Control characters that a terminal would interpret (all C0 but tab/newline, DEL, C1).
+FIRST_LINE_RE = re.compile(r"[^\s][^\n\r]*")
+TERMINAL_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def longest_backtick_run(text: str) -> int:
+    """Length of the longest run of backticks in ``text`` (linear time)."""
+    longest = 0
+    for match in BACKTICKS_RE.finditer(text):
+        longest = max(longest, match.end() - match.start())
+    return longest
+
+
+def is_carriable(text: str) -> bool:
+    """True when a fenced code block reproduces ``text`` exactly."""
+    return UNCARRIABLE_RE.search(text) is None
+
+
+def code_block(text: str, info: str) -> Iterator[str]:
+    """A fenced code block whose content is ``text`` plus one newline.
+
+    The fence is one backtick longer than any run inside, so nothing can close it early.
+    Text a code block cannot carry (CR, NUL, lone surrogates) is written as a JSON string
+    literal in a block whose info string is ``json-string``: ``json.loads`` of its content
+    gives the text back. Recovery rule: content minus its final newline, or json.loads.
+    """
+    if not is_carriable(text):
+        info = "json-string"
+        text = json.dumps(text, ensure_ascii=True)
+    fence = "`" * max(3, longest_backtick_run(text) + 1)
+    yield f"{fence}{info}\n"
+    yield text
+    yield f"\n{fence}\n"
+
+
+def json_text(value: JSON) -> str:
+    """Pretty JSON for a value, keeping non-ASCII readable unless it holds surrogates."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    if SURROGATE_RE.search(text):
+        text = json.dumps(value, indent=2, ensure_ascii=True)
+    return text
+
+
+def inline_code(value: str) -> str:
+    """A CommonMark code span showing ``value``; odd values are shown as a JSON string.
+
+    Values with line breaks, control characters, surrogates or a table pipe are shown as
+    their JSON string form (with ``|`` as ``\\u007c``), which is unambiguous and safe in a
+    table cell.
+    """
+    if value == "":
+        return "-"
+    if TERMINAL_CONTROL_RE.search(value) or "\n" in value or "\t" in value or "|" in value:
+        value = json.dumps(value, ensure_ascii=bool(SURROGATE_RE.search(value))).replace(
+            "|", "\\u007c"
+        )
+    ticks = "`" * (longest_backtick_run(value) + 1)
+    pad = (
+        " "
+        if value.startswith("`")
+        or value.endswith("`")
+        or (value.startswith(" ") and value.endswith(" "))
+        else ""
+    )
+    return f"{ticks}{pad}{value}{pad}{ticks}"
+
+
+def terminal_safe(text: str) -> str:
+    """Text with terminal control characters and surrogates shown as escapes."""
+    return TERMINAL_CONTROL_RE.sub(
+        lambda m: (
+            m.group(0).encode("unicode_escape").decode("ascii")
+            if not ("\ud800" <= m.group(0) <= "\udfff")
+            else f"\\u{ord(m.group(0)):04x}"
+        ),
+        text,
+    )
+
+
+def first_line(text: str, limit: int = 80) -> str:
+    """The first non-blank line, cut to ``limit`` characters with an ellipsis."""
+    match = FIRST_LINE_RE.search(text)
+    if match is None:
+        return ""
+    line = match.group(0).strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"

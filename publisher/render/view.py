@@ -1,0 +1,184 @@
+"""What both renderers say about a session: labels, durations, notes, boundaries.
+
+The Markdown export and the HTML pages call these, so a page and an export of the same
+file never disagree about what a part is or what a marker means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..model import (
+    KINDS,
+    KNOWN_STATUSES,
+    CommandPart,
+    Part,
+    Session,
+    TextualPart,
+    ToolPart,
+    Turn,
+)
+
+KIND_LABELS = {
+    "ses": "interactive session",
+    "job": "job run",
+    "sub": "sub-agent (delegation)",
+    "named": "explicitly named session",
+}
+assert set(KINDS) <= set(KIND_LABELS)
+
+
+def parse_time(value: str) -> datetime | None:
+    """An ISO 8601 timestamp, or None when it is empty or malformed."""
+    if not value or len(value) > 64:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def duration_seconds(turn: Turn) -> float | None:
+    start, end = parse_time(turn.started_at), parse_time(turn.ended_at)
+    if start is None or end is None:
+        return None
+    try:
+        return (end - start).total_seconds()
+    except TypeError:  # one naive, one aware
+        return None
+
+
+def format_duration(seconds: float | None) -> str:
+    """``5.0s``, ``2m05s``, ``1h02m``; ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    if seconds < 0:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def turn_duration(turn: Turn) -> str:
+    return format_duration(duration_seconds(turn))
+
+
+def status_known(status: str) -> bool:
+    return status in KNOWN_STATUSES
+
+
+def tools_label(count: int) -> str:
+    return f"{count} tool" + ("" if count == 1 else "s")
+
+
+def part_label(part: Part) -> str:
+    """Plain-text label of a part, e.g. ``Tool call web_search``."""
+    if isinstance(part, TextualPart):
+        if part.type == "user":
+            ask = part.parked_ask_id
+            return f"Parked-ask answer (ask #{ask})" if ask is not None else "User prompt"
+        return {"text": "Answer", "thinking": "Thinking", "system": "System note"}[part.type]
+    if isinstance(part, ToolPart):
+        return "Tool call"
+    if isinstance(part, CommandPart):
+        return "Compaction" if part.is_compaction else "Command"
+    return "Unknown part"
+
+
+def tool_state(part: ToolPart) -> str:
+    """``ok``, ``error`` or ``pending`` (no output yet)."""
+    if part.output is None:
+        return "pending"
+    return "error" if part.is_error else "ok"
+
+
+def tool_notes(part: ToolPart) -> list[str]:
+    """Notes about serialization-time transforms visible in the persisted output."""
+    notes = []
+    if part.output is None:
+        notes.append("No output yet: the call had not returned when the file was written.")
+    if part.noise_excluded:
+        notes.append(
+            "The output was replaced by the noise_tools marker when the session was saved; "
+            "the input above is what was called."
+        )
+    truncated = part.truncated_from
+    if truncated is not None:
+        notes.append(
+            f"The output was truncated when the session was saved (session_tool_max_chars); "
+            f"it was {truncated:,} characters long."
+        )
+    return notes
+
+
+def compaction_note(part: CommandPart, session: Session) -> str:
+    """What a compaction record did to the provider context."""
+    cf = part.compact_from
+    if cf is None:
+        return "This compaction record names no compact_from turn."
+    last = session.turns[-1].index if session.turns else 0
+    if cf <= 1:
+        return f"Kept from turn {cf}: no earlier turn was trimmed from the provider context."
+    trimmed = "turn 1" if cf == 2 else f"turns 1–{cf - 1}"
+    text = (
+        f"Context boundary: after this, the model saw {trimmed} only through this summary; "
+        f"turns from {cf} on were kept in full."
+    )
+    if cf > last:
+        text += f" (compact_from {cf} is past the last turn, {last}.)"
+    return text
+
+
+@dataclass(slots=True, frozen=True)
+class Boundary:
+    """A context boundary that falls at the start of a turn."""
+
+    compaction_turn: int
+    """The turn holding the compaction record."""
+    kept_from: int
+    """The turn where the kept portion starts."""
+
+    @property
+    def text(self) -> str:
+        return (
+            f"Context boundary (compaction in turn {self.compaction_turn}): turns before "
+            f"{self.kept_from} reached the model only through the summary from here on."
+        )
+
+
+def boundaries(session: Session) -> dict[int, list[Boundary]]:
+    """Turn index → the compaction boundaries that start at that turn."""
+    out: dict[int, list[Boundary]] = {}
+    for turn in session.turns:
+        for part in turn.parts:
+            if (
+                isinstance(part, CommandPart)
+                and part.is_compaction
+                and part.compact_from is not None
+                and part.compact_from > 1
+            ):
+                out.setdefault(part.compact_from, []).append(
+                    Boundary(turn.index, part.compact_from)
+                )
+    return out
+
+
+def prompt_of(turn: Turn) -> str:
+    """The text /history shows for a turn: the first prompt or command."""
+    for part in turn.parts:
+        if isinstance(part, TextualPart) and part.type == "user":
+            return part.text
+        if isinstance(part, CommandPart):
+            return part.text
+    return ""
+
+
+def thinking_of(turn: Turn) -> str:
+    """All thinking of a turn, joined by blank lines."""
+    return "\n\n".join(
+        p.text for p in turn.parts if isinstance(p, TextualPart) and p.type == "thinking"
+    )

@@ -1,0 +1,1 @@
+"""The static site: gather (summaries and links), render pages, write, incremental build."""

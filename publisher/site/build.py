@@ -1,0 +1,546 @@
+"""Build the static site of an archive, incrementally.
+
+The build follows mkdocs' rule, gather everything before writing:
+
+1. **scan**: stat every ``*.json``; a file whose (size, mtime) and build key match the
+   manifest is not read. A changed stamp is confirmed by a content hash before parsing.
+2. **graph**: the per-session :class:`~.graph.Summary` of every file (cached in the
+   manifest) gives parents, children and reference targets.
+3. **render**: a session is rendered when its content, the build key (publisher version,
+   theme files, options) or the facts its pages show (:class:`~.render.PageFacts`) changed,
+   or one of its outputs is missing. Sessions render in a process pool; each is a pure
+   function of its file, the theme and its facts. Turn fragments are cached by content.
+4. **write**: files are written atomically and only when their bytes changed; outputs of
+   deleted or renamed sessions are removed. The index and assets are refreshed from the
+   cached summaries. Search (Pagefind) is reindexed when any page changed.
+
+The manifest and the fragment cache live in ``<out>/.polyglav/`` (not published content).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..archive import ArchiveError
+from ..loader import SessionLoadError, file_stamp, parse_session_bytes
+from ..model import LoadFailure, Session
+from ..render.html import HtmlRenderer, RenderedTurn
+from ..render.markup import REF_RE
+from ..theme import Theme
+from ..write import atomic_write, is_inside, write_if_changed
+from . import urls
+from .graph import Graph, Summary
+from .render import PageFacts, render_session_pages
+
+STATE_DIR = ".polyglav"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+
+ProgressHook = Callable[[str, int, int], None]
+
+
+@dataclass(slots=True)
+class BuildOptions:
+    """What to build and how."""
+
+    sessions_dir: Path
+    """The sessions folder (read only)."""
+    out_dir: Path
+    """The site folder."""
+    theme: str | None = None
+    """Built-in theme name or a theme folder; None for default."""
+    search: bool = True
+    """Build the Pagefind search index when Pagefind is installed."""
+    workers: int | None = None
+    """Worker processes for rendering; None for every core, 1 to render in-process."""
+    progress: ProgressHook | None = None
+    """Called with (stage, done, total) as work proceeds."""
+
+
+@dataclass(slots=True)
+class SourceState:
+    """What the manifest remembers of one source file."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    summary: Summary | None
+    failure: str | None
+    refs: list[str] = field(default_factory=list)
+    facts_key: str = ""
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "sha256": self.sha256,
+            "summary": self.summary.to_json() if self.summary else None,
+            "failure": self.failure,
+            "refs": self.refs,
+            "facts_key": self.facts_key,
+            "outputs": self.outputs,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SourceState:
+        summary = data.get("summary")
+        return cls(
+            size=data["size"],
+            mtime_ns=data["mtime_ns"],
+            sha256=data["sha256"],
+            summary=Summary.from_json(summary) if summary else None,
+            failure=data.get("failure"),
+            refs=list(data.get("refs", [])),
+            facts_key=data.get("facts_key", ""),
+            outputs=dict(data.get("outputs", {})),
+        )
+
+
+@dataclass(slots=True)
+class BuildReport:
+    """What a build did."""
+
+    sessions: int = 0
+    failures: list[LoadFailure] = field(default_factory=list)
+    files_read: int = 0
+    sessions_rendered: int = 0
+    files_written: int = 0
+    files_removed: int = 0
+    search: str = "off"
+    """``built``, ``unchanged``, ``off`` or ``unavailable: …``."""
+    warnings: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------
+# Worker side: pure functions over one file.
+
+
+def scan_file(path: Path, folder: Path) -> tuple[str, SourceState]:
+    """Read, hash and summarise one file (phase 1)."""
+    size, mtime_ns = file_stamp(path)
+    try:
+        from ..loader import check_inside
+
+        check_inside(path, folder)
+        data = path.read_bytes()
+    except SessionLoadError as exc:
+        return path.name, SourceState(size, mtime_ns, "", None, exc.reason)
+    except OSError as exc:
+        return path.name, SourceState(size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}")
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        session = parse_session_bytes(data, path.name)
+    except SessionLoadError as exc:
+        return path.name, SourceState(len(data), mtime_ns, digest, None, exc.reason)
+    del data
+    return path.name, SourceState(
+        size, mtime_ns, digest, Summary.of(session), None, sorted(find_refs(session))
+    )
+
+
+def find_refs(session: Session) -> set[str]:
+    """Every ``#id`` / ``session:name`` reference written in the session's texts."""
+    from ..model import CommandPart, TextualPart, ToolPart
+
+    found: set[str] = set()
+
+    def scan(text: str | None) -> None:
+        if text and ("#" in text or "session:" in text):
+            found.update(m.group(1) for m in REF_RE.finditer(text))
+
+    for turn in session.turns:
+        for part in turn.parts:
+            if isinstance(part, TextualPart):
+                scan(part.text)
+            elif isinstance(part, ToolPart):
+                scan(part.output)
+                scan(part.analysis)
+            elif isinstance(part, CommandPart):
+                scan(part.text)
+                scan(part.summary)
+    for error in session.errors:
+        scan(error.message)
+    return found
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(graph: Graph, theme: Theme, out_dir: Path, cache_dir: Path, folder: Path) -> None:
+    _WORKER.update(
+        graph=graph, renderer=HtmlRenderer(theme), out_dir=out_dir, cache_dir=cache_dir, folder=folder
+    )
+
+
+def _render_job(file_name: str, previous_outputs: dict[str, str]) -> tuple[str, dict[str, str], str, int]:
+    """Render one session and write its files; returns (file, outputs, facts_key, written)."""
+    graph: Graph = _WORKER["graph"]
+    renderer: HtmlRenderer = _WORKER["renderer"]
+    out_dir: Path = _WORKER["out_dir"]
+    cache_dir: Path = _WORKER["cache_dir"]
+    from ..loader import read_session
+
+    session = read_session(_WORKER["folder"] / file_name, _WORKER["folder"])
+    facts = PageFacts.from_graph(graph, session, find_refs(session))
+    cache_path = cache_dir / "fragments" / f"{urls.slug(session.session_name)}.pickle"
+    cache: dict[str, RenderedTurn] = {}
+    with contextlib.suppress(Exception):
+        cache = pickle.loads(cache_path.read_bytes())
+    used: dict[str, RenderedTurn] = {}
+
+    class Tracking(dict[str, RenderedTurn]):
+        def get(self, key: str, default: Any = None) -> Any:
+            value = cache.get(key)
+            if value is not None:
+                used[key] = value
+            return value
+
+        def __setitem__(self, key: str, value: RenderedTurn) -> None:
+            used[key] = value
+
+    output = render_session_pages(renderer, session, facts, Tracking())
+    del session
+    outputs: dict[str, str] = {}
+    written = 0
+    for rel, data in sorted(output.files.items()):
+        digest = hashlib.sha256(data).hexdigest()
+        outputs[rel] = digest
+        target = out_dir / rel
+        if previous_outputs.get(rel) == digest and target.is_file() and not target.is_symlink():
+            continue
+        if write_if_changed(target, data):
+            written += 1
+    with contextlib.suppress(OSError):
+        atomic_write(cache_path, [pickle.dumps(used, protocol=pickle.HIGHEST_PROTOCOL)])
+    return file_name, outputs, facts.key(), written
+
+
+# --------------------------------------------------------------------------------------
+# Orchestration.
+
+
+def build_key(theme: Theme, options: BuildOptions) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"{__version__}\0{MANIFEST_FORMAT}\0{options.search}\0".encode())
+    digest.update(theme.fingerprint().encode())
+    return digest.hexdigest()
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else {}
+
+
+def _pool_map(
+    workers: int,
+    initargs: tuple[Any, ...],
+    func: Callable[..., Any],
+    jobs: list[tuple[Any, ...]],
+    progress: ProgressHook | None,
+    stage: str,
+) -> list[Any]:
+    results: list[Any] = []
+    if not jobs:
+        return results
+    if workers <= 1 or len(jobs) < 2:
+        if initargs:
+            _init_worker(*initargs)
+        for i, job in enumerate(jobs, start=1):
+            results.append(func(*job))
+            if progress:
+                progress(stage, i, len(jobs))
+        return results
+    kwargs: dict[str, Any] = {"max_workers": min(workers, len(jobs))}
+    if initargs:
+        kwargs.update(initializer=_init_worker, initargs=initargs)
+    with ProcessPoolExecutor(**kwargs) as pool:
+        futures = [pool.submit(func, *job) for job in jobs]
+        for i, future in enumerate(futures, start=1):
+            results.append(future.result())
+            if progress:
+                progress(stage, i, len(jobs))
+    return results
+
+
+def _scan_job(path: Path, folder: Path) -> tuple[str, SourceState]:
+    return scan_file(path, folder)
+
+
+def build_site(options: BuildOptions) -> BuildReport:
+    """Build (or bring up to date) the site of ``options.sessions_dir`` in ``options.out_dir``."""
+    folder, out_dir = options.sessions_dir, options.out_dir
+    if not folder.is_dir():
+        raise ArchiveError(f"{folder}: the sessions folder does not exist")
+    if is_inside(out_dir, folder):
+        raise ArchiveError(f"{out_dir}: refusing to write the site inside the sessions folder")
+    theme = Theme.load(options.theme)
+    workers = options.workers or os.cpu_count() or 1
+    state_dir = out_dir / STATE_DIR
+    manifest_path = state_dir / MANIFEST
+    key = build_key(theme, options)
+    manifest = load_manifest(manifest_path)
+    same_key = manifest.get("key") == key
+    old_sources: dict[str, SourceState] = {
+        name: SourceState.from_json(data) for name, data in manifest.get("sources", {}).items()
+    }
+    report = BuildReport()
+
+    # 1. scan
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
+    sources: dict[str, SourceState] = {}
+    to_scan: list[tuple[Path, Path]] = []
+    for name in names:
+        path = folder / name
+        size, mtime_ns = file_stamp(path)
+        old = old_sources.get(name)
+        if old is not None and (old.size, old.mtime_ns) == (size, mtime_ns) and (size, mtime_ns) != (0, 0):
+            sources[name] = old
+        else:
+            to_scan.append((path, folder))
+    scanned = dict(_pool_map(workers if len(to_scan) > 8 else 1, (), _scan_job, to_scan, options.progress, "read"))
+    report.files_read = len(scanned)
+    content_changed: set[str] = set()
+    for name, state in scanned.items():
+        old = old_sources.get(name)
+        if old is not None and old.sha256 and old.sha256 == state.sha256 and old.failure == state.failure:
+            # Touched but identical: keep what was rendered.
+            state.facts_key, state.outputs = old.facts_key, old.outputs
+        else:
+            content_changed.add(name)
+        sources[name] = state
+
+    # 2. graph
+    loaded_names: dict[str, str] = {}  # session name -> file name (first file wins)
+    for name in names:
+        summary = sources[name].summary
+        if summary is not None:
+            if summary.name in loaded_names:
+                sources[name] = SourceState(
+                    sources[name].size, sources[name].mtime_ns, sources[name].sha256, None,
+                    f"same session_name as {loaded_names[summary.name]}; not published twice",
+                )
+                continue
+            loaded_names[summary.name] = name
+    summaries: dict[str, Summary] = {}
+    for session_name, file_name in loaded_names.items():
+        summary = sources[file_name].summary
+        assert summary is not None
+        summaries[session_name] = summary
+    graph = Graph(summaries=summaries, file_names=names)
+
+    # 3. decide what to render
+    jobs: list[tuple[str, dict[str, str]]] = []
+    for name in names:
+        state = sources[name]
+        if state.summary is None:
+            continue
+        facts_key = _facts_key_for(graph, state)
+        dirty = (
+            not same_key
+            or name in content_changed
+            or facts_key != state.facts_key
+            or any(not (out_dir / rel).is_file() for rel in state.outputs)
+        )
+        if dirty:
+            jobs.append((name, state.outputs if same_key else {}))
+    initargs = (graph, theme, out_dir, state_dir, folder)
+    results = _pool_map(workers, initargs, _render_job, jobs, options.progress, "render")
+    for file_name, outputs, facts_key, written in results:
+        sources[file_name].outputs = outputs
+        sources[file_name].facts_key = facts_key
+        report.files_written += written
+    report.sessions_rendered = len(results)
+
+    # 4. index, assets, removals
+    produced: dict[str, str] = {}
+    for state in sources.values():
+        produced.update(state.outputs)
+    renderer = HtmlRenderer(theme)
+    failures = [
+        LoadFailure(file_name=n, reason=sources[n].failure or "", size=sources[n].size)
+        for n in names
+        if sources[n].summary is None
+    ]
+    report.failures = failures
+    report.sessions = len(summaries)
+    report.warnings = [f"{f.file_name}: {f.reason}" for f in failures]
+    search_available = options.search and _pagefind_available()
+    index_html = render_index(renderer, graph, failures, folder, search_available).encode("utf-8")
+    extra_files: dict[str, bytes] = {"index.html": index_html}
+    for rel, path in theme.assets().items():
+        extra_files[f"assets/{rel}"] = path.read_bytes()
+    for rel, data in extra_files.items():
+        produced[rel] = hashlib.sha256(data).hexdigest()
+        if write_if_changed(out_dir / rel, data):
+            report.files_written += 1
+    old_outputs: dict[str, str] = manifest.get("outputs", {})
+    for rel in sorted(set(old_outputs) - set(produced)):
+        target = out_dir / rel
+        if is_inside(target, out_dir) and (target.is_file() or target.is_symlink()):
+            target.unlink()
+            report.files_removed += 1
+            _remove_empty_parents(target.parent, out_dir)
+    stale_fragments = {urls.slug(n) for n in (s.summary.name for s in old_sources.values() if s.summary)} - {
+        urls.slug(n) for n in summaries
+    }
+    for slug in stale_fragments:
+        with contextlib.suppress(OSError):
+            (state_dir / "fragments" / f"{slug}.pickle").unlink()
+
+    # 5. search
+    html_changed = any(old_outputs.get(rel) != digest for rel, digest in produced.items() if rel.endswith(".html")) or (
+        set(old_outputs) - set(produced)
+    )
+    if not options.search:
+        report.search = "off"
+        _remove_tree(out_dir / "pagefind", out_dir)
+    elif not search_available:
+        report.search = "unavailable: Pagefind is not installed (pip install 'pagefind[bin]')"
+    elif html_changed or not (out_dir / "pagefind" / "pagefind.js").is_file() or not same_key:
+        report.search = run_pagefind(out_dir)
+    else:
+        report.search = "unchanged"
+
+    # 6. manifest
+    atomic_write(
+        manifest_path,
+        [json.dumps({
+            "format": MANIFEST_FORMAT,
+            "key": key,
+            "publisher": __version__,
+            "sources": {n: sources[n].to_json() for n in names},
+            "outputs": dict(sorted(produced.items())),
+        }, sort_keys=True, indent=1)],
+    )
+    return report
+
+
+def _facts_key_for(graph: Graph, state: SourceState) -> str:
+    """The facts key a session's pages would have now, from cached summaries only."""
+    assert state.summary is not None
+    probe = Session(session_name=state.summary.name, parent_id=state.summary.parent_id)
+    facts = PageFacts.from_graph(graph, probe, set(state.refs))
+    return facts.key()
+
+
+def _remove_empty_parents(folder: Path, stop: Path) -> None:
+    while folder != stop and is_inside(folder, stop):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _remove_tree(folder: Path, out_dir: Path) -> None:
+    if folder.is_dir() and not folder.is_symlink() and is_inside(folder, out_dir):
+        import shutil
+
+        shutil.rmtree(folder)
+
+
+def render_index(
+    renderer: HtmlRenderer, graph: Graph, failures: list[LoadFailure], folder: Path, search: bool
+) -> str:
+    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
+    rows = [
+        {**s.to_json(), "url": urls.session_page(s.name)}
+        for s in summaries
+    ]
+    return renderer.render_index(
+        summaries=rows,
+        failures=failures,
+        tree=delegation_tree(graph),
+        kinds=sorted({s.kind for s in summaries}),
+        roles=sorted({s.role for s in summaries}),
+        columns=[
+            ("kind", "Kind", "text"),
+            ("name", "Name", "text"),
+            ("id", "Id", "text"),
+            ("role", "Role", "text"),
+            ("version", "Version", "text"),
+            ("created", "Created", "text"),
+            ("updated", "Updated", "text"),
+            ("turns", "Turns", "number"),
+            ("tools", "Tool calls", "number"),
+            ("errors", "Errors", "number"),
+            ("status", "Last status", "text"),
+        ],
+        source_label=folder.name,
+        search_enabled=search,
+        root="",
+        resolve_ref=None,
+    )
+
+
+def delegation_tree(graph: Graph) -> list[dict[str, Any]]:
+    """Roots (no parent in the archive) with their sub-sessions, cycle-safe."""
+    shown: set[str] = set()
+
+    def node(name: str, path: frozenset[str]) -> dict[str, Any]:
+        summary = graph.summaries.get(name)
+        cycle = name in path
+        shown.add(name)
+        children = [] if cycle else [node(c, path | {name}) for c in graph.children(name)]
+        return {
+            "name": name,
+            "url": urls.session_page(name) if summary else None,
+            "role": summary.role if summary else "",
+            "cycle": cycle,
+            "children": children,
+        }
+
+    roots = sorted(
+        s.name for s in graph.summaries.values() if not s.parent_id or s.parent_id not in graph.summaries
+    )
+    tree = [node(r, frozenset()) for r in roots]
+    # Sessions only reachable through a cycle have no root: show them too.
+    for name in sorted(graph.summaries):
+        if name not in shown:
+            tree.append(node(name, frozenset()))
+    return tree
+
+
+def _pagefind_available() -> bool:
+    try:
+        import pagefind_bin  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_pagefind(out_dir: Path) -> str:
+    """Index the site with Pagefind's binary (from the pagefind-bin wheel)."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "pagefind", "--site", str(out_dir), "--output-subdir", "pagefind", "--silent"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unavailable: Pagefind failed to run ({exc})"
+    if result.returncode != 0:
+        last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        return f"unavailable: Pagefind failed: {last[0]}"
+    return "built"
+
+
+def iter_site_files(out_dir: Path) -> Iterable[Path]:
+    """Every published file (the build state folder excluded), sorted."""
+    for path in sorted(out_dir.rglob("*")):
+        if path.is_file() and STATE_DIR not in path.relative_to(out_dir).parts[:1]:
+            yield path

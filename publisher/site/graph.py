@@ -1,0 +1,147 @@
+"""What a page needs to know about the rest of the archive: summaries and links.
+
+A :class:`Summary` is all the index and the other sessions' pages use of a session, so an
+incremental build can refresh them without rereading the session file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from ..model import Session
+from . import urls
+
+ID_TAIL_RE = re.compile(r"_([0-9a-z]{6})\Z")
+
+
+@dataclass(slots=True, frozen=True)
+class Summary:
+    """Per-session facts for the index and for links from other pages."""
+
+    name: str
+    """Session name."""
+    file_name: str
+    """File name in the sessions folder."""
+    session_id: str
+    """The id field."""
+    kind: str
+    """ses, job, sub or named."""
+    role: str
+    """Owning role."""
+    version: str
+    """Polyglav version."""
+    created_at: str
+    """Creation timestamp."""
+    updated_at: str
+    """Last update timestamp."""
+    parent_id: str
+    """Parent session name."""
+    sub_sessions: tuple[str, ...]
+    """Declared sub-sessions."""
+    turns: int
+    """Number of turns."""
+    tool_calls: int
+    """Number of tool parts."""
+    errors: int
+    """Number of error entries."""
+    last_status: str
+    """Status of the last turn."""
+    first_prompt: str
+    """First line of the first prompt (for the index)."""
+    decisions: tuple[tuple[str, int], ...] = field(default=())
+    """Permission decision counts, sorted by decision."""
+
+    @classmethod
+    def of(cls, session: Session) -> Summary:
+        from ..render.text import first_line
+        from ..render.view import prompt_of
+
+        first = first_line(prompt_of(session.turns[0]), 120) if session.turns else ""
+        decisions = Counter(p.decision for p in session.permissions)
+        return cls(
+            name=session.session_name,
+            file_name=session.file_name,
+            session_id=session.session_id,
+            kind=session.kind,
+            role=session.role,
+            version=session.version,
+            created_at=session.created_at,
+            updated_at=session.updated_at,
+            parent_id=session.parent_id,
+            sub_sessions=tuple(session.sub_sessions),
+            turns=len(session.turns),
+            tool_calls=session.tool_calls,
+            errors=len(session.errors),
+            last_status=session.last_status,
+            first_prompt=first,
+            decisions=tuple(sorted(decisions.items())),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Summary:
+        values = dict(data)
+        values["sub_sessions"] = tuple(values["sub_sessions"])  # type: ignore[arg-type]
+        values["decisions"] = tuple(tuple(d) for d in values["decisions"])  # type: ignore[attr-defined]
+        return cls(**values)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class Graph:
+    """The archive's sessions by name, with parent/child links and reference lookup."""
+
+    summaries: dict[str, Summary]
+    """Loaded sessions by session name (page names)."""
+    file_names: list[str] = field(default_factory=list)
+    """Every ``*.json`` file name in the folder, loaded or not (for ``#id`` lookups)."""
+
+    def children(self, name: str) -> list[str]:
+        """Sub-sessions: declared ones first, then any session whose parent_id names it."""
+        summary = self.summaries.get(name)
+        declared = list(summary.sub_sessions) if summary else []
+        found = sorted(s.name for s in self.summaries.values() if s.parent_id == name)
+        return list(dict.fromkeys([*declared, *found]))
+
+    def lineage(self, name: str) -> tuple[list[str], bool]:
+        """Parents from the root down to the direct parent; True when a cycle was cut."""
+        chain: list[str] = []
+        seen = {name}
+        current = self.summaries.get(name)
+        while current is not None and current.parent_id:
+            parent = current.parent_id
+            if parent in seen:
+                return list(reversed(chain)), True
+            seen.add(parent)
+            chain.append(parent)
+            current = self.summaries.get(parent)
+        return list(reversed(chain)), False
+
+    def by_id(self, ident: str) -> str | None:
+        """The session name for ``#ident`` (the CLI's filename glob), None if absent or ambiguous."""
+        suffix = f"_{ident}.json"
+        matches = [f for f in self.file_names if f.endswith(suffix)]
+        if len(matches) != 1:
+            return None
+        name = matches[0][:-5]
+        return name if name in self.summaries else None
+
+    def resolve_ref(self, ref: str) -> str | None:
+        """``#id`` or ``session:name`` → the session name it links to, or None."""
+        if ref.startswith("#"):
+            return self.by_id(ref[1:])
+        if ref.startswith("session:"):
+            name = ref[len("session:") :]
+            return name if name in self.summaries else None
+        return None
+
+    def relevant_names(self, name: str) -> list[str]:
+        """The names whose summaries a page of ``name`` shows (for dependency tracking)."""
+        lineage, _ = self.lineage(name)
+        return sorted({*lineage, *self.children(name), name})
+
+    def page_of(self, name: str) -> str:
+        return urls.session_page(name)

@@ -1,0 +1,162 @@
+"""Render one session's pages: a pure function of the session and the facts it links to.
+
+:func:`render_session_pages` takes the session file, the theme and a :class:`PageFacts`
+(the summaries of the sessions the page names, and how to resolve references) and returns
+every file of the session's folder as bytes. It touches no global state, so a build can
+run it in worker processes (or, later, on another engine) and get the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Session, Turn
+from ..render import view
+from ..render.html import HtmlRenderer, PageLinks, RenderedTurn
+from . import urls
+from .graph import Graph
+
+#: A session page holds at most this many turns or about this many bytes of turns.
+PAGE_MAX_TURNS = 300
+PAGE_MAX_BYTES = 2_000_000
+
+
+@dataclass(slots=True)
+class PageFacts:
+    """What a session's pages show about other sessions (the page's dependencies)."""
+
+    lineage: list[tuple[str, bool]]
+    """Parents from the root down: (name, present in the site)."""
+    lineage_cycle: bool
+    """True when the parent chain loops."""
+    children: list[tuple[str, bool, str]]
+    """Sub-sessions: (name, present, role)."""
+    refs: dict[str, str]
+    """Reference (``#id`` or ``session:name``) → session name, for every reference that resolves."""
+
+    @classmethod
+    def from_graph(cls, graph: Graph, session: Session, ref_candidates: set[str]) -> PageFacts:
+        lineage, cycle = graph.lineage(session.session_name)
+        children = []
+        for name in graph.children(session.session_name):
+            summary = graph.summaries.get(name)
+            children.append((name, summary is not None, summary.role if summary else ""))
+        refs = {}
+        for ref in sorted(ref_candidates):
+            target = graph.resolve_ref(ref)
+            if target is not None:
+                refs[ref] = target
+        return cls(
+            lineage=[(n, n in graph.summaries) for n in lineage],
+            lineage_cycle=cycle,
+            children=children,
+            refs=refs,
+        )
+
+    def key(self) -> str:
+        """A digest of the facts, for the incremental build's dependency check."""
+        return hashlib.sha256(
+            pickle.dumps((self.lineage, self.lineage_cycle, self.children, sorted(self.refs.items())))
+        ).hexdigest()
+
+
+def _rel_session_url(name: str) -> str:
+    return f"../{urls.slug(name)}/index.html"
+
+
+@dataclass(slots=True)
+class SessionOutput:
+    """Every file of one session's folder, relative to the site root."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    pages: int = 1
+
+
+def turn_key(turn: Turn, facts_key: str) -> str:
+    """Cache key of a turn fragment: its content and the reference facts it may link."""
+    return hashlib.sha256(pickle.dumps((repr(turn), facts_key))).hexdigest()
+
+
+def render_session_pages(
+    renderer: HtmlRenderer,
+    session: Session,
+    facts: PageFacts,
+    fragment_cache: dict[str, RenderedTurn] | None = None,
+) -> SessionOutput:
+    """All pages of ``session`` (split when long) and the side files of long outputs."""
+    base = urls.session_dir(session.session_name)
+    ref_targets = facts.refs
+
+    def resolve_ref(ref: str) -> str | None:
+        target = ref_targets.get(ref)
+        return _rel_session_url(target) if target is not None else None
+
+    links = PageLinks(url_for=lambda n: _rel_session_url(n), resolve_ref=resolve_ref, root="../../")
+    marks = view.boundaries(session)
+    facts_key = hashlib.sha256(pickle.dumps(sorted(facts.refs.items()))).hexdigest()
+    seen: Counter[int] = Counter()
+    rendered: list[tuple[Turn, RenderedTurn]] = []
+    for turn in session.turns:
+        seen[turn.index] += 1
+        anchor = f"turn-{turn.index}" if seen[turn.index] == 1 else f"turn-{turn.index}-dup{seen[turn.index]}"
+        key = turn_key(turn, facts_key) + anchor
+        cached = fragment_cache.get(key) if fragment_cache is not None else None
+        if cached is None:
+            cached = renderer.render_turn(session, turn, marks.get(turn.index, []), links, anchor=anchor)
+            if fragment_cache is not None:
+                fragment_cache[key] = cached
+        rendered.append((turn, cached))
+
+    # Split into pages by turn count and size, keeping each turn whole.
+    groups: list[list[tuple[Turn, RenderedTurn]]] = [[]]
+    size = 0
+    for item in rendered:
+        item_size = len(item[1].html)
+        if groups[-1] and (len(groups[-1]) >= PAGE_MAX_TURNS or size + item_size > PAGE_MAX_BYTES):
+            groups.append([])
+            size = 0
+        groups[-1].append(item)
+        size += item_size
+    pages: list[dict[str, Any]] = []
+    for number, group in enumerate(groups, start=1):
+        first = group[0][0].index if group else 0
+        last = group[-1][0].index if group else 0
+        url = "index.html" if number == 1 else f"page-{number}.html"
+        pages.append({"number": number, "first": first, "last": last, "url": url})
+
+    out = SessionOutput(pages=len(groups))
+    decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
+    lineage = [{"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage]
+    children = [
+        {"name": n, "url": _rel_session_url(n) if present else None, "role": role}
+        for n, present, role in facts.children
+    ]
+    for page, group in zip(pages, groups, strict=True):
+        html = renderer.render_session(
+            session=session,
+            page=page["number"],
+            pages=pages,
+            page_map={"current": page["number"], "pages": pages} if len(pages) > 1 else None,
+            turns_html=[_markup(item[1].html) for item in group],
+            lineage=lineage,
+            lineage_cycle=facts.lineage_cycle,
+            children=children,
+            decision_counts=decision_counts,
+            root="../../",
+            resolve_ref=resolve_ref,
+        )
+        out.files[f"{base}/{page['url']}"] = html.encode("utf-8")
+        for _, fragment in group:
+            for name, text in fragment.files.items():
+                out.files[f"{base}/{name}"] = text.encode("utf-8", "replace")
+    return out
+
+
+def _markup(html: str) -> Any:
+    from markupsafe import Markup
+
+    return Markup(html)
