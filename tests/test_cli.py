@@ -1,0 +1,210 @@
+"""CLI tests against sample_sessions/ (typer's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from publisher.cli import app
+from tests.conftest import SAMPLES, Writer, part, session_doc, turn
+
+runner = CliRunner()
+P = ["--project", str(SAMPLES)]
+LINE_RE = re.compile(r"^#(\d+) \[([^\]]+)\] (\S+) (\d+) tools? ?(.*)$")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_sessions_lists_every_file_with_parents_and_failures() -> None:
+    code, out, err = run("sessions", *P)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED"]
+    assert len(lines) == 1 + 7
+    sub = next(line for line in lines if line.startswith("sub ") and "cd34ef" in line)
+    assert sub.endswith("parent: ses_20260817_120000_ab12cd")
+    assert "reviewer" in sub
+    flat = next(line for line in lines if "flat01" in line)
+    assert "not loaded: legacy flat-messages format" in flat
+    assert (
+        "ses_20260601_100000_old002.json: written before the session_name/session_id fields" in err
+    )
+
+
+def test_sessions_preview() -> None:
+    code, out, _ = run("sessions", "preview", "#cd34ef", *P)
+    assert code == 0
+    fields = dict(line.split(":", 1) for line in out.splitlines())
+    assert fields["turns"].strip() == "1"
+    assert fields["parent"].strip() == "ses_20260817_120000_ab12cd"
+    assert fields["sub-sessions"].strip() == "sub_20260817_122000_ef56gh"
+    assert "delegate ×1" in fields["tools"] and "run_command ×1" in fields["tools"]
+    assert "tool ×2" in fields["part kinds"]
+
+
+def test_history_default_is_last_ten_of_the_latest_session() -> None:
+    code, out, _ = run("history", *P)
+    assert code == 0
+    # The most recently updated session is the nightly job.
+    assert out.splitlines()[0].startswith("#1 [ok] 15.0s 2 tools Nightly: run the test suite")
+    code, out, _ = run("history", "--run", "#ab12cd", *P)
+    assert code == 0
+    indexes = [int(LINE_RE.match(line).group(1)) for line in out.splitlines()]  # type: ignore[union-attr]
+    assert indexes == list(range(3, 13))
+
+
+def test_history_all_thoughts() -> None:
+    code, out, _ = run("history", "all", "--thoughts", "--run", "#ab12cd", *P)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        "#1 [ok] 18.0s 2 tools The test suite fails on `test_reserve_last_unit` since yesterday's refactor. "
+        "Can you find out why?"
+    )
+    assert (
+        lines[1]
+        == "    Run the failing test first to see the actual assertion, then read the reservation code."
+    )
+    assert "#4 [ok] 1.0s 0 tools /model llama3.3:70b" in lines
+    assert "#12 [running] - 1 tool Now run the linter." in lines
+    statuses = {m.group(2) for m in map(LINE_RE.match, lines) if m}
+    assert statuses == {"ok", "error", "truncated", "cancelled", "running"}
+
+
+def test_history_thoughts_all_prints_whole_thinking() -> None:
+    code, out, _ = run("history", "--thoughts", "all", "--run", "#ab12cd", *P)
+    assert code == 0
+    assert "and that the" in out  # end of the long truncated thinking of turn 10
+    code, out, _ = run("history", "3", "--run", "#ab12cd", *P)
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == ["#10", "#11", "#12"]
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["#cd34ef", "session:sub_20260817_121500_cd34ef", "sub_20260817_121500_cd34ef", "reviewer"],
+)
+def test_run_target_forms(target: str) -> None:
+    code, out, _ = run("history", "--run", target, *P)
+    assert code == 0
+    assert out.startswith("#1 [ok] 18.0s 2 tools Review the off-by-one fix")
+
+
+def test_print_metadata_block_and_parts() -> None:
+    code, out, _ = run("print", "4", "--run", "#ab12cd", *P)
+    assert code == 0
+    assert out.splitlines()[:10] == [
+        "index:     #4",
+        "status:    ok",
+        "duration:  1.0s",
+        "tools:     0",
+        "started:   2026-08-17T12:02:13+00:00",
+        "ended:     2026-08-17T12:02:14+00:00",
+        "model:     llama3.3:70b",
+        "provider:  ollama",
+        "mode:      build",
+        "reasoning: off",
+    ]
+    assert "--- 4.1 Command (2026-08-17T12:02:13+00:00)" in out
+    code, out, _ = run("print", "12", "--run", "#ab12cd", *P)
+    assert code == 0
+    assert "ended:     -" in out and "output:\n-" in out
+
+
+def test_print_one_part_and_compaction() -> None:
+    code, out, _ = run("print", "8.1", "--run", "#ab12cd", *P)
+    assert code == 0
+    assert out.startswith("--- 8.1 Compaction")
+    assert "compact_from: 6" in out and "turns 1–5 only through this summary" in out
+    assert "index:" not in out
+
+
+def test_print_cap_and_full(archive: Path, write_session: Writer) -> None:
+    write_session(
+        session_doc(turns=[turn(1, part("tool", name="cat", input={}, output="x" * 5000))])
+    )
+    project = ["--project", str(archive.parent.parent)]
+    code, out, _ = run("print", "1.1", "--run", "#ab12cd", *project)
+    assert code == 0
+    assert "x" * 4000 + "... (1000 more chars, use --full)" in out
+    code, out, _ = run("print", "1.1", "--full", "--run", "#ab12cd", *project)
+    assert code == 0
+    assert "x" * 5000 in out and "more chars" not in out
+    (archive.parent / "config.json").write_text(json.dumps({"print_max_chars": 10}))
+    _code, out, _ = run("print", "1.1", "--run", "#ab12cd", *project)
+    assert "xxxxxxxxxx... (4990 more chars, use --full)" in out
+
+
+def test_print_escapes_terminal_controls(archive: Path, write_session: Writer) -> None:
+    write_session(session_doc(turns=[turn(1, part("user", "\x1b]0;pwned\x07\x1b[2Jhi"))]))
+    code, out, _ = run("print", "1.1", "--run", "#ab12cd", "--project", str(archive.parent.parent))
+    assert code == 0
+    assert "\x1b" not in out and "\\x1b]0;pwned\\x07" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["print", "x"], 2),
+        (["print", "99", "--run", "#ab12cd"], 1),
+        (["print", "1.99", "--run", "#ab12cd"], 1),
+        (["history", "--thoughts=some"], 2),
+        (["history", "many"], 2),
+        (["export"], 2),
+        (["export", "#ab12cd", "--format", "pdf"], 2),
+        (["nonsense"], 2),
+    ],
+)
+def test_exit_codes(args: list[str], code: int) -> None:
+    result = runner.invoke(app, [*args, *P])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "command", ["export", "history", "print", "sessions", "site", "site build"]
+)
+def test_help_has_an_example(command: str) -> None:
+    result = runner.invoke(app, [*command.split(), "--help"])
+    assert result.exit_code == 0
+    assert "Example: polyglav" in result.stdout
+
+
+def test_console_script_and_module_entry_points() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "publisher", "sessions", *P],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0 and "ses_20260817_120000_ab12cd" in out.stdout
+
+
+def test_no_project_and_no_polyglav_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["sessions"])
+    assert result.exit_code == 1
+    assert "no .polyglav/ folder" in result.stderr
+
+
+def test_project_found_upwards(
+    archive: Path, write_session: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_session(session_doc())
+    deep = archive.parent.parent / "src" / "pkg"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    result = runner.invoke(app, ["history"])
+    assert result.exit_code == 0
+    assert result.stdout == ""  # the session has no turns
+    result = runner.invoke(app, ["sessions"])
+    assert "ses_20260817_120000_ab12cd" in result.stdout
