@@ -67,6 +67,14 @@ def human_size(count: int) -> str:
     return f"{count} B"  # pragma: no cover
 
 
+def short_time(value: str) -> str:
+    """``2026-08-17T12:00:05+00:00`` as ``2026-08-17 12:00:05`` (UTC); other text as is."""
+    parsed = view.parse_time(value)
+    if parsed is None or parsed.utcoffset() is None or parsed.utcoffset().total_seconds() != 0:  # type: ignore[union-attr]
+        return value or "-"
+    return parsed.strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _number(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
@@ -94,6 +102,7 @@ class HtmlRenderer:
             is_command=lambda p: isinstance(p, CommandPart),
             is_textual=lambda p: isinstance(p, TextualPart),
             number=_number,
+            short_time=short_time,
         )
         self.env.filters.update(
             md=_md_filter, pre=_pre_filter, jsonhl=_json_filter, to_json=_to_json
@@ -131,7 +140,7 @@ class HtmlRenderer:
     def _output_view(
         turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
     ) -> dict[str, Any]:
-        lines = output.count("\n") + 1 if output else 0
+        lines = output.count("\n") + (0 if output.endswith("\n") else 1) if output else 0
         size = len(output.encode("utf-8", "surrogatepass"))
         info: dict[str, Any] = {
             "text": output,

@@ -62,8 +62,10 @@ def _header(session: Session) -> Iterator[str]:
             ("Sub-sessions", _names(session.sub_sessions)),
             (
                 "Counts",
-                f"{len(session.turns)} turns, {session.tool_calls} tool calls, "
-                f"{len(session.errors)} errors, {len(session.permissions)} permission decisions",
+                f"{view.plural(len(session.turns), 'turn')}, "
+                f"{view.plural(session.tool_calls, 'tool call')}, "
+                f"{view.plural(len(session.errors), 'error')}, "
+                f"{view.plural(len(session.permissions), 'permission decision')}",
             ),
         ]
     )
@@ -162,7 +164,7 @@ def _permissions(permissions: list[Permission]) -> Iterator[str]:
     for p in permissions:
         counts[p.decision] = counts.get(p.decision, 0) + 1
     summary = ", ".join(f"{n} {inline_code(d)}" for d, n in sorted(counts.items()))
-    yield f"{len(permissions)} decisions: {summary}.\n\n"
+    yield f"{view.plural(len(permissions), 'decision')}: {summary}.\n\n"
     yield "| # | Time | Tool | Action | Decision | Path |\n|---|---|---|---|---|---|\n"
     for i, p in enumerate(permissions, start=1):
         cells = [p.timestamp, p.tool, p.action, p.decision, p.path]
@@ -180,7 +182,7 @@ def _errors(errors: list[ErrorEntry]) -> Iterator[str]:
     if not errors:
         yield "No errors were recorded in this session.\n"
         return
-    yield f"{len(errors)} errors recorded.\n"
+    yield f"{view.plural(len(errors), 'error')} recorded.\n"
     for i, error in enumerate(errors, start=1):
         code = error.code if isinstance(error.code, str) else json_text(error.code)
         yield f"\n### Error {i} · code {inline_code(str(code))}\n\n"

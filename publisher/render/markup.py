@@ -59,7 +59,8 @@ def _image_as_link(
 def _link_open(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
-    tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
+    if tokens[idx].attrGet("class") != "session-ref":
+        tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
     return self.renderToken(tokens, idx, options, env)
 
 
@@ -89,7 +90,7 @@ def _session_refs(state: StateCore) -> None:
                 if match.start() > pos:
                     children.append(_text(token.content[pos : match.start()]))
                 link = Token("link_open", "a", 1)
-                link.attrs = {"href": url, "class": "session-ref"}
+                link.attrs = {"class": "session-ref", "href": url}
                 children.extend([link, _text(match.group(1)), Token("link_close", "a", -1)])
                 pos = match.end()
             if pos < len(token.content):

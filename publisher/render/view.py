@@ -71,8 +71,13 @@ def status_known(status: str) -> bool:
     return status in KNOWN_STATUSES
 
 
+def plural(count: int, word: str) -> str:
+    """``1 tool``, ``2 tools``: English plural with an ``s``."""
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def tools_label(count: int) -> str:
-    return f"{count} tool" + ("" if count == 1 else "s")
+    return plural(count, "tool")
 
 
 def part_label(part: Part) -> str:

@@ -36,5 +36,6 @@ def export_html(session: Session, theme: str | None = None) -> Iterator[str]:
         root="",
         resolve_ref=None,
         inline_css=Markup(css.replace("</", "<\\/")),
+        inline_theme_css=Markup(renderer.theme.asset_text("theme.css").replace("</", "<\\/")),
     )
     yield html

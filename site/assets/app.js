@@ -1,0 +1,150 @@
+/* Polyglav publisher: anchors, page map, index sorting/filtering, search.
+ * Text from sessions is only ever inserted as text (textContent), never as HTML. */
+(function () {
+  "use strict";
+
+  function openAncestors(el) {
+    for (var node = el; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") { node.open = true; }
+    }
+  }
+
+  function pageMap() {
+    var el = document.getElementById("page-map");
+    if (!el) { return null; }
+    try { return JSON.parse(el.textContent); } catch (e) { return null; }
+  }
+
+  /* A #turn-N or #turn-N.M on the wrong page of a split session goes to the right one. */
+  function followHash() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    if (!id) { return; }
+    var target = document.getElementById(id);
+    if (target) { openAncestors(target); target.scrollIntoView(); return; }
+    var map = pageMap();
+    var m = /^turn-(\d+)/.exec(id);
+    if (!map || !m) { return; }
+    var n = parseInt(m[1], 10);
+    for (var i = 0; i < map.pages.length; i++) {
+      var p = map.pages[i];
+      if (n >= p.first && n <= p.last && p.number !== map.current) {
+        location.replace(p.url + "#" + encodeURIComponent(id).replace(/%2E/gi, "."));
+        return;
+      }
+    }
+  }
+  window.addEventListener("hashchange", followHash);
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  });
+
+  /* ---- index: sorting and filtering ---- */
+  function setupTable() {
+    var table = document.getElementById("session-table");
+    if (!table) { return; }
+    var tbody = table.tBodies[0];
+    var kind = document.getElementById("filter-kind");
+    var role = document.getElementById("filter-role");
+    var errors = document.getElementById("filter-errors");
+    var count = document.getElementById("filter-count");
+    function applyFilters() {
+      var shown = 0;
+      Array.prototype.forEach.call(tbody.rows, function (row) {
+        var ok = (!kind.value || row.dataset.kind === kind.value) &&
+          (!role.value || row.dataset.role === role.value) &&
+          (!errors.checked || parseInt(row.dataset.errors, 10) > 0);
+        row.hidden = !ok;
+        if (ok) { shown++; }
+      });
+      count.textContent = shown + " of " + tbody.rows.length + " shown";
+    }
+    [kind, role, errors].forEach(function (el) { el.addEventListener("change", applyFilters); });
+    applyFilters();
+    var headers = table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(headers, function (th, col) {
+      th.querySelector("button").addEventListener("click", function () {
+        var asc = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+        var numeric = th.dataset.type === "number";
+        var rows = Array.prototype.slice.call(tbody.rows);
+        rows.sort(function (a, b) {
+          var x = a.cells[col].dataset.value, y = b.cells[col].dataset.value;
+          var c = numeric ? (parseFloat(x) - parseFloat(y)) : (x < y ? -1 : x > y ? 1 : 0);
+          return asc ? c : -c;
+        });
+        rows.forEach(function (r) { tbody.appendChild(r); });
+      });
+    });
+  }
+
+  /* ---- search (Pagefind, needs http) ---- */
+  function textOf(html) {
+    return new DOMParser().parseFromString(html, "text/html").body.textContent || "";
+  }
+  function excerptNodes(excerpt, into) {
+    /* Pagefind marks hits with <mark>; rebuild them as elements, everything else as text. */
+    var pieces = String(excerpt).split(/(<mark>|<\/mark>)/);
+    var inMark = false;
+    pieces.forEach(function (piece) {
+      if (piece === "<mark>") { inMark = true; return; }
+      if (piece === "</mark>") { inMark = false; return; }
+      var text = document.createTextNode(textOf(piece));
+      if (inMark) { var m = document.createElement("mark"); m.appendChild(text); into.appendChild(m); }
+      else { into.appendChild(text); }
+    });
+  }
+  function setupSearch() {
+    var input = document.getElementById("search-input");
+    if (!input) { return; }
+    var status = document.getElementById("search-status");
+    var list = document.getElementById("search-results");
+    var root = document.body.dataset.root || "";
+    if (location.protocol === "file:") {
+      status.textContent = "Search needs the site to be served over HTTP (polyglav site serve, or any static host); it cannot work from a file:// page. Sorting and filtering below still work.";
+      input.disabled = true;
+      return;
+    }
+    var pagefind = null, seq = 0;
+    function load() {
+      if (!pagefind) {
+        pagefind = import(new URL("pagefind/pagefind.js", document.baseURI.replace(/[^/]*$/, "") + root).href)
+          .catch(function () { return null; });
+      }
+      return pagefind;
+    }
+    input.addEventListener("input", function () {
+      var query = input.value.trim(), mine = ++seq;
+      if (!query) { list.textContent = ""; status.textContent = "Type to search."; return; }
+      load().then(function (pf) {
+        if (!pf) { status.textContent = "Search is not available on this site (no search index was built)."; return null; }
+        return pf.debouncedSearch(query, {}, 200);
+      }).then(function (res) {
+        if (!res || mine !== seq) { return null; }
+        return Promise.all(res.results.slice(0, 20).map(function (r) { return r.data(); })).then(function (items) {
+          if (mine !== seq) { return; }
+          list.textContent = "";
+          status.textContent = res.results.length + " pages match.";
+          items.forEach(function (item) {
+            var hits = (item.sub_results && item.sub_results.length) ? item.sub_results.slice(0, 3) : [item];
+            hits.forEach(function (hit) {
+              var li = document.createElement("li");
+              var a = document.createElement("a");
+              a.href = hit.url;
+              a.textContent = textOf((item.meta && item.meta.title) || item.url) + (hit !== item ? " — " + textOf(hit.title || "") : "");
+              li.appendChild(a);
+              var p = document.createElement("p");
+              p.className = "dim";
+              excerptNodes(hit.excerpt || "", p);
+              li.appendChild(p);
+              list.appendChild(li);
+            });
+          });
+        });
+      });
+    });
+  }
+
+  function start() { followHash(); setupTable(); setupSearch(); }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
+})();

@@ -1,0 +1,283 @@
+"""The static site: pages, anchors, links, index, themes, determinism, the demo site."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from publisher.cli import app
+from publisher.site import urls
+from tests.conftest import ROOT, SAMPLES, Writer, part, session_doc, turn
+from tests.site_helpers import build, tree_digest
+
+runner = CliRunner()
+MAIN = "ses_20260817_120000_ab12cd"
+REVIEW = "sub_20260817_121500_cd34ef"
+SECURITY = "sub_20260817_122000_ef56gh"
+
+
+class Ids(HTMLParser):
+    """Collects ids, hrefs and script tags of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.hrefs: list[str] = []
+        self.scripts: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        d = dict(attrs)
+        if d.get("id"):
+            self.ids.append(d["id"] or "")
+        if tag == "a" and d.get("href"):
+            self.hrefs.append(d["href"] or "")
+        if tag == "script":
+            self.scripts.append(d)
+
+
+def parse(path: Path) -> Ids:
+    p = Ids()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build(SAMPLES, out)
+    return out
+
+
+def page(site: Path, name: str) -> Path:
+    return site / urls.session_page(name)
+
+
+def test_every_turn_and_part_has_its_anchor(site: Path) -> None:
+    from publisher.archive import Archive
+
+    for entry in Archive(SAMPLES).entries():
+        if entry.session is None:
+            continue
+        ids = parse(page(site, entry.session.session_name)).ids
+        assert len(ids) == len(set(ids)), "duplicate ids"
+        for t in entry.session.turns:
+            assert f"turn-{t.index}" in ids
+            for m in range(1, len(t.parts) + 1):
+                assert f"turn-{t.index}.{m}" in ids
+        assert "errors" in ids and "permissions" in ids
+
+
+def test_errors_and_permissions_sections(site: Path) -> None:
+    html = page(site, MAIN).read_text(encoding="utf-8")
+    errors = html[html.index('id="errors"') :]
+    assert "code 401" in errors and "max_tokens truncation" in errors
+    perms = html[html.index('id="permissions"') : html.index('id="errors"')]
+    for decision in ("granted", "declined", "denied"):
+        assert f'class="badge dec-{decision}"' in perms
+    assert "No errors were recorded in this session." in page(site, REVIEW).read_text(
+        encoding="utf-8"
+    )
+
+
+def test_delegation_links_both_ways(site: Path) -> None:
+    parent = parse(page(site, MAIN))
+    assert f"../{REVIEW}/index.html" in parent.hrefs
+    child = page(site, REVIEW).read_text(encoding="utf-8")
+    lineage = child[
+        child.index('class="lineage"') : child.index("</nav>", child.index('class="lineage"'))
+    ]
+    assert f'href="../{MAIN}/index.html"' in lineage
+    grandchild = page(site, SECURITY).read_text(encoding="utf-8")
+    lineage = grandchild[grandchild.index('class="lineage"') :]
+    assert lineage.index(MAIN) < lineage.index(REVIEW) < lineage.index(SECURITY)
+    assert f"../{SECURITY}/index.html" in parse(page(site, REVIEW)).hrefs
+
+
+def test_references_in_text_link_to_sessions(site: Path) -> None:
+    html = page(site, MAIN).read_text(encoding="utf-8")
+    assert f'<a class="session-ref" href="../{REVIEW}/index.html">#cd34ef</a>' in html
+    assert (
+        '<a class="session-ref" href="../release-notes/index.html">session:release-notes</a>'
+        in html
+    )
+    named = page(site, "release-notes").read_text(encoding="utf-8")
+    assert f'href="../{REVIEW}/index.html">#cd34ef</a>' in named
+
+
+def test_index_lists_every_file(site: Path) -> None:
+    html = (site / "index.html").read_text(encoding="utf-8")
+    for path in SAMPLES.glob("*.json"):
+        assert path.stem in html
+    assert "legacy flat-messages format" in html
+    assert "written before the session_name/session_id fields" in html
+    rows = re.findall(r'<tr data-kind="(\w+)" data-role="([^"]*)" data-errors="(\d+)">', html)
+    assert sorted(rows) == sorted(
+        [
+            ("job", "nightly-ci", "2"),
+            ("named", "writer", "0"),
+            ("ses", "", "2"),
+            ("sub", "reviewer", "0"),
+            ("sub", "security", "0"),
+        ]
+    )
+    tree = html[html.index('id="tree"') : html.index('id="not-loaded"')]
+    assert tree.index(MAIN) < tree.index(REVIEW) < tree.index(SECURITY)
+
+
+def test_no_inline_script_and_csp(site: Path) -> None:
+    for path in site.rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        assert "Content-Security-Policy" in text
+        for script in parse(path).scripts:
+            assert script.get("src") or script.get("type") == "application/json", path
+
+
+def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
+    build(SAMPLES, tmp_path / "a", search=True)
+    build(SAMPLES, tmp_path / "b", search=True, workers=2)
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+
+
+def test_demo_site_is_up_to_date(tmp_path: Path) -> None:
+    """site/ is the demo built from sample_sessions/: rebuild with `polyglav site build
+    --project sample_sessions --out site` when this fails."""
+    build(SAMPLES, tmp_path / "site", search=True)
+
+    def ours(out: Path) -> dict[str, str]:
+        # pagefind/ is written by the Pagefind binary, whose bytes depend on its version.
+        return {k: v for k, v in tree_digest(out).items() if not k.startswith("pagefind/")}
+
+    assert ours(tmp_path / "site") == ours(ROOT / "site")
+    assert (ROOT / "site" / "pagefind" / "pagefind.js").is_file()
+
+
+def test_cli_build_exit_codes_and_strict(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["site", "build", "--project", str(SAMPLES), "--out", str(out), "--no-search"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "ses_20260301_090000_flat01.json: legacy flat-messages format" in result.stderr
+    strict = runner.invoke(
+        app,
+        ["site", "build", "--project", str(SAMPLES), "--out", str(out), "--no-search", "--strict"],
+    )
+    assert strict.exit_code == 1
+    assert "--strict" in strict.stderr
+    bad_theme = runner.invoke(
+        app, ["site", "build", "--project", str(SAMPLES), "--out", str(out), "--theme", "nope"]
+    )
+    assert bad_theme.exit_code == 1 and "no such theme" in bad_theme.stderr
+
+
+def test_user_theme_overrides_one_template(tmp_path: Path) -> None:
+    theme = tmp_path / "mytheme" / "templates"
+    theme.mkdir(parents=True)
+    (theme / "turn_meta.html").write_text(
+        '<p class="mine">turn {{ turn.index }} by {{ turn.model }}</p>\n'
+    )
+    build(SAMPLES, tmp_path / "out", theme=str(tmp_path / "mytheme"))
+    html = (tmp_path / "out" / urls.session_page(MAIN)).read_text(encoding="utf-8")
+    assert '<p class="mine">turn 1 by qwen2.5-coder:32b</p>' in html
+    assert 'id="errors"' in html  # everything else from the default theme
+
+
+def test_builtin_paper_theme(tmp_path: Path) -> None:
+    build(SAMPLES, tmp_path / "out", theme="paper")
+    assert "print-like reading theme" in (tmp_path / "out" / "assets" / "theme.css").read_text()
+    assert 'class="turn-line"' in (tmp_path / "out" / urls.session_page(MAIN)).read_text(
+        encoding="utf-8"
+    )
+
+
+def test_export_html_is_self_contained(tmp_path: Path) -> None:
+    out = tmp_path / "x.html"
+    result = runner.invoke(
+        app, ["export", "#ab12cd", "--project", str(SAMPLES), "--format", "html", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.stderr
+    html = out.read_text(encoding="utf-8")
+    ids = parse(out)
+    assert "<style>" in html and "<script" not in html and "<link" not in html
+    assert not [h for h in ids.hrefs if not h.startswith(("#", "https://docs.python.org/"))]
+    assert "turn-12.2" in ids.ids and "errors" in ids.ids
+
+
+def test_long_session_is_split_and_outputs_externalised(
+    archive: Path, write_session: Writer, tmp_path: Path
+) -> None:
+    turns = [
+        turn(i, part("user", f"prompt {i}"), part("text", f"answer {i}")) for i in range(1, 701)
+    ]
+    turns[10]["parts"].append(
+        part("tool", name="cat", input={"path": "big.log"}, output="line\n" * 100_000)
+    )
+    write_session(session_doc(turns=turns))
+    out = tmp_path / "out"
+    build(archive, out)
+    folder = out / urls.session_dir("ses_20260817_120000_ab12cd")
+    pages = sorted(folder.glob("*.html"))
+    assert [p.name for p in pages] == ["index.html", "page-2.html", "page-3.html"]
+    seen: list[str] = []
+    for p in pages:
+        seen += [i for i in parse(p).ids if re.fullmatch(r"turn-\d+", i)]
+        assert p.stat().st_size < 5_000_000
+    assert sorted(seen) == sorted(f"turn-{i}" for i in range(1, 701))
+    text = (folder / "index.html").read_text(encoding="utf-8")
+    page_map = json.loads(text.split('id="page-map">')[1].split("</script>")[0])
+    assert [(p["first"], p["last"]) for p in page_map["pages"]] == [
+        (1, 300),
+        (301, 600),
+        (601, 700),
+    ]
+    assert (folder / "output-11.3.txt").read_text() == "line\n" * 100_000
+    assert 'href="output-11.3.txt"' in text
+
+
+def test_hostile_text_never_becomes_markup(
+    archive: Path, write_session: Writer, tmp_path: Path
+) -> None:
+    payload = "<script>alert(1)</script><img src=x onerror=alert(2)>[x](javascript:alert(3))![i](https://evil.example/p.png){{ 7*7 }}{% raw %}"
+    write_session(
+        session_doc(
+            role=payload,
+            turns=[
+                turn(
+                    1,
+                    part("user", payload),
+                    part("text", payload),
+                    part(
+                        "tool",
+                        name=payload,
+                        input={payload: payload},
+                        output=payload,
+                        analysis=payload,
+                    ),
+                    model=payload,
+                )
+            ],
+            errors=[{"code": 0, "message": payload, "timestamp": payload}],
+            permissions=[
+                {
+                    "tool": payload,
+                    "action": payload,
+                    "decision": payload,
+                    "path": payload,
+                    "timestamp": "",
+                }
+            ],
+        )
+    )
+    out = tmp_path / "out"
+    build(archive, out)
+    for path in [out / "index.html", out / urls.session_page("ses_20260817_120000_ab12cd")]:
+        html = path.read_text(encoding="utf-8")
+        assert "<script>alert" not in html and "<img" not in html
+        assert "javascript:" not in " ".join(parse(path).hrefs)
+        assert "evil.example" not in " ".join(re.findall(r'src="([^"]*)"', html))
+        assert "{{ 7*7 }}" in html or path.name == "index.html"
