@@ -101,7 +101,7 @@ def part_lines(session: Session, turn: Turn, number: int, limit: int) -> Iterato
             yield "summary:"
             yield terminal_safe(cap(part.summary, limit))
             yield f"compact_from: {part.compact_from if part.compact_from is not None else '-'}"
-            yield view.compaction_note(part, session)
+            yield view.compaction_note(part, view.last_index(session))
     if part.extra:
         yield "other fields:"
         yield terminal_safe(cap(json_text(part.extra), limit))

@@ -126,7 +126,7 @@ class HtmlRenderer:
             if isinstance(part, ToolPart) and part.output is not None:
                 outputs[number] = self._output_view(turn, number, part.output, externalize, files)
         html = self.template("turn.html").render(
-            session=session,
+            last_index=view.last_index(session),
             turn=turn,
             anchor=anchor or f"turn-{turn.index}",
             boundaries=boundaries,

@@ -147,7 +147,7 @@ def _part(session: Session, turn: Turn, number: int, part: Part) -> Iterator[str
             yield "**Summary:**\n\n"
             yield from code_block(part.summary, "text")
             yield "\n"
-            yield f"> **{view.compaction_note(part, session)}**\n\n"
+            yield f"> **{view.compaction_note(part, view.last_index(session))}**\n\n"
     if part.extra:
         title = "All fields" if label.startswith("Unknown") else "Other fields"
         yield f"**{title}** (as written):\n\n"

@@ -98,3 +98,11 @@ def first_line(text: str, limit: int = 80) -> str:
         return ""
     line = match.group(0).strip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def encode_display(text: str) -> bytes:
+    """UTF-8 bytes for display output (HTML): lone surrogates become U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")

@@ -120,12 +120,16 @@ def tool_notes(part: ToolPart) -> list[str]:
     return notes
 
 
-def compaction_note(part: CommandPart, session: Session) -> str:
-    """What a compaction record did to the provider context."""
+def last_index(session: Session) -> int:
+    """Index of the session's last turn, 0 when it has none."""
+    return session.turns[-1].index if session.turns else 0
+
+
+def compaction_note(part: CommandPart, last: int) -> str:
+    """What a compaction record did to the provider context (``last``: the last turn index)."""
     cf = part.compact_from
     if cf is None:
         return "This compaction record names no compact_from turn."
-    last = session.turns[-1].index if session.turns else 0
     if cf <= 1:
         return f"Kept from turn {cf}: no earlier turn was trimmed from the provider context."
     trimmed = "turn 1" if cf == 2 else f"turns 1–{cf - 1}"

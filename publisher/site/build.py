@@ -36,6 +36,7 @@ from ..loader import SessionLoadError, file_stamp, parse_session_bytes
 from ..model import LoadFailure, Session
 from ..render.html import HtmlRenderer, RenderedTurn
 from ..render.markup import REF_RE
+from ..render.text import encode_display
 from ..theme import Theme
 from ..write import atomic_write, is_inside, write_if_changed
 from . import urls
@@ -183,8 +184,23 @@ def _init_worker(graph: Graph, theme: Theme, out_dir: Path, cache_dir: Path, fol
     )
 
 
-def _render_job(file_name: str, previous_outputs: dict[str, str]) -> tuple[str, dict[str, str], str, int]:
-    """Render one session and write its files; returns (file, outputs, facts_key, written)."""
+RenderResult = tuple[str, dict[str, str], str, int, str | None]
+
+
+def _render_job(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
+    """Render one session and write its files; never raises for a bad session.
+
+    Returns (file, outputs, facts_key, files written, error or None).
+    """
+    try:
+        return _render(file_name, previous_outputs)
+    except SessionLoadError as exc:
+        return file_name, {}, "", 0, exc.reason
+    except Exception as exc:  # a renderer bug must not stop the whole build
+        return file_name, {}, "", 0, f"could not be rendered: {type(exc).__name__}: {exc}"
+
+
+def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     graph: Graph = _WORKER["graph"]
     renderer: HtmlRenderer = _WORKER["renderer"]
     out_dir: Path = _WORKER["out_dir"]
@@ -223,7 +239,7 @@ def _render_job(file_name: str, previous_outputs: dict[str, str]) -> tuple[str, 
             written += 1
     with contextlib.suppress(OSError):
         atomic_write(cache_path, [pickle.dumps(used, protocol=pickle.HIGHEST_PROTOCOL)])
-    return file_name, outputs, facts.key(), written
+    return file_name, outputs, facts.key(), written, None
 
 
 # --------------------------------------------------------------------------------------
@@ -298,6 +314,9 @@ def build_site(options: BuildOptions) -> BuildReport:
         name: SourceState.from_json(data) for name, data in manifest.get("sources", {}).items()
     }
     report = BuildReport()
+    if not same_key:
+        # Turn fragments were rendered by another publisher version or theme.
+        _remove_tree(state_dir / "fragments", out_dir)
 
     # 1. scan
     names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
@@ -359,9 +378,14 @@ def build_site(options: BuildOptions) -> BuildReport:
             jobs.append((name, state.outputs if same_key else {}))
     initargs = (graph, theme, out_dir, state_dir, folder)
     results = _pool_map(workers, initargs, _render_job, jobs, options.progress, "render")
-    for file_name, outputs, facts_key, written in results:
-        sources[file_name].outputs = outputs
-        sources[file_name].facts_key = facts_key
+    for file_name, outputs, facts_key, written, error in results:
+        state = sources[file_name]
+        if error is not None:
+            # Changed between scan and render, or a renderer failure: list it, go on.
+            state.summary, state.failure, state.outputs, state.sha256 = None, error, {}, ""
+            continue
+        state.outputs = outputs
+        state.facts_key = facts_key
         report.files_written += written
     report.sessions_rendered = len(results)
 
@@ -376,10 +400,10 @@ def build_site(options: BuildOptions) -> BuildReport:
         if sources[n].summary is None
     ]
     report.failures = failures
-    report.sessions = len(summaries)
+    report.sessions = sum(1 for n in names if sources[n].summary is not None)
     report.warnings = [f"{f.file_name}: {f.reason}" for f in failures]
     search_available = options.search and _pagefind_available()
-    index_html = render_index(renderer, graph, failures, folder, search_available).encode("utf-8")
+    index_html = encode_display(render_index(renderer, graph, failures, folder, search_available))
     extra_files: dict[str, bytes] = {"index.html": index_html}
     for rel, path in theme.assets().items():
         extra_files[f"assets/{rel}"] = path.read_bytes()

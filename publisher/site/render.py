@@ -17,6 +17,7 @@ from typing import Any
 from ..model import Session, Turn
 from ..render import view
 from ..render.html import HtmlRenderer, PageLinks, RenderedTurn
+from ..render.text import encode_display
 from . import urls
 from .graph import Graph
 
@@ -76,9 +77,14 @@ class SessionOutput:
     pages: int = 1
 
 
-def turn_key(turn: Turn, facts_key: str) -> str:
-    """Cache key of a turn fragment: its content and the reference facts it may link."""
-    return hashlib.sha256(pickle.dumps((repr(turn), facts_key))).hexdigest()
+def turn_key(turn: Turn, facts_key: str, marks: list[view.Boundary], last_index: int) -> str:
+    """Cache key of a turn fragment: everything ``turn.html`` reads.
+
+    That is the turn itself, the reference facts it may link, the context boundaries that
+    start at it, and the session's last turn index (a compaction note names it). The theme
+    and publisher version are not in the key: the build drops the cache when they change.
+    """
+    return hashlib.sha256(pickle.dumps((repr(turn), facts_key, marks, last_index))).hexdigest()
 
 
 def render_session_pages(
@@ -98,12 +104,13 @@ def render_session_pages(
     links = PageLinks(url_for=lambda n: _rel_session_url(n), resolve_ref=resolve_ref, root="../../")
     marks = view.boundaries(session)
     facts_key = hashlib.sha256(pickle.dumps(sorted(facts.refs.items()))).hexdigest()
+    last_index = view.last_index(session)
     seen: Counter[int] = Counter()
     rendered: list[tuple[Turn, RenderedTurn]] = []
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = f"turn-{turn.index}" if seen[turn.index] == 1 else f"turn-{turn.index}-dup{seen[turn.index]}"
-        key = turn_key(turn, facts_key) + anchor
+        key = turn_key(turn, facts_key, marks.get(turn.index, []), last_index) + anchor
         cached = fragment_cache.get(key) if fragment_cache is not None else None
         if cached is None:
             cached = renderer.render_turn(session, turn, marks.get(turn.index, []), links, anchor=anchor)
@@ -149,10 +156,10 @@ def render_session_pages(
             root="../../",
             resolve_ref=resolve_ref,
         )
-        out.files[f"{base}/{page['url']}"] = html.encode("utf-8")
+        out.files[f"{base}/{page['url']}"] = encode_display(html)
         for _, fragment in group:
             for name, text in fragment.files.items():
-                out.files[f"{base}/{name}"] = text.encode("utf-8", "replace")
+                out.files[f"{base}/{name}"] = encode_display(text)
     return out
 
 

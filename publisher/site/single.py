@@ -10,6 +10,7 @@ from markupsafe import Markup
 from ..model import Session
 from ..render import view
 from ..render.html import HtmlRenderer, PageLinks
+from ..render.text import encode_display
 from ..theme import Theme
 
 
@@ -38,4 +39,4 @@ def export_html(session: Session, theme: str | None = None) -> Iterator[str]:
         inline_css=Markup(css.replace("</", "<\\/")),
         inline_theme_css=Markup(renderer.theme.asset_text("theme.css").replace("</", "<\\/")),
     )
-    yield html
+    yield encode_display(html).decode("utf-8")

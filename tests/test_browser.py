@@ -1,0 +1,223 @@
+"""Real-browser tests of the site in Chromium (Debian's package, driven by Playwright)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from publisher.site import urls
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
+from tests.conftest import SAMPLES, Writer, part, session_doc, turn
+from tests.site_helpers import build
+
+MAIN = "ses_20260817_120000_ab12cd"
+REVIEW = "sub_20260817_121500_cd34ef"
+AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: bash scripts/setup-tests.sh"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build(SAMPLES, out, search=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_url(site: Path) -> Iterator[str]:
+    with static_server(site) as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert errors == [], errors
+
+
+def in_viewport(page: Page, element_id: str) -> bool:
+    return bool(
+        page.evaluate(
+            """id => { const r = document.getElementById(id).getBoundingClientRect();
+                 return r.top >= -1 && r.top < window.innerHeight; }""",
+            element_id,
+        )
+    )
+
+
+def test_turn_anchor_lands(page: Page, base_url: str) -> None:
+    page.goto(base_url + urls.session_page(MAIN) + "#turn-9")
+    page.wait_for_load_state("load")
+    assert in_viewport(page, "turn-9")
+    page.goto(base_url + urls.session_page(MAIN) + "#turn-5.4")
+    assert in_viewport(page, "turn-5.4")
+
+
+def test_anchor_inside_collapsed_thinking_opens_it(page: Page, base_url: str) -> None:
+    page.goto(base_url + urls.session_page(MAIN) + "#turn-1.2")
+    page.wait_for_selector("details[id='turn-1.2'][open]")
+    assert in_viewport(page, "turn-1.2")
+
+
+def test_collapsibles_open_on_click(page: Page, base_url: str) -> None:
+    page.goto(base_url + urls.session_page(MAIN))
+    thinking = page.locator("details.part-thinking").first
+    assert thinking.get_attribute("open") is None
+    assert not thinking.locator(".md").is_visible()
+    thinking.locator("summary").click()
+    assert thinking.locator(".md").is_visible()
+
+
+def test_sub_session_links_both_ways(page: Page, base_url: str) -> None:
+    page.goto(base_url + urls.session_page(MAIN))
+    page.locator("nav.children a", has_text=REVIEW).click()
+    page.wait_for_url(f"**/{REVIEW}/index.html")
+    assert REVIEW in page.locator("h1").inner_text()
+    page.locator("nav.lineage a", has_text=MAIN).click()
+    page.wait_for_url(f"**/{MAIN}/index.html")
+    assert MAIN in page.locator("h1").inner_text()
+
+
+def test_dark_mode_follows_the_system(browser: Browser, base_url: str) -> None:
+    colors = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(color_scheme=scheme)  # type: ignore[arg-type]
+        pg = context.new_page()
+        pg.goto(base_url + urls.session_page(MAIN))
+        colors[scheme] = pg.evaluate("getComputedStyle(document.body).backgroundColor")
+        context.close()
+    assert colors["light"] == "rgb(251, 251, 249)"
+    assert colors["dark"] == "rgb(22, 24, 27)"
+
+
+def test_index_sorts_and_filters(page: Page, base_url: str) -> None:
+    page.goto(base_url + "index.html")
+    rows = page.locator("#session-table tbody tr")
+    assert rows.count() == 5
+    page.select_option("#filter-kind", "sub")
+    assert page.locator("#session-table tbody tr:not([hidden])").count() == 2
+    page.select_option("#filter-kind", "")
+    page.check("#filter-errors")
+    visible = page.locator("#session-table tbody tr:not([hidden])")
+    assert sorted(visible.evaluate_all("rs => rs.map(r => r.dataset.kind)")) == ["job", "ses"]
+    page.uncheck("#filter-errors")
+    page.locator('th[data-key="turns"] button').click()
+    page.locator('th[data-key="turns"] button').click()  # descending
+    first = rows.first.locator("td").nth(1).inner_text()
+    assert first.startswith(MAIN)
+    assert page.locator('th[data-key="turns"]').get_attribute("aria-sort") == "descending"
+
+
+def test_index_filters_work_from_file_url(page: Page, site: Path) -> None:
+    page.goto((site / "index.html").as_uri())
+    page.select_option("#filter-role", "security")
+    assert page.locator("#session-table tbody tr:not([hidden])").count() == 1
+    status = page.locator("#search-status").inner_text()
+    assert "cannot work from a file:// page" in status
+
+
+def test_search_finds_a_turn(page: Page, base_url: str) -> None:
+    page.goto(base_url + "index.html")
+    page.fill("#search-input", "bandit")
+    page.wait_for_selector("#search-results li a", timeout=15_000)
+    links = page.locator("#search-results li a").evaluate_all(
+        "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert any("sub_20260817_122000_ef56gh" in href and "#turn-1" in href for href in links), links
+    page.locator("#search-results li a").first.click()
+    page.wait_for_url("**/sub_20260817_122000_ef56gh/**")
+
+
+def test_split_session_forwards_anchor(
+    browser: Browser, archive: Path, write_session: Writer, tmp_path: Path
+) -> None:
+    turns = [
+        turn(i, part("user", f"prompt {i}"), part("text", f"answer {i}")) for i in range(1, 701)
+    ]
+    write_session(session_doc(turns=turns))
+    out = tmp_path / "out"
+    build(archive, out)
+    context = browser.new_context()
+    pg = context.new_page()
+    pg.goto((out / urls.session_page("ses_20260817_120000_ab12cd")).as_uri() + "#turn-650.2")
+    pg.wait_for_url("**/page-3.html#turn-650.2")
+    pg.wait_for_selector("[id='turn-650.2']", state="attached")
+    assert in_viewport(pg, "turn-650.2")
+    context.close()
+
+
+def test_3000_turn_session_opens_fast(
+    browser: Browser, archive: Path, write_session: Writer, tmp_path: Path
+) -> None:
+    answer = "Here is the change:\n\n```python\nprint('hello')\n```\n\n- one\n- two\n"
+    turns = [
+        turn(
+            i,
+            part("user", f"Step {i}: run the tests"),
+            part("thinking", "Run them."),
+            part(
+                "tool",
+                name="run_command",
+                input={"command": "pytest -q"},
+                output="." * 400 + "\n3 passed\n",
+            ),
+            part("text", answer),
+        )
+        for i in range(1, 3001)
+    ]
+    write_session(session_doc(turns=turns))
+    out = tmp_path / "out"
+    build(archive, out)
+    files = list(out.rglob("*.html"))
+    assert max(f.stat().st_size for f in files) < 5_000_000
+    context = browser.new_context()
+    pg = context.new_page()
+    timings = []
+    for target in ("#turn-1", "#turn-2999"):
+        start = time.perf_counter()
+        pg.goto((out / urls.session_page("ses_20260817_120000_ab12cd")).as_uri() + target)
+        pg.wait_for_selector(f"[id='{target[1:]}']", state="attached")
+        pg.wait_for_load_state("load")
+        timings.append(time.perf_counter() - start)
+    context.close()
+    assert max(timings) < 2.0, timings
+
+
+def test_axe_reports_no_serious_violation(browser: Browser, base_url: str) -> None:
+    assert AXE.is_file(), "axe-core is needed: bash scripts/setup-tests.sh"
+    context = browser.new_context(bypass_csp=True)
+    pg = context.new_page()
+    found: dict[str, Any] = {}
+    for path in ["index.html", urls.session_page(MAIN), urls.session_page(REVIEW)]:
+        for scheme in ("light", "dark"):
+            pg.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+            pg.goto(base_url + path)
+            pg.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            pg.add_script_tag(path=str(AXE))
+            result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
+            bad = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+            if bad:
+                found[f"{path} ({scheme})"] = [
+                    (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in bad
+                ]
+    context.close()
+    assert found == {}, json.dumps(found, indent=1)

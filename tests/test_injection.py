@@ -1,0 +1,202 @@
+"""Hostile content never becomes live markup: a payload corpus in every field, checked
+statically (the HTML's tags and attributes) and in Chromium (nothing runs, nothing is
+fetched from outside the site)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
+from tests.conftest import part, session_doc, turn
+from tests.site_helpers import build
+
+PAYLOADS = [
+    line
+    for line in (Path(__file__).parent / "data" / "payloads.txt")
+    .read_text(encoding="utf-8")
+    .split("\n")
+    if line
+]
+# Whole multi-line payloads too (fence breakers, reference links).
+PAYLOADS += [
+    "```\n<script>window.__pwned=1</script>\n```",
+    "[r]\n\n[r]: javascript:window.__pwned=1",
+    "a\n````\nb",
+]
+PAYLOADS = list(dict.fromkeys(PAYLOADS))
+
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "link", "script", "body", "a", "header", "nav", "main", "footer", "p",
+    "h1", "h2", "h3", "h4", "h5", "h6", "code", "pre", "span", "dl", "dt", "dd", "div", "section", "article",
+    "details", "summary", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "strong", "em", "br",
+    "hr", "blockquote", "label", "input", "select", "option", "button", "s", "del", "mark",
+}  # fmt: skip
+
+
+def file_name_for(i: int, payload: str) -> str:
+    cleaned = payload.replace("/", "∕").replace("\x00", "").replace("\n", " ")[:80].strip()
+    return f"x{i:03d} {cleaned}".rstrip(". ")
+
+
+def hostile_session(i: int, payload: str) -> dict[str, Any]:
+    p = payload
+    return session_doc(
+        name=p,
+        session_id=p,
+        role=p,
+        version=p,
+        parent_id=p,
+        sub_sessions=[p, f"sub_{i}"],
+        created_at=p,
+        updated_at=p,
+        turns=[
+            turn(
+                1,
+                part("user", p, timestamp=p),
+                part("user", f"[answer to parked ask #{p}] {p}"),
+                part("thinking", p),
+                part(
+                    "tool",
+                    name=p,
+                    input={p: [p, {"nested": p}], "__proto__": p},
+                    output=p,
+                    is_error=True,
+                    analysis=p,
+                ),
+                part(
+                    "text", f"{p}\n\n*{p}*\n\n> {p}\n\n- {p}\n\n| {p} | x |\n|---|---|\n| {p} | y |"
+                ),
+                part("system", p),
+                {"type": p, "timestamp": p, p: p},
+                status=p,
+                model=p,
+                provider=p,
+                mode=p,
+                reasoning=p,
+                started_at=p,
+                ended_at=p,
+                **{p: p},
+            ),
+            turn(2, part("command", p, summary=p, compact_from=1)),
+        ],
+        errors=[{"code": p, "message": p, "timestamp": p, p: p}],
+        permissions=[{"tool": p, "action": p, "decision": p, "path": p, "timestamp": p}],
+        **{f"x_{i}": p},
+    )
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile")
+    sessions = root / "sessions"
+    sessions.mkdir()
+    for i, payload in enumerate(PAYLOADS):
+        (sessions / f"{file_name_for(i, payload)}.json").write_text(
+            json.dumps(hostile_session(i, payload)), encoding="utf-8"
+        )
+    out = root / "site"
+    report = build(sessions, out, search=True)
+    assert report.sessions == len(PAYLOADS), report.warnings
+    assert report.search == "built"
+    return out
+
+
+class TagAudit(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[str] = []
+        self.csp = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in ALLOWED_TAGS:
+            self.problems.append(f"tag <{tag}>")
+        for name, value in attrs:
+            if name.startswith("on") or name in ("style", "srcdoc", "formaction", "background"):
+                self.problems.append(f"attribute {name} on <{tag}>")
+            if name in ("href", "src", "action") and value is not None:
+                cleaned = re.sub(r"[\x00-\x20]", "", value).lower()
+                if ":" in cleaned.split("/")[0] and not cleaned.startswith(
+                    ("http:", "https:", "mailto:")
+                ):
+                    self.problems.append(f"{name}={value!r} on <{tag}>")
+        if tag == "script" and dict(attrs).get("type") != "application/json":
+            src = dict(attrs).get("src") or ""
+            if not src.endswith("assets/app.js"):
+                self.problems.append(f"script {src!r}")
+        equiv = (dict(attrs).get("http-equiv") or "").lower()
+        if tag == "meta" and equiv == "refresh":
+            self.problems.append("meta refresh")
+        if tag == "meta" and equiv == "content-security-policy":
+            self.csp += 1
+        if tag == "link" and not (dict(attrs).get("href") or "").endswith(
+            ("assets/style.css", "assets/theme.css")
+        ):
+            self.problems.append(f"link {attrs}")
+
+
+def html_files(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if "pagefind" not in p.parts)
+
+
+def test_every_page_is_inert_markup(hostile_site: Path) -> None:
+    files = html_files(hostile_site)
+    assert len(files) == len(PAYLOADS) + 1
+    for path in files:
+        audit = TagAudit()
+        text = path.read_text(encoding="utf-8")
+        audit.feed(text)
+        assert audit.problems == [], (path, audit.problems[:5])
+        assert audit.csp == 1, path  # ours, and no payload <meta> survives as a tag
+        assert "49" not in re.findall(r"<p>([^<]*)</p>", text)  # template syntax is not evaluated
+
+
+def test_every_write_stays_inside_the_output(hostile_site: Path) -> None:
+    names = [p.name for p in hostile_site.rglob("*")]
+    for name in names:
+        assert len(name.encode()) < 120 and not name.endswith((".", " "))
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+", name), name
+
+
+@pytest.fixture(scope="module")
+def served(hostile_site: Path) -> Iterator[str]:
+    with static_server(hostile_site) as url:
+        yield url
+
+
+def test_nothing_executes_and_nothing_is_fetched_outside(hostile_site: Path, served: str) -> None:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context()
+        outside: list[str] = []
+        dialogs: list[str] = []
+        errors: list[str] = []
+        context.on("request", lambda r: None if r.url.startswith(served) else outside.append(r.url))
+        page = context.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        for path in html_files(hostile_site):
+            rel = path.relative_to(hostile_site).as_posix()
+            page.goto(served + rel)
+            page.wait_for_load_state("load")
+            page.locator("details").evaluate_all("ds => ds.forEach(d => d.open = true)")
+            for link in page.locator("a.session-ref").all()[:3]:
+                link.hover()
+            assert page.evaluate("window.__pwned") is None, rel
+        page.goto(served + "index.html")
+        page.fill("#search-input", "pwned")
+        page.wait_for_selector("#search-results li", timeout=20_000)
+        assert page.locator("#search-results li").count() > 0
+        assert page.locator("#search-results script, #search-results img").count() == 0
+        assert page.evaluate("window.__pwned") is None
+        browser.close()
+    assert dialogs == []
+    assert outside == []
+    assert errors == []
