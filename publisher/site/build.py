@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import pickle
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from .render import PageFacts, render_session_pages
 STATE_DIR = ".polyglav"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
+#: Files modified this close to the previous scan are reread (their stamp may be stale).
+RACY_NS = 2_000_000_000
 
 ProgressHook = Callable[[str, int, int], None]
 
@@ -138,7 +141,9 @@ def scan_file(path: Path, folder: Path) -> tuple[str, SourceState]:
     except SessionLoadError as exc:
         return path.name, SourceState(size, mtime_ns, "", None, exc.reason)
     except OSError as exc:
-        return path.name, SourceState(size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}")
+        return path.name, SourceState(
+            size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}"
+        )
     digest = hashlib.sha256(data).hexdigest()
     try:
         session = parse_session_bytes(data, path.name)
@@ -180,7 +185,11 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(graph: Graph, theme: Theme, out_dir: Path, cache_dir: Path, folder: Path) -> None:
     _WORKER.update(
-        graph=graph, renderer=HtmlRenderer(theme), out_dir=out_dir, cache_dir=cache_dir, folder=folder
+        graph=graph,
+        renderer=HtmlRenderer(theme),
+        out_dir=out_dir,
+        cache_dir=cache_dir,
+        folder=folder,
     )
 
 
@@ -319,23 +328,44 @@ def build_site(options: BuildOptions) -> BuildReport:
         _remove_tree(state_dir / "fragments", out_dir)
 
     # 1. scan
-    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
+    scan_started_ns = time.time_ns()
+    # A stamp is trusted only when the file was already that old when the last build
+    # scanned it; a file written within RACY_NS of that scan could have changed again in
+    # the same mtime tick, so it is reread and its hash compared ("racy git").
+    trusted_before = int(manifest.get("scanned_at_ns", 0)) - RACY_NS
+    names = sorted(
+        p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
+    )
     sources: dict[str, SourceState] = {}
     to_scan: list[tuple[Path, Path]] = []
     for name in names:
         path = folder / name
         size, mtime_ns = file_stamp(path)
         old = old_sources.get(name)
-        if old is not None and (old.size, old.mtime_ns) == (size, mtime_ns) and (size, mtime_ns) != (0, 0):
+        if (
+            old is not None
+            and (old.size, old.mtime_ns) == (size, mtime_ns)
+            and (size, mtime_ns) != (0, 0)
+            and mtime_ns < trusted_before
+        ):
             sources[name] = old
         else:
             to_scan.append((path, folder))
-    scanned = dict(_pool_map(workers if len(to_scan) > 8 else 1, (), _scan_job, to_scan, options.progress, "read"))
+    scanned = dict(
+        _pool_map(
+            workers if len(to_scan) > 8 else 1, (), _scan_job, to_scan, options.progress, "read"
+        )
+    )
     report.files_read = len(scanned)
     content_changed: set[str] = set()
     for name, state in scanned.items():
         old = old_sources.get(name)
-        if old is not None and old.sha256 and old.sha256 == state.sha256 and old.failure == state.failure:
+        if (
+            old is not None
+            and old.sha256
+            and old.sha256 == state.sha256
+            and old.failure == state.failure
+        ):
             # Touched but identical: keep what was rendered.
             state.facts_key, state.outputs = old.facts_key, old.outputs
         else:
@@ -349,7 +379,10 @@ def build_site(options: BuildOptions) -> BuildReport:
         if summary is not None:
             if summary.name in loaded_names:
                 sources[name] = SourceState(
-                    sources[name].size, sources[name].mtime_ns, sources[name].sha256, None,
+                    sources[name].size,
+                    sources[name].mtime_ns,
+                    sources[name].sha256,
+                    None,
                     f"same session_name as {loaded_names[summary.name]}; not published twice",
                 )
                 continue
@@ -418,17 +451,17 @@ def build_site(options: BuildOptions) -> BuildReport:
             target.unlink()
             report.files_removed += 1
             _remove_empty_parents(target.parent, out_dir)
-    stale_fragments = {urls.slug(n) for n in (s.summary.name for s in old_sources.values() if s.summary)} - {
-        urls.slug(n) for n in summaries
-    }
+    stale_fragments = {
+        urls.slug(n) for n in (s.summary.name for s in old_sources.values() if s.summary)
+    } - {urls.slug(n) for n in summaries}
     for slug in stale_fragments:
         with contextlib.suppress(OSError):
             (state_dir / "fragments" / f"{slug}.pickle").unlink()
 
     # 5. search
-    html_changed = any(old_outputs.get(rel) != digest for rel, digest in produced.items() if rel.endswith(".html")) or (
-        set(old_outputs) - set(produced)
-    )
+    html_changed = any(
+        old_outputs.get(rel) != digest for rel, digest in produced.items() if rel.endswith(".html")
+    ) or (set(old_outputs) - set(produced))
     if not options.search:
         report.search = "off"
         _remove_tree(out_dir / "pagefind", out_dir)
@@ -442,13 +475,20 @@ def build_site(options: BuildOptions) -> BuildReport:
     # 6. manifest
     atomic_write(
         manifest_path,
-        [json.dumps({
-            "format": MANIFEST_FORMAT,
-            "key": key,
-            "publisher": __version__,
-            "sources": {n: sources[n].to_json() for n in names},
-            "outputs": dict(sorted(produced.items())),
-        }, sort_keys=True, indent=1)],
+        [
+            json.dumps(
+                {
+                    "format": MANIFEST_FORMAT,
+                    "key": key,
+                    "scanned_at_ns": scan_started_ns,
+                    "publisher": __version__,
+                    "sources": {n: sources[n].to_json() for n in names},
+                    "outputs": dict(sorted(produced.items())),
+                },
+                sort_keys=True,
+                indent=1,
+            )
+        ],
     )
     return report
 
@@ -481,10 +521,7 @@ def render_index(
     renderer: HtmlRenderer, graph: Graph, failures: list[LoadFailure], folder: Path, search: bool
 ) -> str:
     summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
-    rows = [
-        {**s.to_json(), "url": urls.session_page(s.name)}
-        for s in summaries
-    ]
+    rows = [{**s.to_json(), "url": urls.session_page(s.name)} for s in summaries]
     return renderer.render_index(
         summaries=rows,
         failures=failures,
@@ -529,7 +566,9 @@ def delegation_tree(graph: Graph) -> list[dict[str, Any]]:
         }
 
     roots = sorted(
-        s.name for s in graph.summaries.values() if not s.parent_id or s.parent_id not in graph.summaries
+        s.name
+        for s in graph.summaries.values()
+        if not s.parent_id or s.parent_id not in graph.summaries
     )
     tree = [node(r, frozenset()) for r in roots]
     # Sessions only reachable through a cycle have no root: show them too.
@@ -552,7 +591,16 @@ def run_pagefind(out_dir: Path) -> str:
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "pagefind", "--site", str(out_dir), "--output-subdir", "pagefind", "--silent"]
+    command = [
+        sys.executable,
+        "-m",
+        "pagefind",
+        "--site",
+        str(out_dir),
+        "--output-subdir",
+        "pagefind",
+        "--silent",
+    ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

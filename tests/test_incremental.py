@@ -1,0 +1,167 @@
+"""Incremental builds give exactly what a fresh full build gives (hypothesis, stateful)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from tests.conftest import SAMPLES, part, session_doc, turn
+from tests.site_helpers import build, tree_digest
+
+NAMES = [f"ses_20260101_00000{i}_abc00{i}" for i in range(4)] + [
+    "sub_20260101_000009_abc009",
+    "notes",
+]
+words = st.sampled_from(
+    ["alpha", "beta", "#abc001", "session:notes", "`code`", "**bold**", "<b>x</b>", "## h"]
+)
+
+
+class ArchiveMachine(RuleBasedStateMachine):
+    """Adds, edits, appends, renames, deletes and corrupts files between incremental builds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="incr-"))
+        self.sessions = self.root / "sessions"
+        self.sessions.mkdir()
+        self.out = self.root / "site"
+        self.docs: dict[str, dict[str, Any]] = {}
+        self.steps = 0
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def write(self, file_name: str, doc: dict[str, Any] | str) -> None:
+        data = doc if isinstance(doc, str) else json.dumps(doc, indent=1)
+        path = self.sessions / file_name
+        path.write_text(data, encoding="utf-8")
+        # Keep stamps moving like a real clock does, even within one mtime tick.
+        self.steps += 1
+        os.utime(
+            path,
+            ns=(1_700_000_000_000_000_000 + self.steps, 1_700_000_000_000_000_000 + self.steps),
+        )
+
+    @rule(name=st.sampled_from(NAMES), text=words, parent=st.sampled_from(["", *NAMES]))
+    def add(self, name: str, text: str, parent: str) -> None:
+        doc = session_doc(
+            name, parent_id=parent, turns=[turn(1, part("user", text), part("text", text))]
+        )
+        if parent and parent in self.docs:
+            self.docs[parent]["sub_sessions"] = sorted({*self.docs[parent]["sub_sessions"], name})
+            self.write(f"{parent}.json", self.docs[parent])
+        self.docs[name] = doc
+        self.write(f"{name}.json", doc)
+
+    @precondition(lambda self: self.docs)
+    @rule(data=st.data(), text=words)
+    def append_turn(self, data: st.DataObject, text: str) -> None:
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        doc = self.docs[name]
+        doc["turns"].append(
+            turn(
+                len(doc["turns"]) + 1,
+                part("user", text),
+                part("command", "/compact", summary=text, compact_from=len(doc["turns"])),
+            )
+        )
+        self.write(f"{name}.json", doc)
+
+    @precondition(lambda self: self.docs)
+    @rule(data=st.data(), text=words)
+    def edit_first_turn(self, data: st.DataObject, text: str) -> None:
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        self.docs[name]["turns"][0]["parts"][0]["text"] = text
+        self.write(f"{name}.json", self.docs[name])
+
+    @precondition(lambda self: self.docs)
+    @rule(data=st.data(), new=st.sampled_from(NAMES))
+    def rename(self, data: st.DataObject, new: str) -> None:
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        if new in self.docs:
+            return
+        doc = self.docs.pop(name)
+        doc["session_name"] = new
+        (self.sessions / f"{name}.json").unlink()
+        self.docs[new] = doc
+        self.write(f"{new}.json", doc)
+
+    @precondition(lambda self: self.docs)
+    @rule(data=st.data())
+    def delete(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        del self.docs[name]
+        (self.sessions / f"{name}.json").unlink()
+
+    @precondition(lambda self: self.docs)
+    @rule(data=st.data())
+    def half_write(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        text = json.dumps(self.docs.pop(name))
+        self.write(f"{name}.json", text[: len(text) // 2])
+
+    @rule()
+    def touch_without_change(self) -> None:
+        for path in sorted(self.sessions.glob("*.json"))[:1]:
+            self.steps += 1
+            os.utime(path, ns=(1_800_000_000_000_000_000 + self.steps,) * 2)
+
+    @rule()
+    def incremental_build(self) -> None:
+        build(self.sessions, self.out)
+
+    @invariant()
+    def incremental_equals_full(self) -> None:
+        if not self.out.exists():
+            return
+        build(self.sessions, self.out)
+        fresh = self.root / "fresh"
+        shutil.rmtree(fresh, ignore_errors=True)
+        build(self.sessions, fresh)
+        assert tree_digest(self.out) == tree_digest(fresh)
+
+
+ArchiveMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=12, deadline=None)
+TestIncremental = ArchiveMachine.TestCase
+
+
+def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, sessions)
+    old = 1_600_000_000_000_000_000
+    for path in sessions.iterdir():
+        os.utime(path, ns=(old, old))
+    first = build(sessions, tmp_path / "site")
+    assert first.files_read == 7 and first.sessions_rendered == 5
+    again = build(sessions, tmp_path / "site")
+    assert (again.files_read, again.sessions_rendered, again.files_written) == (0, 0, 0)
+
+
+def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, sessions)
+    old = 1_600_000_000_000_000_000
+    for path in sessions.iterdir():
+        os.utime(path, ns=(old, old))
+    build(sessions, tmp_path / "site")
+    path = sessions / "sub_20260817_122000_ef56gh.json"
+    doc = json.loads(path.read_text())
+    doc["turns"].append(turn(3, part("user", "one more")))
+    path.write_text(json.dumps(doc))
+    report = build(sessions, tmp_path / "site")
+    assert report.files_read == 1
+    assert report.sessions_rendered == 1  # its summary's facts for others did not change
+    # A change of role changes what the parent page shows: the parent is rerendered too.
+    doc["role"] = "auditor"
+    path.write_text(json.dumps(doc))
+    report = build(sessions, tmp_path / "site")
+    assert report.sessions_rendered == 2
