@@ -33,8 +33,11 @@ def atomic_write(
     path: Path, chunks: Iterable[str] | Iterable[bytes], *, encoding: str = "utf-8"
 ) -> int:
     """Write ``chunks`` to ``path`` atomically; returns the number of bytes written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     written = 0
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -70,3 +73,23 @@ def is_inside(path: Path, folder: Path) -> bool:
         return path.resolve().is_relative_to(folder.resolve())
     except OSError:
         return False
+
+
+def prepare_target(root: Path, rel: str) -> Path:
+    """``root / rel``, made safe to write: ``rel`` must stay inside ``root``, and a symlink
+    planted at any folder along the way is removed (and a real folder made), so that no
+    write can go through a link to outside the output folder."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
+        raise WriteError(f"{rel!r}: refusing an output path outside the site")
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            folder.unlink()
+        if not folder.is_dir():
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WriteError(f"{folder}: cannot create: {exc.strerror or exc}") from exc
+    return root / rel

@@ -165,3 +165,31 @@ def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None
     path.write_text(json.dumps(doc))
     report = build(sessions, tmp_path / "site")
     assert report.sessions_rendered == 2
+
+
+def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any) -> None:
+    from publisher.render.html import HtmlRenderer
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    doc = session_doc(
+        turns=[turn(i, part("user", f"step {i}"), part("text", f"done {i}")) for i in range(1, 201)]
+    )
+    path = sessions / f"{doc['session_name']}.json"
+    path.write_text(json.dumps(doc))
+    build(sessions, tmp_path / "site")
+    calls: list[int] = []
+    original = HtmlRenderer.render_turn
+
+    def counting(self: HtmlRenderer, session: Any, t: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(t.index)
+        return original(self, session, t, *args, **kwargs)
+
+    monkeypatch.setattr(HtmlRenderer, "render_turn", counting)
+    doc["turns"].append(turn(201, part("user", "one more")))
+    path.write_text(json.dumps(doc))
+    build(sessions, tmp_path / "site")
+    assert calls == [201]
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh)
+    assert tree_digest(tmp_path / "site") == tree_digest(fresh)

@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -39,7 +38,7 @@ from ..render.html import HtmlRenderer, RenderedTurn
 from ..render.markup import REF_RE
 from ..render.text import encode_display
 from ..theme import Theme
-from ..write import atomic_write, is_inside, write_if_changed
+from ..write import WriteError, atomic_write, is_inside, prepare_target, write_if_changed
 from . import urls
 from .graph import Graph, Summary
 from .render import PageFacts, render_session_pages
@@ -183,12 +182,11 @@ def find_refs(session: Session) -> set[str]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(graph: Graph, theme: Theme, out_dir: Path, cache_dir: Path, folder: Path) -> None:
+def _init_worker(graph: Graph, theme: Theme, out_dir: Path, folder: Path) -> None:
     _WORKER.update(
         graph=graph,
         renderer=HtmlRenderer(theme),
         out_dir=out_dir,
-        cache_dir=cache_dir,
         folder=folder,
     )
 
@@ -205,6 +203,8 @@ def _render_job(file_name: str, previous_outputs: dict[str, str]) -> RenderResul
         return _render(file_name, previous_outputs)
     except SessionLoadError as exc:
         return file_name, {}, "", 0, exc.reason
+    except WriteError:
+        raise  # the output is the problem (read-only, disk full): stop the build
     except Exception as exc:  # a renderer bug must not stop the whole build
         return file_name, {}, "", 0, f"could not be rendered: {type(exc).__name__}: {exc}"
 
@@ -213,42 +213,43 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     graph: Graph = _WORKER["graph"]
     renderer: HtmlRenderer = _WORKER["renderer"]
     out_dir: Path = _WORKER["out_dir"]
-    cache_dir: Path = _WORKER["cache_dir"]
     from ..loader import read_session
 
     session = read_session(_WORKER["folder"] / file_name, _WORKER["folder"])
     facts = PageFacts.from_graph(graph, session, find_refs(session))
-    cache_path = cache_dir / "fragments" / f"{urls.slug(session.session_name)}.pickle"
-    cache: dict[str, RenderedTurn] = {}
-    with contextlib.suppress(Exception):
-        cache = pickle.loads(cache_path.read_bytes())
-    used: dict[str, RenderedTurn] = {}
-
-    class Tracking(dict[str, RenderedTurn]):
-        def get(self, key: str, default: Any = None) -> Any:
-            value = cache.get(key)
-            if value is not None:
-                used[key] = value
-            return value
-
-        def __setitem__(self, key: str, value: RenderedTurn) -> None:
-            used[key] = value
-
-    output = render_session_pages(renderer, session, facts, Tracking())
+    cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}.json"
+    cache = load_fragments(out_dir / cache_rel)
+    output = render_session_pages(renderer, session, facts, cache)
     del session
     outputs: dict[str, str] = {}
     written = 0
     for rel, data in sorted(output.files.items()):
         digest = hashlib.sha256(data).hexdigest()
         outputs[rel] = digest
-        target = out_dir / rel
+        target = prepare_target(out_dir, rel)
         if previous_outputs.get(rel) == digest and target.is_file() and not target.is_symlink():
             continue
         if write_if_changed(target, data):
             written += 1
-    with contextlib.suppress(OSError):
-        atomic_write(cache_path, [pickle.dumps(used, protocol=pickle.HIGHEST_PROTOCOL)])
+    with contextlib.suppress(WriteError):
+        save_fragments(prepare_target(out_dir, cache_rel), output.fragments)
     return file_name, outputs, facts.key(), written, None
+
+
+def load_fragments(path: Path) -> dict[str, RenderedTurn]:
+    """The turn fragment cache of one session (JSON: never code), empty when unusable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            key: RenderedTurn(html=value["html"], files=dict(value["files"])) for key, value in data.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def save_fragments(path: Path, fragments: dict[str, RenderedTurn]) -> None:
+    data = {key: {"html": f.html, "files": f.files} for key, f in sorted(fragments.items())}
+    atomic_write(path, [json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass")])
 
 
 # --------------------------------------------------------------------------------------
@@ -409,7 +410,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         )
         if dirty:
             jobs.append((name, state.outputs if same_key else {}))
-    initargs = (graph, theme, out_dir, state_dir, folder)
+    initargs = (graph, theme, out_dir, folder)
     results = _pool_map(workers, initargs, _render_job, jobs, options.progress, "render")
     for file_name, outputs, facts_key, written, error in results:
         state = sources[file_name]
@@ -442,7 +443,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         extra_files[f"assets/{rel}"] = path.read_bytes()
     for rel, data in extra_files.items():
         produced[rel] = hashlib.sha256(data).hexdigest()
-        if write_if_changed(out_dir / rel, data):
+        if write_if_changed(prepare_target(out_dir, rel), data):
             report.files_written += 1
     old_outputs: dict[str, str] = manifest.get("outputs", {})
     for rel in sorted(set(old_outputs) - set(produced)):
@@ -456,7 +457,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     } - {urls.slug(n) for n in summaries}
     for slug in stale_fragments:
         with contextlib.suppress(OSError):
-            (state_dir / "fragments" / f"{slug}.pickle").unlink()
+            (state_dir / "fragments" / f"{slug}.json").unlink()
 
     # 5. search
     html_changed = any(
@@ -474,7 +475,7 @@ def build_site(options: BuildOptions) -> BuildReport:
 
     # 6. manifest
     atomic_write(
-        manifest_path,
+        prepare_target(out_dir, f"{STATE_DIR}/{MANIFEST}"),
         [
             json.dumps(
                 {

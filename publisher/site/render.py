@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,8 @@ class SessionOutput:
 
     files: dict[str, bytes] = field(default_factory=dict)
     pages: int = 1
+    fragments: dict[str, RenderedTurn] = field(default_factory=dict)
+    """Every turn fragment of this render by cache key (to keep for the next build)."""
 
 
 def turn_key(turn: Turn, facts_key: str, marks: list[view.Boundary], last_index: int) -> str:
@@ -91,7 +94,7 @@ def render_session_pages(
     renderer: HtmlRenderer,
     session: Session,
     facts: PageFacts,
-    fragment_cache: dict[str, RenderedTurn] | None = None,
+    cached: Mapping[str, RenderedTurn] | None = None,
 ) -> SessionOutput:
     """All pages of ``session`` (split when long) and the side files of long outputs."""
     base = urls.session_dir(session.session_name)
@@ -107,16 +110,16 @@ def render_session_pages(
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
     rendered: list[tuple[Turn, RenderedTurn]] = []
+    fragments: dict[str, RenderedTurn] = {}
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = f"turn-{turn.index}" if seen[turn.index] == 1 else f"turn-{turn.index}-dup{seen[turn.index]}"
         key = turn_key(turn, facts_key, marks.get(turn.index, []), last_index) + anchor
-        cached = fragment_cache.get(key) if fragment_cache is not None else None
-        if cached is None:
-            cached = renderer.render_turn(session, turn, marks.get(turn.index, []), links, anchor=anchor)
-            if fragment_cache is not None:
-                fragment_cache[key] = cached
-        rendered.append((turn, cached))
+        fragment = cached.get(key) if cached is not None else None
+        if fragment is None:
+            fragment = renderer.render_turn(session, turn, marks.get(turn.index, []), links, anchor=anchor)
+        fragments[key] = fragment
+        rendered.append((turn, fragment))
 
     # Split into pages by turn count and size, keeping each turn whole.
     groups: list[list[tuple[Turn, RenderedTurn]]] = [[]]
@@ -135,7 +138,7 @@ def render_session_pages(
         url = "index.html" if number == 1 else f"page-{number}.html"
         pages.append({"number": number, "first": first, "last": last, "url": url})
 
-    out = SessionOutput(pages=len(groups))
+    out = SessionOutput(pages=len(groups), fragments=fragments)
     decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
     lineage = [{"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage]
     children = [
