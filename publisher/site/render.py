@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Session, Turn
+from ..model import CommandPart, Session, Turn
 from ..render import view
 from ..render.html import HtmlRenderer, PageLinks, RenderedTurn
 from ..render.text import encode_display
@@ -114,7 +114,9 @@ def render_session_pages(
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = f"turn-{turn.index}" if seen[turn.index] == 1 else f"turn-{turn.index}-dup{seen[turn.index]}"
-        key = turn_key(turn, facts_key, marks.get(turn.index, []), last_index) + anchor
+        # Only a compaction note reads the last index: other turns keep their key on append.
+        reads_last = any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
+        key = turn_key(turn, facts_key, marks.get(turn.index, []), last_index if reads_last else 0) + anchor
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
             fragment = renderer.render_turn(session, turn, marks.get(turn.index, []), links, anchor=anchor)
