@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from markupsafe import escape
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markupsafe import escape
 from typer.testing import CliRunner
 
 from publisher.cli import app
@@ -229,7 +229,7 @@ session_strategy = st.fixed_dictionaries(
 
 
 class Balance(HTMLParser):
-    VOID = {"meta", "link", "br", "hr", "input", "img"}
+    VOID = frozenset({"meta", "link", "br", "hr", "input", "img"})
 
     def __init__(self) -> None:
         super().__init__()
