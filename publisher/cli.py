@@ -57,6 +57,22 @@ Run = Annotated[
         show_default=False,
     ),
 ]
+Redact = Annotated[
+    bool,
+    typer.Option(
+        "--redact",
+        help="Replace secrets (API keys, tokens, private keys, URL passwords…) with "
+        "[REDACTED:<kind>] before rendering; the output says how many.",
+    ),
+]
+RedactValues = Annotated[
+    Path | None,
+    typer.Option(
+        "--redact-values",
+        help="A file listing more values to redact, one per line (# comments); implies --redact.",
+        show_default=False,
+    ),
+]
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -128,6 +144,8 @@ def export(
         ),
     ] = "md",
     project: Project = None,
+    redact: Redact = False,
+    redact_values: RedactValues = None,
 ) -> None:
     """Export a session to Markdown (or one self-contained HTML file).
 
@@ -136,13 +154,18 @@ def export(
     if fmt not in ("md", "html"):
         fail(f"--format: expected md or html, got {fmt!r}", 2)
 
-    def run() -> Path | None:
+    def run() -> commands.ExportResult:
+        redactor = commands.make_redactor(redact, redact_values)
         ctx = commands.Context.open(project)
-        return commands.export(ctx, name, out, fmt, sys.stdout)
+        return commands.export(ctx, name, out, fmt, sys.stdout, redactor)
 
-    path = guarded(run)
-    if path is not None:
-        typer.echo(f"exported to {path}", err=True)
+    result = guarded(run)
+    for warning in result.warnings:
+        typer.echo(f"polyglav: warning: {warning}", err=True)
+    if result.redaction is not None:
+        typer.echo(f"polyglav: {result.redaction}", err=True)
+    if result.path is not None:
+        typer.echo(f"exported to {result.path}", err=True)
 
 
 @app.command(

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from .archive import Archive, ArchiveError, default_export_path, find_sessions_dir, read_config
 from .model import Session
+from .redact import Redactor, identifier_findings, load_values_file, redact_session
 from .render import console
 from .render.markdown import export_markdown
 from .write import atomic_write, is_inside
@@ -36,22 +37,57 @@ class Context:
         return self.archive.resolve(target) if target else self.archive.latest()
 
 
-def export(ctx: Context, name: str, out: str | None, fmt: str, stdout: TextIO) -> Path | None:
-    """Export one session; returns the written path, or None when printed to stdout."""
+def make_redactor(redact: bool, values_file: Path | None) -> Redactor | None:
+    """The redactor for ``--redact`` / ``--redact-values FILE`` (which implies it), or None."""
+    if not redact and values_file is None:
+        return None
+    try:
+        return Redactor.create(load_values_file(values_file) if values_file else ())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@dataclass(slots=True)
+class ExportResult:
+    """Where an export went and what redaction did."""
+
+    path: Path | None
+    """The written file, or None when printed to stdout."""
+    redaction: str | None = None
+    """``3 secrets redacted (…)`` when redaction was on."""
+    warnings: list[str] = field(default_factory=list)
+    """Secrets found in identifiers (kept as written)."""
+
+
+def export(
+    ctx: Context,
+    name: str,
+    out: str | None,
+    fmt: str,
+    stdout: TextIO,
+    redactor: Redactor | None = None,
+) -> ExportResult:
+    """Export one session to a file or stdout, redacted first when ``redactor`` is given."""
     session = ctx.archive.resolve(name)
+    result = ExportResult(path=None)
+    if redactor is not None:
+        counter = redactor.fresh()
+        session = redact_session(session, counter)
+        result.redaction = counter.summary()
+        result.warnings = identifier_findings(session, counter)
     if fmt == "html":
         from .site.single import export_html
 
-        chunks: Iterator[str] = export_html(session)
+        chunks: Iterator[str] = export_html(session, redaction=result.redaction)
         suffix = ".html"
     else:
-        chunks = export_markdown(session)
+        chunks = export_markdown(session, redaction=result.redaction)
         suffix = ".md"
     if out == "-":
         for chunk in chunks:
             stdout.write(chunk)
         stdout.flush()
-        return None
+        return result
     if out is None:
         path = default_export_path(ctx.archive.folder, session.session_name)
         if suffix != ".md":
@@ -61,7 +97,8 @@ def export(ctx: Context, name: str, out: str | None, fmt: str, stdout: TextIO) -
     if is_inside(path, ctx.archive.folder):
         raise ArchiveError(f"{path}: refusing to write inside the sessions folder")
     atomic_write(path, chunks)
-    return path
+    result.path = path
+    return result
 
 
 def parse_history_args(args: list[str]) -> tuple[str | None, str | None]:

@@ -18,9 +18,13 @@ from .text import code_block, inline_code, json_text
 TEXT_INFO = {"user": "text", "text": "markdown", "thinking": "text", "system": "text"}
 
 
-def export_markdown(session: Session) -> Iterator[str]:
-    """Yield the Markdown export of ``session`` chunk by chunk (deterministic)."""
-    yield from _header(session)
+def export_markdown(session: Session, redaction: str | None = None) -> Iterator[str]:
+    """Yield the Markdown export of ``session`` chunk by chunk (deterministic).
+
+    ``redaction`` (e.g. ``3 secrets redacted (2 openai, 1 jwt)``) is stated in the header
+    when the session was redacted before rendering.
+    """
+    yield from _header(session, redaction)
     marks = view.boundaries(session)
     for turn in session.turns:
         yield from _turn(session, turn, marks.get(turn.index, []))
@@ -28,8 +32,8 @@ def export_markdown(session: Session) -> Iterator[str]:
     yield from _errors(session.errors)
 
 
-def export_markdown_text(session: Session) -> str:
-    return "".join(export_markdown(session))
+def export_markdown_text(session: Session, redaction: str | None = None) -> str:
+    return "".join(export_markdown(session, redaction))
 
 
 def _bullets(items: Iterable[tuple[str, str]]) -> Iterator[str]:
@@ -41,7 +45,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(inline_code(n) for n in names) if names else "-"
 
 
-def _header(session: Session) -> Iterator[str]:
+def _header(session: Session, redaction: str | None) -> Iterator[str]:
     yield f"# Session {inline_code(session.session_name)}\n\n"
     kind = session.kind
     prefix = f" (`{kind}_`)" if kind != "named" else ""
@@ -69,6 +73,8 @@ def _header(session: Session) -> Iterator[str]:
             ),
         ]
     )
+    if redaction is not None:
+        yield f"- **Redaction:** on, {redaction}; each secret is shown as `[REDACTED:<kind>]`\n"
     yield "\n"
     if session.extra:
         yield "**Other fields** (not known to this publisher, as written):\n\n"

@@ -20,6 +20,7 @@ The manifest and the fragment cache live in ``<out>/.polyglav/`` (not published 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 import hashlib
 import json
 import os
@@ -34,7 +35,9 @@ from .. import __version__
 from ..archive import ArchiveError
 from ..loader import SessionLoadError, file_stamp, parse_session_bytes
 from ..model import LoadFailure, Session
+from ..redact import Redactor, describe_counts, redact_session
 from ..render.html import HtmlRenderer, RenderedTurn
+from ..render import view
 from ..render.markup import REF_RE
 from ..render.text import encode_display
 from ..theme import Theme
@@ -68,6 +71,8 @@ class BuildOptions:
     """Worker processes for rendering; None for every core, 1 to render in-process."""
     progress: ProgressHook | None = None
     """Called with (stage, done, total) as work proceeds."""
+    redactor: Redactor | None = None
+    """Redact secrets before anything is rendered (``--redact``)."""
 
 
 @dataclass(slots=True)
@@ -129,8 +134,8 @@ class BuildReport:
 # Worker side: pure functions over one file.
 
 
-def scan_file(path: Path, folder: Path) -> tuple[str, SourceState]:
-    """Read, hash and summarise one file (phase 1)."""
+def scan_file(path: Path, folder: Path, redactor: Redactor | None = None) -> tuple[str, SourceState]:
+    """Read, hash and summarise one file (phase 1), redacted first when asked."""
     size, mtime_ns = file_stamp(path)
     try:
         from ..loader import check_inside
@@ -149,8 +154,13 @@ def scan_file(path: Path, folder: Path) -> tuple[str, SourceState]:
     except SessionLoadError as exc:
         return path.name, SourceState(len(data), mtime_ns, digest, None, exc.reason)
     del data
+    redacted = 0
+    if redactor is not None:
+        counter = redactor.fresh()
+        session = redact_session(session, counter)
+        redacted = counter.total
     return path.name, SourceState(
-        size, mtime_ns, digest, Summary.of(session), None, sorted(find_refs(session))
+        size, mtime_ns, digest, Summary.of(session, redacted), None, sorted(find_refs(session))
     )
 
 
@@ -182,12 +192,11 @@ def find_refs(session: Session) -> set[str]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(graph: Graph, theme: Theme, out_dir: Path, folder: Path) -> None:
+def _init_worker(
+    graph: Graph, theme: Theme, out_dir: Path, folder: Path, redactor: Redactor | None
+) -> None:
     _WORKER.update(
-        graph=graph,
-        renderer=HtmlRenderer(theme),
-        out_dir=out_dir,
-        folder=folder,
+        graph=graph, renderer=HtmlRenderer(theme), out_dir=out_dir, folder=folder, redactor=redactor
     )
 
 
@@ -216,10 +225,15 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     from ..loader import read_session
 
     session = read_session(_WORKER["folder"] / file_name, _WORKER["folder"])
+    redaction: str | None = None
+    if _WORKER["redactor"] is not None:
+        counter: Redactor = _WORKER["redactor"].fresh()
+        session = redact_session(session, counter)
+        redaction = counter.summary()
     facts = PageFacts.from_graph(graph, session, find_refs(session))
     cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}.json"
     cache = load_fragments(out_dir / cache_rel)
-    output = render_session_pages(renderer, session, facts, cache)
+    output = render_session_pages(renderer, session, facts, cache, redaction)
     del session
     outputs: dict[str, str] = {}
     written = 0
@@ -259,6 +273,8 @@ def save_fragments(path: Path, fragments: dict[str, RenderedTurn]) -> None:
 def build_key(theme: Theme, options: BuildOptions) -> str:
     digest = hashlib.sha256()
     digest.update(f"{__version__}\0{MANIFEST_FORMAT}\0{options.search}\0".encode())
+    if options.redactor is not None:  # the values themselves never reach the manifest
+        digest.update(b"redact\0" + "\0".join(options.redactor.values).encode("utf-8", "surrogatepass"))
     digest.update(theme.fingerprint().encode())
     return digest.hexdigest()
 
@@ -302,8 +318,8 @@ def _pool_map(
     return results
 
 
-def _scan_job(path: Path, folder: Path) -> tuple[str, SourceState]:
-    return scan_file(path, folder)
+def _scan_job(path: Path, folder: Path, redactor: Redactor | None) -> tuple[str, SourceState]:
+    return scan_file(path, folder, redactor)
 
 
 def build_site(options: BuildOptions) -> BuildReport:
@@ -320,8 +336,10 @@ def build_site(options: BuildOptions) -> BuildReport:
     key = build_key(theme, options)
     manifest = load_manifest(manifest_path)
     same_key = manifest.get("key") == key
+    # Cached summaries were made under the old key (e.g. without redaction): reread all.
     old_sources: dict[str, SourceState] = {
-        name: SourceState.from_json(data) for name, data in manifest.get("sources", {}).items()
+        name: SourceState.from_json(data)
+        for name, data in (manifest.get("sources", {}) if same_key else {}).items()
     }
     report = BuildReport()
     if not same_key:
@@ -338,7 +356,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
     )
     sources: dict[str, SourceState] = {}
-    to_scan: list[tuple[Path, Path]] = []
+    to_scan: list[tuple[Path, Path, Redactor | None]] = []
     for name in names:
         path = folder / name
         size, mtime_ns = file_stamp(path)
@@ -351,7 +369,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         ):
             sources[name] = old
         else:
-            to_scan.append((path, folder))
+            to_scan.append((path, folder, options.redactor))
     scanned = dict(
         _pool_map(
             workers if len(to_scan) > 8 else 1, (), _scan_job, to_scan, options.progress, "read"
@@ -410,7 +428,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         )
         if dirty:
             jobs.append((name, state.outputs if same_key else {}))
-    initargs = (graph, theme, out_dir, folder)
+    initargs = (graph, theme, out_dir, folder, options.redactor)
     results = _pool_map(workers, initargs, _render_job, jobs, options.progress, "render")
     for file_name, outputs, facts_key, written, error in results:
         state = sources[file_name]
@@ -437,7 +455,10 @@ def build_site(options: BuildOptions) -> BuildReport:
     report.sessions = sum(1 for n in names if sources[n].summary is not None)
     report.warnings = [f"{f.file_name}: {f.reason}" for f in failures]
     search_available = options.search and _pagefind_available()
-    index_html = encode_display(render_index(renderer, graph, failures, folder, search_available))
+    redacted = sum(s.redacted for s in summaries.values()) if options.redactor is not None else None
+    index_html = encode_display(
+        render_index(renderer, graph, failures, folder, search_available, redacted)
+    )
     extra_files: dict[str, bytes] = {"index.html": index_html}
     for rel, path in theme.assets().items():
         extra_files[f"assets/{rel}"] = path.read_bytes()
@@ -519,8 +540,14 @@ def _remove_tree(folder: Path, out_dir: Path) -> None:
 
 
 def render_index(
-    renderer: HtmlRenderer, graph: Graph, failures: list[LoadFailure], folder: Path, search: bool
+    renderer: HtmlRenderer,
+    graph: Graph,
+    failures: list[LoadFailure],
+    folder: Path,
+    search: bool,
+    redacted: int | None = None,
 ) -> str:
+    """The index page; ``redacted`` is the archive's redaction count when redaction is on."""
     summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
     rows = [{**s.to_json(), "url": urls.session_page(s.name)} for s in summaries]
     return renderer.render_index(
@@ -544,6 +571,7 @@ def render_index(
         ],
         source_label=folder.name,
         search_enabled=search,
+        redaction=None if redacted is None else describe_counts(Counter(secrets=redacted)).split(" (")[0],
         root="",
         resolve_ref=None,
     )

@@ -52,9 +52,11 @@ class Summary:
     """First line of the first prompt (for the index)."""
     decisions: tuple[tuple[str, int], ...] = field(default=())
     """Permission decision counts, sorted by decision."""
+    redacted: int = 0
+    """Secrets redacted from the session (when the build redacts)."""
 
     @classmethod
-    def of(cls, session: Session) -> Summary:
+    def of(cls, session: Session, redacted: int = 0) -> Summary:
         from ..render.text import first_line
         from ..render.view import prompt_of
 
@@ -77,6 +79,7 @@ class Summary:
             last_status=session.last_status,
             first_prompt=first,
             decisions=tuple(sorted(decisions.items())),
+            redacted=redacted,
         )
 
     def to_json(self) -> dict[str, object]:

@@ -95,6 +95,7 @@ def render_session_pages(
     session: Session,
     facts: PageFacts,
     cached: Mapping[str, RenderedTurn] | None = None,
+    redaction: str | None = None,
 ) -> SessionOutput:
     """All pages of ``session`` (split when long) and the side files of long outputs."""
     base = urls.session_dir(session.session_name)
@@ -160,6 +161,7 @@ def render_session_pages(
             decision_counts=decision_counts,
             root="../../",
             resolve_ref=resolve_ref,
+            redaction=redaction,
         )
         out.files[f"{base}/{page['url']}"] = encode_display(html)
         for _, fragment in group:

@@ -14,7 +14,7 @@ from ..render.text import encode_display
 from ..theme import Theme
 
 
-def export_html(session: Session, theme: str | None = None) -> Iterator[str]:
+def export_html(session: Session, theme: str | None = None, redaction: str | None = None) -> Iterator[str]:
     """The whole session on one page; long outputs stay inline (collapsed)."""
     renderer = HtmlRenderer(Theme.load(theme))
     links = PageLinks(url_for=lambda _name: None, resolve_ref=None)
@@ -36,6 +36,7 @@ def export_html(session: Session, theme: str | None = None) -> Iterator[str]:
         decision_counts=sorted(Counter(p.decision for p in session.permissions).items()),
         root="",
         resolve_ref=None,
+        redaction=redaction,
         inline_css=Markup(css.replace("</", "<\\/")),
         inline_theme_css=Markup(renderer.theme.asset_text("theme.css").replace("</", "<\\/")),
     )

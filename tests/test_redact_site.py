@@ -1,0 +1,130 @@
+"""A redacted site build leaves no byte of any secret in any output: pages, side files,
+the search index (decompressed), the manifest and the fragment cache."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from publisher.cli import app
+from publisher.redact import Redactor
+from tests.conftest import SAMPLES, part, session_doc, turn
+from tests.site_helpers import build, tree_digest
+from tests.test_redact import CORPUS, FORMS, LISTED, forbidden
+
+runner = CliRunner()
+
+
+def carrying(name: str, value: str) -> dict[str, object]:
+    return session_doc(
+        name,
+        role=f"role {value}",
+        turns=[
+            turn(
+                1,
+                part("user", f"please use {value} now"),
+                part("thinking", f"the key is {value}"),
+                part("tool", name="run_command", input={"env": {"TOKEN": value}, "argv": [value]},
+                     output=f"export TOKEN={value}\n", analysis=f"found {value}"),
+                part("text", f"Done with `{value}`."),
+                part("system", value),
+                part("command", f"/login {value}", summary=value, compact_from=1),
+                model=f"m {value}",
+            )
+        ],
+        errors=[{"code": 401, "message": f"bad key {value}", "timestamp": ""}],
+        permissions=[{"tool": "t", "action": "ask", "decision": "granted", "path": value, "timestamp": ""}],
+    )  # fmt: skip
+
+
+def output_bytes(out: Path) -> list[tuple[Path, bytes]]:
+    found = []
+    for path in sorted(out.rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        found.append((path, data))
+    return found
+
+
+@pytest.mark.parametrize("form", ["raw", "json-escaped", "url-encoded", "line-split"])
+def test_redacted_site_holds_no_secret(form: str, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i, sample in enumerate(CORPUS):
+        name = f"ses_20260101_000000_s{i:05d}"
+        (sessions / f"{name}.json").write_text(json.dumps(carrying(name, FORMS[form](sample))))
+    out = tmp_path / "site"
+    report = build(sessions, out, search=True, redactor=Redactor.create(LISTED))
+    assert report.sessions == len(CORPUS) and report.search == "built"
+    outputs = output_bytes(out)
+    assert any(p.parent.name == "pagefind" or "pagefind" in p.parts for p, _ in outputs)
+    for sample in CORPUS:
+        for needle in forbidden(sample):
+            encoded = needle.encode("utf-8")
+            leaks = [p.relative_to(out).as_posix() for p, data in outputs if encoded in data]
+            assert leaks == [], (sample["kind"], needle, leaks[:3])
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "Redaction is on:" in index
+    for i in range(len(CORPUS)):
+        page = (out / "sessions" / f"ses_20260101_000000_s{i:05d}" / "index.html").read_text(
+            encoding="utf-8"
+        )
+        assert "Redaction is on:" in page and "[REDACTED:" in page
+
+
+def test_samples_are_not_redacted_and_redaction_is_announced(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    build(SAMPLES, plain)
+    redacted = tmp_path / "redacted"
+    build(SAMPLES, redacted, redactor=Redactor.create())
+    differing = {k for k, v in tree_digest(plain).items() if tree_digest(redacted).get(k) != v}
+    assert differing == {
+        p.relative_to(plain).as_posix() for p in plain.rglob("*.html")
+    }  # only the notices
+    for path in redacted.rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        assert "no secrets redacted" in text and "[REDACTED:" not in text.replace(
+            "[REDACTED:kind]", ""
+        )
+
+
+def test_turning_redaction_on_rereads_everything(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    secret = next(s for s in CORPUS if s["kind"] == "github")
+    (sessions / "ses_20260101_000000_aaaaaa.json").write_text(
+        json.dumps(carrying("ses_20260101_000000_aaaaaa", secret["text"]))
+    )
+    out = tmp_path / "site"
+    build(sessions, out)
+    page = out / "sessions" / "ses_20260101_000000_aaaaaa" / "index.html"
+    assert secret["secret"].encode() in page.read_bytes()  # unredacted at first
+    build(sessions, out, redactor=Redactor.create())
+    for path, data in output_bytes(out):
+        assert secret["secret"].encode() not in data, path
+
+
+def test_cli_redact_flags(tmp_path: Path) -> None:
+    values = tmp_path / "values.txt"
+    values.write_text("# team names\ninventory-api\n")
+    result = runner.invoke(app, ["export", "#ab12cd", "--project", str(SAMPLES), "--out", "-", "--redact-values",
+                                 str(values)])  # fmt: skip
+    assert result.exit_code == 0
+    assert "inventory-api" not in result.stdout and "[REDACTED:listed-value]" in result.stdout
+    assert "- **Redaction:** on, 11 secrets redacted (11 listed-value)" in result.stdout
+    assert "polyglav: 11 secrets redacted (11 listed-value)" in result.stderr
+    values.write_text("ab\n")
+    bad = runner.invoke(app, ["export", "#ab12cd", "--project", str(SAMPLES), "--out", "-", "--redact-values",
+                              str(values)])  # fmt: skip
+    assert bad.exit_code == 2 and "values.txt:1" in bad.stderr
+    site = runner.invoke(app, ["site", "build", "--project", str(SAMPLES), "--out", str(tmp_path / "s"),
+                               "--no-search", "--redact"])  # fmt: skip
+    assert site.exit_code == 0
+    assert "Redaction is on: no secrets redacted" in (tmp_path / "s" / "index.html").read_text()
