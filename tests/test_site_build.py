@@ -281,3 +281,17 @@ def test_hostile_text_never_becomes_markup(
         assert "javascript:" not in " ".join(parse(path).hrefs)
         assert "evil.example" not in " ".join(re.findall(r'src="([^"]*)"', html))
         assert "{{ 7*7 }}" in html or path.name == "index.html"
+
+
+def test_pool_build_with_threads_running_uses_a_clean_start(tmp_path: Path) -> None:
+    import threading
+
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait, daemon=True)
+    busy.start()
+    try:
+        build(SAMPLES, tmp_path / "threaded", workers=2)
+    finally:
+        stop.set()
+    build(SAMPLES, tmp_path / "plain", workers=1)
+    assert tree_digest(tmp_path / "threaded") == tree_digest(tmp_path / "plain")

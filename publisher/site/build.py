@@ -20,11 +20,13 @@ The manifest and the fragment cache live in ``<out>/.polyglav/`` (not published 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 import hashlib
 import json
+import multiprocessing
 import os
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -37,7 +39,6 @@ from ..loader import SessionLoadError, file_stamp, parse_session_bytes
 from ..model import LoadFailure, Session
 from ..redact import Redactor, describe_counts, redact_session
 from ..render.html import HtmlRenderer, RenderedTurn
-from ..render import view
 from ..render.markup import REF_RE
 from ..render.text import encode_display
 from ..theme import Theme
@@ -53,6 +54,7 @@ MANIFEST_FORMAT = 1
 RACY_NS = 2_000_000_000
 
 ProgressHook = Callable[[str, int, int], None]
+HoldHook = Callable[[str, str], bool]
 
 
 @dataclass(slots=True)
@@ -71,6 +73,10 @@ class BuildOptions:
     """Worker processes for rendering; None for every core, 1 to render in-process."""
     progress: ProgressHook | None = None
     """Called with (stage, done, total) as work proceeds."""
+    hold: HoldHook | None = None
+    """Called with (file name, reason) when a file whose pages were built no longer loads
+    (an agent may be rewriting it); True keeps its last good pages and cached summary, and
+    the next build reads the file again. None: it is a failure like any other."""
     redactor: Redactor | None = None
     """Redact secrets before anything is rendered (``--redact``)."""
 
@@ -128,13 +134,17 @@ class BuildReport:
     search: str = "off"
     """``built``, ``unchanged``, ``off`` or ``unavailable: …``."""
     warnings: list[str] = field(default_factory=list)
+    held: list[LoadFailure] = field(default_factory=list)
+    """Files that did not load but kept their last good pages (``BuildOptions.hold``)."""
 
 
 # --------------------------------------------------------------------------------------
 # Worker side: pure functions over one file.
 
 
-def scan_file(path: Path, folder: Path, redactor: Redactor | None = None) -> tuple[str, SourceState]:
+def scan_file(
+    path: Path, folder: Path, redactor: Redactor | None = None
+) -> tuple[str, SourceState]:
     """Read, hash and summarise one file (phase 1), redacted first when asked."""
     size, mtime_ns = file_stamp(path)
     try:
@@ -255,7 +265,8 @@ def load_fragments(path: Path) -> dict[str, RenderedTurn]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return {
-            key: RenderedTurn(html=value["html"], files=dict(value["files"])) for key, value in data.items()
+            key: RenderedTurn(html=value["html"], files=dict(value["files"]))
+            for key, value in data.items()
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
@@ -274,7 +285,9 @@ def build_key(theme: Theme, options: BuildOptions) -> str:
     digest = hashlib.sha256()
     digest.update(f"{__version__}\0{MANIFEST_FORMAT}\0{options.search}\0".encode())
     if options.redactor is not None:  # the values themselves never reach the manifest
-        digest.update(b"redact\0" + "\0".join(options.redactor.values).encode("utf-8", "surrogatepass"))
+        digest.update(
+            b"redact\0" + "\0".join(options.redactor.values).encode("utf-8", "surrogatepass")
+        )
     digest.update(theme.fingerprint().encode())
     return digest.hexdigest()
 
@@ -307,6 +320,10 @@ def _pool_map(
                 progress(stage, i, len(jobs))
         return results
     kwargs: dict[str, Any] = {"max_workers": min(workers, len(jobs))}
+    if threading.active_count() > 1:
+        # Forking a process with running threads (watch, serve) can deadlock a child on a
+        # lock held by another thread: start workers from a clean server process instead.
+        kwargs["mp_context"] = multiprocessing.get_context("forkserver")
     if initargs:
         kwargs.update(initializer=_init_worker, initargs=initargs)
     with ProcessPoolExecutor(**kwargs) as pool:
@@ -376,8 +393,24 @@ def build_site(options: BuildOptions) -> BuildReport:
         )
     )
     report.files_read = len(scanned)
+    held: set[str] = set()
+
+    def keep_last_good(name: str, reason: str, size: int) -> bool:
+        """Back to the last good state of ``name`` when ``options.hold`` asks for it."""
+        old = old_sources.get(name)
+        if old is None or old.summary is None or not old.outputs or options.hold is None:
+            return False
+        if not options.hold(name, reason):
+            return False
+        sources[name] = old  # its old stamp makes the next build read the file again
+        held.add(name)
+        report.held.append(LoadFailure(file_name=name, reason=reason, size=size))
+        return True
+
     content_changed: set[str] = set()
     for name, state in scanned.items():
+        if state.summary is None and keep_last_good(name, state.failure or "", state.size):
+            continue
         old = old_sources.get(name)
         if (
             old is not None
@@ -426,12 +459,16 @@ def build_site(options: BuildOptions) -> BuildReport:
             or facts_key != state.facts_key
             or any(not (out_dir / rel).is_file() for rel in state.outputs)
         )
-        if dirty:
+        if dirty and name in held:
+            state.facts_key = ""  # cannot render it now: render it once it loads again
+        elif dirty:
             jobs.append((name, state.outputs if same_key else {}))
     initargs = (graph, theme, out_dir, folder, options.redactor)
     results = _pool_map(workers, initargs, _render_job, jobs, options.progress, "render")
     for file_name, outputs, facts_key, written, error in results:
         state = sources[file_name]
+        if error is not None and keep_last_good(file_name, error, state.size):
+            continue
         if error is not None:
             # Changed between scan and render, or a renderer failure: list it, go on.
             state.summary, state.failure, state.outputs, state.sha256 = None, error, {}, ""
@@ -571,7 +608,9 @@ def render_index(
         ],
         source_label=folder.name,
         search_enabled=search,
-        redaction=None if redacted is None else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+        redaction=None
+        if redacted is None
+        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
         root="",
         resolve_ref=None,
     )

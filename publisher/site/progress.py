@@ -23,7 +23,10 @@ def progress_hook(enabled: bool) -> Iterator[ProgressHook | None]:
     )
 
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
         transient=True,
     ) as progress:
         tasks: dict[str, TaskID] = {}

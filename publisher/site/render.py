@@ -62,7 +62,9 @@ class PageFacts:
     def key(self) -> str:
         """A digest of the facts, for the incremental build's dependency check."""
         return hashlib.sha256(
-            pickle.dumps((self.lineage, self.lineage_cycle, self.children, sorted(self.refs.items())))
+            pickle.dumps(
+                (self.lineage, self.lineage_cycle, self.children, sorted(self.refs.items()))
+            )
         ).hexdigest()
 
 
@@ -114,13 +116,22 @@ def render_session_pages(
     fragments: dict[str, RenderedTurn] = {}
     for turn in session.turns:
         seen[turn.index] += 1
-        anchor = f"turn-{turn.index}" if seen[turn.index] == 1 else f"turn-{turn.index}-dup{seen[turn.index]}"
+        anchor = (
+            f"turn-{turn.index}"
+            if seen[turn.index] == 1
+            else f"turn-{turn.index}-dup{seen[turn.index]}"
+        )
         # Only a compaction note reads the last index: other turns keep their key on append.
         reads_last = any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
-        key = turn_key(turn, facts_key, marks.get(turn.index, []), last_index if reads_last else 0) + anchor
+        key = (
+            turn_key(turn, facts_key, marks.get(turn.index, []), last_index if reads_last else 0)
+            + anchor
+        )
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
-            fragment = renderer.render_turn(session, turn, marks.get(turn.index, []), links, anchor=anchor)
+            fragment = renderer.render_turn(
+                session, turn, marks.get(turn.index, []), links, anchor=anchor
+            )
         fragments[key] = fragment
         rendered.append((turn, fragment))
 
@@ -143,7 +154,9 @@ def render_session_pages(
 
     out = SessionOutput(pages=len(groups), fragments=fragments)
     decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
-    lineage = [{"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage]
+    lineage = [
+        {"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage
+    ]
     children = [
         {"name": n, "url": _rel_session_url(n) if present else None, "role": role}
         for n, present, role in facts.children

@@ -14,13 +14,19 @@ from ..render.text import encode_display
 from ..theme import Theme
 
 
-def export_html(session: Session, theme: str | None = None, redaction: str | None = None) -> Iterator[str]:
+def export_html(
+    session: Session, theme: str | None = None, redaction: str | None = None
+) -> Iterator[str]:
     """The whole session on one page; long outputs stay inline (collapsed)."""
     renderer = HtmlRenderer(Theme.load(theme))
     links = PageLinks(url_for=lambda _name: None, resolve_ref=None)
     marks = view.boundaries(session)
     fragments = [
-        Markup(renderer.render_turn(session, turn, marks.get(turn.index, []), links, externalize=False).html)
+        Markup(
+            renderer.render_turn(
+                session, turn, marks.get(turn.index, []), links, externalize=False
+            ).html
+        )
         for turn in session.turns
     ]
     css = renderer.theme.asset_text("style.css")
@@ -30,7 +36,9 @@ def export_html(session: Session, theme: str | None = None, redaction: str | Non
         pages=[{"number": 1, "first": 1, "last": len(session.turns), "url": ""}],
         page_map=None,
         turns_html=fragments,
-        lineage=[{"name": n, "url": None} for n in ([session.parent_id] if session.parent_id else [])],
+        lineage=[
+            {"name": n, "url": None} for n in ([session.parent_id] if session.parent_id else [])
+        ],
         lineage_cycle=False,
         children=[{"name": n, "url": None, "role": ""} for n in session.sub_sessions],
         decision_counts=sorted(Counter(p.decision for p in session.permissions).items()),

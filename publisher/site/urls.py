@@ -15,9 +15,7 @@ import re
 SAFE_NAME_RE = re.compile(r"\A[a-z0-9_][a-z0-9_.-]{0,99}\Z")
 UNSAFE_CHAR_RE = re.compile(r"[^A-Za-z0-9_-]+")
 WINDOWS_RESERVED = frozenset(
-    {"con", "prn", "aux", "nul"}
-    | {f"com{i}" for i in range(10)}
-    | {f"lpt{i}" for i in range(10)}
+    {"con", "prn", "aux", "nul"} | {f"com{i}" for i in range(10)} | {f"lpt{i}" for i in range(10)}
 )
 
 

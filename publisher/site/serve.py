@@ -1,0 +1,382 @@
+"""``polyglav site serve``: preview the site over HTTP, rebuilt and reloaded as sessions change.
+
+A :class:`ThreadingHTTPServer` serves the site folder from a background thread while the
+calling (main) thread runs the watch loop of :mod:`.watch`. Only files of the site are
+served: any path that leaves it (``..`` in any encoding, encoded slashes, backslashes, NUL,
+symlinks pointing outside) or names a hidden entry (a segment starting with a dot, such as
+the build state in ``/.polyglav/``) answers 404.
+
+Live reload: HTML responses get ``<script src="/__polyglav/reload.js" defer>`` inserted
+before ``</head>`` on the way out (the files on disk are those of a plain build). The script
+listens on ``/__polyglav/events`` (server-sent events); after each build that changed the
+site, the server sends one ``reload`` event listing the changed site paths, and a page that
+is among them (or uses a changed asset) reloads at the turn the reader was looking at. The
+page's Content-Security-Policy allows same-origin scripts only, hence an external script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import socket
+import stat
+import sys
+import threading
+from dataclasses import dataclass, replace
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from .build import BuildOptions
+from .watch import WatchOptions, watch_site
+
+RELOAD_SCRIPT_PATH = "/__polyglav/reload.js"
+EVENTS_PATH = "/__polyglav/events"
+RELOAD_TAG = f'<script src="{RELOAD_SCRIPT_PATH}" defer></script>'.encode()
+HEAD_END_RE = re.compile(rb"</head\s*>", re.IGNORECASE)
+#: Seconds between keep-alive comments on an idle event stream.
+HEARTBEAT_INTERVAL = 15.0
+
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "application/javascript; charset=utf-8",
+    ".mjs": "application/javascript; charset=utf-8",
+    ".json": "application/json",
+    ".txt": "text/plain; charset=utf-8",
+    ".md": "text/markdown; charset=utf-8",
+    ".xml": "application/xml",
+    ".wasm": "application/wasm",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".ico": "image/vnd.microsoft.icon",
+    ".woff": "font/woff",
+    ".woff2": "font/woff2",
+}
+"""By file suffix; anything else (Pagefind's gzipped ``.pagefind``/``.pf_*`` files included)
+is ``application/octet-stream``."""
+
+RELOAD_JS = b"""\
+/* polyglav site serve: reload this page after a build changed it, at the same turn. */
+(function () {
+  "use strict";
+  var KEY = "polyglav-reload:" + location.pathname;
+
+  function sitePath() {
+    var path = decodeURIComponent(location.pathname).replace(/^\\/+/, "");
+    return path === "" || path.slice(-1) === "/" ? path + "index.html" : path;
+  }
+
+  /* The anchor of the first turn in view (or the #fragment), and where it is in the view. */
+  function anchor() {
+    var turns = document.querySelectorAll("section.turn");
+    for (var i = 0; i < turns.length; i++) {
+      var box = turns[i].getBoundingClientRect();
+      if (box.bottom > 0 && box.top < window.innerHeight) {
+        var id = turns[i].id || turns[i].getAttribute("aria-labelledby") || "";
+        var target = id ? document.getElementById(id) : null;
+        if (target) { return { id: id, offset: target.getBoundingClientRect().top }; }
+      }
+    }
+    var hash = decodeURIComponent(location.hash.slice(1));
+    return hash ? { id: hash, offset: 0 } : null;
+  }
+
+  function restore() {
+    var saved = null;
+    try { saved = JSON.parse(sessionStorage.getItem(KEY) || "null"); } catch (e) { saved = null; }
+    if (!saved || typeof saved.id !== "string") { return; }
+    var target = document.getElementById(saved.id);
+    if (!target) { return; }
+    target.scrollIntoView();
+    window.scrollBy(0, -(Number(saved.offset) || 0));
+  }
+
+  if ("scrollRestoration" in history) { history.scrollRestoration = "manual"; }
+  restore();
+  window.addEventListener("load", function () { restore(); sessionStorage.removeItem(KEY); });
+
+  var source = new EventSource("/__polyglav/events");
+  source.addEventListener("reload", function (event) {
+    var changed = [];
+    try { changed = JSON.parse(event.data).changed || []; } catch (e) { changed = []; }
+    var here = sitePath();
+    var affected = changed.some(function (path) {
+      return path === here || path.indexOf("assets/") === 0;
+    });
+    if (!affected) { return; }
+    var at = anchor();
+    if (at) { sessionStorage.setItem(KEY, JSON.stringify(at)); }
+    source.close();
+    location.reload();
+  });
+})();
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """What a request path names in the site: a file to send, or a folder to redirect to."""
+
+    file: Path | None = None
+    redirect: str | None = None
+    """The folder's URL with its trailing slash (relative links need it)."""
+
+
+def locate(root: Path, target: str) -> Located | None:
+    """The site file that the request target ``target`` names under ``root``, or None (404).
+
+    The target is decoded once; it must be an absolute path without backslashes, NUL,
+    encoded slashes, empty segments or segments starting with a dot, and it must resolve
+    (symlinks followed) to a regular file inside ``root`` that is not hidden either. A
+    folder serves its ``index.html``.
+    """
+    path = target.split("?", 1)[0].split("#", 1)[0]
+    if not path.startswith("/") or re.search(r"[\\\x00]|%(2f|5c|00)", path, re.IGNORECASE):
+        return None
+    try:
+        decoded = unquote(path, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if "\\" in decoded or "\x00" in decoded:
+        return None
+    segments = decoded.split("/")[1:]
+    slash = segments[-1] == ""
+    if slash:
+        segments.pop()
+    if any(s == "" or s.startswith(".") or ":" in s for s in segments):
+        return None
+    try:
+        real_root = root.resolve(strict=True)
+        found = _inside(real_root, real_root.joinpath(*segments))
+    except (OSError, RuntimeError):
+        return None
+    if found is None:
+        return None
+    if found.is_dir():
+        if not slash:
+            return Located(redirect="/" + "".join(f"{quote(s)}/" for s in segments))
+        return _file(real_root, found / "index.html")
+    return _file(real_root, found)
+
+
+def _inside(real_root: Path, path: Path) -> Path | None:
+    """``path`` resolved, when it exists inside ``real_root`` and no part of it is hidden."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if not real.is_relative_to(real_root):
+        return None
+    if any(part.startswith(".") for part in real.relative_to(real_root).parts):
+        return None
+    return real
+
+
+def _file(real_root: Path, path: Path) -> Located | None:
+    real = _inside(real_root, path)
+    try:
+        regular = real is not None and stat.S_ISREG(real.stat().st_mode)
+    except OSError:
+        return None
+    return Located(file=real) if regular else None
+
+
+def inject_reload(html: bytes) -> bytes:
+    """``html`` with the live-reload script tag before ``</head>`` (at the end without one)."""
+    match = HEAD_END_RE.search(html)
+    if match is None:
+        return html + RELOAD_TAG
+    return html[: match.start()] + RELOAD_TAG + html[match.start() :]
+
+
+class Broadcaster:
+    """Hands each build notification to every open event stream."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: set[queue.SimpleQueue[bytes | None]] = set()
+
+    def subscribe(self) -> queue.SimpleQueue[bytes | None]:
+        client: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        with self._lock:
+            self._clients.add(client)
+        return client
+
+    def unsubscribe(self, client: queue.SimpleQueue[bytes | None]) -> None:
+        with self._lock:
+            self._clients.discard(client)
+
+    def publish(self, changed: list[str]) -> None:
+        """Send one ``reload`` event naming the changed site paths."""
+        data = json.dumps({"changed": changed}, separators=(",", ":"))
+        self._send(f"event: reload\ndata: {data}\n\n".encode())
+
+    def close(self) -> None:
+        """End every stream (the server is stopping)."""
+        self._send(None)
+
+    def _send(self, message: bytes | None) -> None:
+        with self._lock:
+            clients = list(self._clients)
+        for client in clients:
+            client.put(message)
+
+
+class SiteServer(ThreadingHTTPServer):
+    """The preview server of one site folder."""
+
+    daemon_threads = True
+
+    def __init__(self, bind: str, port: int, root: Path, broadcaster: Broadcaster) -> None:
+        family, _, _, _, address = socket.getaddrinfo(
+            bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        self.address_family = family
+        self.root = root
+        self.broadcaster = broadcaster
+        super().__init__((str(address[0]), port), SiteRequestHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away is not an error worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        name = host.decode() if isinstance(host, bytes) else host
+        return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+class SiteRequestHandler(BaseHTTPRequestHandler):
+    """GET and HEAD for the site's files, the reload script and the event stream."""
+
+    server: SiteServer
+    timeout = 30  # seconds a silent connection may hold its thread
+
+    def version_string(self) -> str:
+        return "polyglav"
+
+    def do_GET(self) -> None:
+        self._respond(send_body=True)
+
+    def do_HEAD(self) -> None:
+        self._respond(send_body=False)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Requests are not logged (the watch loop logs the builds)."""
+
+    def _respond(self, send_body: bool) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == EVENTS_PATH:
+            if send_body:
+                self._stream_events()
+            else:
+                self._send(HTTPStatus.OK, "text/event-stream; charset=utf-8", b"", send_body)
+            return
+        if path == RELOAD_SCRIPT_PATH:
+            self._send(HTTPStatus.OK, CONTENT_TYPES[".js"], RELOAD_JS, send_body)
+            return
+        found = locate(self.server.root, self.path)
+        if found is None:
+            self._send(HTTPStatus.NOT_FOUND, CONTENT_TYPES[".txt"], b"404 not found\n", send_body)
+        elif found.redirect is not None:
+            self._send(
+                HTTPStatus.MOVED_PERMANENTLY, CONTENT_TYPES[".txt"], b"", send_body, found.redirect
+            )
+        else:
+            assert found.file is not None
+            self._send_file(found.file, send_body)
+
+    def _headers(self, status: HTTPStatus, content_type: str, length: int | None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if length is not None:
+            self.send_header("Content-Length", str(length))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", "no-store")
+
+    def _send(
+        self,
+        status: HTTPStatus,
+        content_type: str,
+        body: bytes,
+        send_body: bool,
+        location: str | None = None,
+    ) -> None:
+        self._headers(status, content_type, len(body))
+        if location is not None:
+            self.send_header("Location", location)
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+
+    def _send_file(self, path: Path, send_body: bool) -> None:
+        content_type = CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+        try:
+            handle = path.open("rb")
+        except OSError:
+            self._send(HTTPStatus.NOT_FOUND, CONTENT_TYPES[".txt"], b"404 not found\n", send_body)
+            return
+        with handle:
+            if path.suffix.lower() == ".html":
+                self._send(HTTPStatus.OK, content_type, inject_reload(handle.read()), send_body)
+                return
+            self._headers(HTTPStatus.OK, content_type, os.fstat(handle.fileno()).st_size)
+            self.end_headers()
+            if send_body:
+                shutil.copyfileobj(handle, self.wfile)
+
+    def _stream_events(self) -> None:
+        """Server-sent events until the client leaves or the server stops."""
+        self.close_connection = True
+        client = self.server.broadcaster.subscribe()
+        try:
+            self._headers(HTTPStatus.OK, "text/event-stream; charset=utf-8", None)
+            self.end_headers()
+            self.wfile.write(b"retry: 1000\n: connected\n\n")
+            while True:
+                try:
+                    message = client.get(timeout=HEARTBEAT_INTERVAL)
+                except queue.Empty:
+                    message = b": heartbeat\n\n"
+                if message is None:
+                    return
+                self.wfile.write(message)
+        except OSError:
+            return  # the client went away
+        finally:
+            self.server.broadcaster.unsubscribe(client)
+
+
+def serve_site(options: BuildOptions, watch: WatchOptions, bind: str, port: int) -> None:
+    """Serve ``options.out_dir`` on ``bind``:``port`` (0: any free port) while watching.
+
+    Prints the URL on stdout, then runs :func:`~.watch.watch_site` (call from the main
+    thread); returns after Ctrl-C or SIGTERM, once the server is shut down.
+    """
+    broadcaster = Broadcaster()
+    try:
+        server = SiteServer(bind, port, options.out_dir, broadcaster)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), f"{bind}:{port}") from None
+    thread = threading.Thread(target=server.serve_forever, name="polyglav-serve", daemon=True)
+    thread.start()
+    print(f"serving {server.url} (Ctrl-C to stop)", flush=True)
+    try:
+        watch_site(options, replace(watch, on_change=broadcaster.publish))
+    finally:
+        server.shutdown()
+        broadcaster.close()
+        server.server_close()
+        thread.join()

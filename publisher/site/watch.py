@@ -1,0 +1,453 @@
+"""``polyglav site watch``: keep the site in step with a sessions folder that keeps changing.
+
+One build first (incremental: unchanged files are only stat'ed), then a watchdog observer on
+the sessions folder and the theme folders. Events are debounced: a build starts once the
+quiet window has passed since the last event, or once a burst has lasted ``max_delay``. A
+periodic rescan builds anyway, in case the OS dropped events (a build with nothing to do
+only stats the files).
+
+An agent rewrites its session file after every turn, often not atomically: a file that
+stops loading keeps its last good pages (``BuildOptions.hold``) and is read again by the
+next build, retried every ``retry_delay``; after ``hold_limit`` it is reported as a failure
+like a fresh build would. A missing sessions folder pauses building (the site is left as
+it is) and is watched again once it reappears. Build errors are logged and retried; they
+never stop the loop. SIGINT (Ctrl-C) and SIGTERM stop it cleanly.
+
+Builds run in the calling thread, which must be the main thread (signals are delivered
+there; a first Ctrl-C lets a running build finish, a second one interrupts it); the
+observer runs in its own threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from ..archive import ArchiveError
+from ..loader import SessionLoadError
+from ..theme import Theme, ThemeError
+from ..write import WriteError
+from .build import MANIFEST, STATE_DIR, BuildOptions, BuildReport, build_site, load_manifest
+
+ChangeHook = Callable[[list[str]], None]
+
+#: How often the loop checks that the watched folders still exist (seconds).
+ROOT_CHECK_INTERVAL = 0.25
+#: Event kinds worth a build. Opened/closed-without-writing events (the build's own reads)
+#: and directory-modified events are not subscribed to.
+EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+
+@dataclass(slots=True)
+class WatchOptions:
+    """How to watch (the build itself is described by :class:`~.build.BuildOptions`)."""
+
+    quiet_window: float = 0.3
+    """Seconds without events before a build starts."""
+    max_delay: float = 2.0
+    """Longest a continuous burst of events may delay a build (seconds)."""
+    rescan_interval: float = 5.0
+    """Build at least this often (seconds), in case events were dropped."""
+    retry_delay: float = 1.0
+    """Build again this soon after a failed build or while a file keeps its last good page."""
+    hold_limit: float = 30.0
+    """How long a file that stopped loading keeps its last good page (seconds)."""
+    quiet: bool = False
+    """No line per build on stderr (warnings and errors are still written)."""
+    on_change: ChangeHook | None = None
+    """Called after each build that changed the site, with the changed site paths."""
+
+
+@dataclass(slots=True)
+class Debouncer:
+    """When a burst of events is due for a build: quiet window after the last, capped."""
+
+    quiet_window: float
+    max_delay: float
+    first: float | None = None
+    """When the pending burst started (None: nothing pending)."""
+    last: float = 0.0
+    """When its latest event happened."""
+
+    def note(self, at: float) -> None:
+        """Record an event that happened at ``at`` (a monotonic time)."""
+        if self.first is None:
+            self.first, self.last = at, at
+        else:
+            self.first, self.last = min(self.first, at), max(self.last, at)
+
+    def due(self) -> float | None:
+        """The time at which the pending burst should be built, or None."""
+        if self.first is None:
+            return None
+        return min(self.last + self.quiet_window, self.first + self.max_delay)
+
+    def clear(self) -> None:
+        """Forget the pending burst (a build is starting)."""
+        self.first = None
+
+
+@dataclass(slots=True)
+class HoldPolicy:
+    """The ``BuildOptions.hold`` hook: keep a last good page for at most ``limit`` seconds."""
+
+    limit: float
+    clock: Callable[[], float] = time.monotonic
+    since: dict[str, float] = field(default_factory=dict)
+    """File name → when it was first seen not loading."""
+
+    def __call__(self, file_name: str, reason: str) -> bool:
+        """True (keep the last good page) until ``file_name`` has not loaded for ``limit``."""
+        started = self.since.setdefault(file_name, self.clock())
+        return self.clock() - started < self.limit
+
+    def settle(self, held: Iterable[str]) -> None:
+        """After a build: forget the files it did not hold (they load again, or were released)."""
+        keep = set(held)
+        self.since = {name: at for name, at in self.since.items() if name in keep}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A relevant file-system event, passed from watchdog's thread to the loop."""
+
+    at: float
+    """When it was seen (monotonic)."""
+    lost_root: Path | None = None
+    """A watched folder that was itself deleted: its watch is dead and must be renewed."""
+
+
+class _Forward(FileSystemEventHandler):
+    """Queues a :class:`Change` for each event that concerns the site (runs in watchdog's thread)."""
+
+    def __init__(
+        self, root: Path, accept: Callable[[Path], bool], changes: queue.SimpleQueue[Change]
+    ) -> None:
+        self.root = root
+        self.accept = accept
+        self.changes = changes
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [Path(os.fsdecode(p)) for p in (event.src_path, event.dest_path) if p]
+        now = time.monotonic()
+        if isinstance(event, DirDeletedEvent) and self.root in paths:
+            self.changes.put(Change(now, lost_root=self.root))
+        elif any(self.accept(p) for p in paths):
+            self.changes.put(Change(now))
+
+
+@dataclass(slots=True)
+class _Root:
+    """A watched folder and the state of its watch."""
+
+    path: Path
+    recursive: bool
+    accept: Callable[[Path], bool]
+    watch: ObservedWatch | None = None
+    identity: tuple[int, int] | None = None
+    """(device, inode) of the folder the watch was set on."""
+    missing: bool = False
+    """The folder was found missing (and said so)."""
+    failure: str | None = None
+    """Why the last attempt to watch it failed (said once)."""
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder at ``path``, None when there is none."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _log(line: str) -> None:
+    print(f"polyglav: {line}", file=sys.stderr, flush=True)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ArchiveError | SessionLoadError | WriteError | ThemeError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _summarise(changed: list[str], limit: int = 4) -> str:
+    shown = ", ".join(changed[:limit])
+    return f"{shown} and {len(changed) - limit} more" if len(changed) > limit else shown
+
+
+class Watcher:
+    """The watch loop over one site (see the module docstring)."""
+
+    def __init__(self, options: BuildOptions, watch: WatchOptions, signals: StopSignals) -> None:
+        self.signals = signals
+        self.hold = HoldPolicy(watch.hold_limit)
+        self.options = replace(options, hold=self.hold)
+        self.watch = watch
+        self.changes: queue.SimpleQueue[Change] = queue.SimpleQueue()
+        self.pending = Debouncer(watch.quiet_window, watch.max_delay)
+        self.observer: BaseObserver = Observer()
+        sessions = options.sessions_dir.absolute()
+        out = options.out_dir.absolute()
+
+        def is_session_file(path: Path) -> bool:
+            return (
+                path.parent == sessions
+                and path.name.endswith(".json")
+                and not path.name.startswith(".")
+            )
+
+        def is_theme_file(path: Path) -> bool:
+            return not path.is_relative_to(out)
+
+        self.roots = [_Root(sessions, False, is_session_file)] + [
+            _Root(folder.absolute(), True, is_theme_file)
+            for folder in Theme.load(options.theme).dirs
+        ]
+        self.outputs: dict[str, str] = self._outputs()
+        self.next_rescan = 0.0
+        self.retry_at: float | None = None
+        self.last_error: str | None = None
+        self.builds = 0
+        self.held: set[str] = set()
+        self.warnings: set[str] = set()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Build, then rebuild after every change until KeyboardInterrupt (not re-raised)."""
+        self.observer.start()
+        try:
+            self._check_roots(time.monotonic())
+            if not self.watch.quiet:
+                _log(f"watching {self.roots[0].path} and the theme (Ctrl-C to stop)")
+            with self.signals.deferred():
+                self._build()
+            while True:
+                now = time.monotonic()
+                deadlines = [
+                    self.pending.due(),
+                    self.retry_at,
+                    self.next_rescan,
+                    now + ROOT_CHECK_INTERVAL,
+                ]
+                self._drain(max(0.0, min(d for d in deadlines if d is not None) - now))
+                now = time.monotonic()
+                self._check_roots(now)
+                due = self.pending.due()
+                if (
+                    (due is not None and due <= now)
+                    or (self.retry_at is not None and self.retry_at <= now)
+                    or self.next_rescan <= now
+                ):
+                    with self.signals.deferred():
+                        self._build()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.observer.stop()
+            self.observer.join()
+
+    def _drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for events, then take every queued one."""
+        try:
+            change = self.changes.get(timeout=timeout)
+        except queue.Empty:
+            return
+        while True:
+            self.pending.note(change.at)
+            for root in self.roots:
+                if root.path == change.lost_root:
+                    root.identity = None  # renewed by _check_roots
+            try:
+                change = self.changes.get_nowait()
+            except queue.Empty:
+                return
+
+    def _check_roots(self, now: float) -> None:
+        """Drop the watch of a folder that disappeared; (re)watch one that (re)appeared."""
+        for root in self.roots:
+            identity = _identity(root.path)
+            if identity is not None and identity == root.identity:
+                continue
+            if root.watch is not None:
+                with contextlib.suppress(KeyError):
+                    self.observer.unschedule(root.watch)
+                root.watch, root.identity = None, None
+            if identity is None:
+                if not root.missing:
+                    _log(f"warning: {root.path} does not exist; waiting for it")
+                    root.missing = True
+                continue
+            try:
+                root.watch = self.observer.schedule(
+                    _Forward(root.path, root.accept, self.changes),
+                    str(root.path),
+                    recursive=root.recursive,
+                    event_filter=EVENT_FILTER,
+                )
+            except OSError as exc:  # gone again, or out of inotify watches: retried
+                reason = _describe(exc)
+                if reason != root.failure:
+                    _log(f"warning: cannot watch {root.path}: {reason}")
+                root.failure = reason
+                continue
+            if root.missing and not self.watch.quiet:
+                _log(f"{root.path} is back; watching it again")
+            root.identity, root.missing, root.failure = identity, False, None
+            self.pending.note(now)
+
+    # -- one build ----------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.pending.clear()
+        self.retry_at = None
+        self.next_rescan = time.monotonic() + self.watch.rescan_interval
+        if not self.roots[0].path.is_dir():
+            return  # said by _check_roots; built again once the folder is back
+        started = time.perf_counter()
+        try:
+            report = build_site(self.options)
+        except Exception as exc:  # a build error must never stop the watch
+            message = _describe(exc)
+            if message != self.last_error:
+                _log(f"error: build failed: {message}; retrying")
+            self.last_error = message
+            self.retry_at = time.monotonic() + self.watch.retry_delay
+            return
+        self.last_error = None
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        held = {f.file_name: f.reason for f in report.held}
+        self.hold.settle(held)
+        if held:
+            self.retry_at = time.monotonic() + self.watch.retry_delay
+        outputs = self._outputs()
+        changed = sorted(
+            rel
+            for rel in outputs.keys() | self.outputs.keys()
+            if outputs.get(rel) != self.outputs.get(rel)
+        )
+        self.outputs = outputs
+        self.builds += 1
+        self._report(report, elapsed_ms, changed, held)
+        if changed and self.watch.on_change is not None:
+            self.watch.on_change(changed)
+
+    def _outputs(self) -> dict[str, str]:
+        """Site path → content hash, as the last build's manifest records them."""
+        manifest = load_manifest(self.options.out_dir / STATE_DIR / MANIFEST)
+        outputs = manifest.get("outputs", {})
+        return dict(outputs) if isinstance(outputs, dict) else {}
+
+    def _report(
+        self, report: BuildReport, elapsed_ms: float, changed: list[str], held: dict[str, str]
+    ) -> None:
+        for name in sorted(held.keys() - self.held):
+            _log(f"warning: {name} does not load yet ({held[name]}); keeping its last good page")
+        self.held = set(held)
+        for warning in sorted(set(report.warnings) - self.warnings):
+            _log(f"warning: {warning}")
+        self.warnings = set(report.warnings)
+        if self.watch.quiet or (not changed and self.builds > 1):
+            return
+        stamp = time.strftime("%H:%M:%S")
+        line = (
+            f"[{stamp}] built in {elapsed_ms:.0f} ms: {report.sessions} sessions, "
+            f"{report.sessions_rendered} rendered, {report.files_written} files written, "
+            f"{report.files_removed} removed, search {report.search}"
+        )
+        _log(f"{line}; changed: {_summarise(changed)}" if changed else line)
+
+
+class StopSignals:
+    """SIGINT and SIGTERM as KeyboardInterrupt, held back while a build runs.
+
+    A signal during :meth:`deferred` lets the build finish (a build stopped halfway leaves
+    pages newer than the manifest and the index) and stops right after it; a second
+    signal stops at once. Later signals are ignored while stopping.
+    """
+
+    def __init__(self) -> None:
+        self.deferring = False
+        self.requested = False
+        self.raised = False
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.previous[sig] = signal.signal(sig, self.handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.raised:
+            return
+        if self.deferring and not self.requested:
+            self.requested = True
+            with contextlib.suppress(OSError):
+                os.write(2, b"polyglav: stopping after this build (again to stop at once)\n")
+            return
+        self.raised = True
+        raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold a first signal back until the block is done."""
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring = False
+        if self.requested and not self.raised:
+            self.raised = True
+            raise KeyboardInterrupt
+
+
+def watch_site(options: BuildOptions, watch: WatchOptions) -> None:
+    """Build the site, then rebuild it on every change until Ctrl-C or SIGTERM (then return).
+
+    Call from the main thread. Raises :class:`~publisher.theme.ThemeError` for an unknown
+    theme; every later error is logged and retried.
+    """
+    with StopSignals() as signals:
+        Watcher(options, watch, signals).run()

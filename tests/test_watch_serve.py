@@ -1,0 +1,556 @@
+"""``site watch`` and ``site serve`` driven for real: a subprocess, real files, real sockets.
+
+Every test starts ``python -m publisher site watch|serve`` on a temporary sessions folder,
+rewrites, truncates and deletes files as an agent (or a careless user) would, waits with
+bounded timeouts for the pages to change, and stops the process with a signal. All
+network traffic goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TypeVar
+
+import pytest
+from playwright.sync_api import ConsoleMessage, Page, sync_playwright
+from typer.testing import CliRunner
+
+from publisher.cli import app
+from publisher.site.serve import RELOAD_TAG, inject_reload
+from publisher.site.watch import Debouncer, HoldPolicy
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import ROOT, SAMPLES
+from tests.site_helpers import build, tree_digest
+
+T = TypeVar("T")
+
+MAIN = "ses_20260817_120000_ab12cd"
+NOTES = "release-notes"
+JOB = "job_20260826_110230_7f3k2a"
+TIMEOUT = 10.0
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+
+
+class Running:
+    """A ``polyglav site …`` subprocess; its stdout and stderr lines are collected."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "publisher", "site", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.out: list[str] = []
+        self.err: list[str] = []
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        for stream, lines in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            threading.Thread(target=_collect, args=(stream, lines), daemon=True).start()
+
+    def until(self, check: Callable[[], T | None], what: str, timeout: float = TIMEOUT) -> T:
+        """Poll ``check`` until it returns a true value; fail on timeout or if the process ends."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value:
+                return value
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"the process ended ({self.proc.returncode}) before {what}\n{self.log()}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout} s waiting for {what}\n{self.log()}"
+                )
+            time.sleep(0.05)
+
+    def line(self, needle: str, *, after: int = 0, stream: str = "err") -> str:
+        """The first line (of stderr, or stdout) from index ``after`` on that contains ``needle``."""
+        lines = self.err if stream == "err" else self.out
+
+        def found() -> str | None:
+            return next((line for line in lines[after:] if needle in line), None)
+
+        return self.until(found, f"a line with {needle!r}")
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 5.0) -> tuple[int, float]:
+        """Send ``sig``; returns the exit code and how long the process took to end."""
+        started = time.monotonic()
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=timeout)
+        return code, time.monotonic() - started
+
+    def log(self) -> str:
+        return "stdout:\n" + "".join(self.out) + "stderr:\n" + "".join(self.err)
+
+
+def _collect(stream: IO[str], lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line)
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., Running]]:
+    """Starts ``polyglav site <args>`` (in ``tmp_path``); anything left running is killed."""
+    started: list[Running] = []
+
+    def run(*args: str) -> Running:
+        running = Running(tmp_path, *args)
+        started.append(running)
+        return running
+
+    yield run
+    for running in started:
+        if running.proc.poll() is None:
+            running.proc.kill()
+            running.proc.wait()
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Path:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for name in (MAIN, NOTES):
+        shutil.copy2(SAMPLES / f"{name}.json", folder)
+    return folder
+
+
+def page_of(out: Path, name: str) -> Path:
+    return out / "sessions" / name / "index.html"
+
+
+def edited(name: str, marker: str) -> bytes:
+    """The sample session ``name`` with ``marker`` appended to its first prompt."""
+    doc = json.loads((SAMPLES / f"{name}.json").read_text(encoding="utf-8"))
+    doc["turns"][0]["parts"][0]["text"] += f" {marker}"
+    return json.dumps(doc, indent=1).encode()
+
+
+def has(path: Path, text: str) -> bool:
+    try:
+        return text.encode() in path.read_bytes()
+    except OSError:
+        return False
+
+
+def fresh_build(sessions: Path, out: Path, theme: str | None = None) -> dict[str, str]:
+    """The published files (path → hash) of a plain full build into ``out``."""
+    build(sessions, out, theme=theme)
+    return tree_digest(out)
+
+
+def watch_args(sessions: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "watch",
+        "--project",
+        str(sessions),
+        "--out",
+        str(out),
+        "--no-search",
+        "--quiet-window",
+        "0.1",
+        *extra,
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# Pure parts
+
+
+def test_debounce_quiet_window_and_cap() -> None:
+    debounce = Debouncer(quiet_window=0.3, max_delay=2.0)
+    assert debounce.due() is None
+    debounce.note(10.0)
+    assert debounce.due() == pytest.approx(10.3)
+    debounce.note(10.2)
+    assert debounce.due() == pytest.approx(10.5)
+    for i in range(30):  # a burst that never pauses is built 2 s after it started
+        debounce.note(10.2 + i * 0.1)
+    assert debounce.due() == pytest.approx(12.0)
+    debounce.clear()
+    assert debounce.due() is None
+
+
+def test_hold_policy_releases_after_the_limit() -> None:
+    now = [0.0]
+    hold = HoldPolicy(limit=30.0, clock=lambda: now[0])
+    assert hold("a.json", "truncated JSON")
+    now[0] = 29.0
+    assert hold("a.json", "truncated JSON")
+    now[0] = 30.5
+    assert not hold("a.json", "truncated JSON")
+    hold.settle([])  # the build did not hold it: it starts afresh next time
+    assert hold("a.json", "truncated JSON")
+
+
+def test_reload_tag_goes_before_head_end() -> None:
+    page = b"<html><head><title>x</title></HEAD ><body></body></html>"
+    assert inject_reload(page) == page.replace(b"</HEAD >", RELOAD_TAG + b"</HEAD >")
+    assert inject_reload(b"<p>no head</p>") == b"<p>no head</p>" + RELOAD_TAG
+
+
+@pytest.mark.parametrize("command", ["watch", "serve"])
+def test_help_has_an_example(command: str) -> None:
+    result = CliRunner().invoke(app, ["site", command, "--help"])
+    assert result.exit_code == 0
+    assert f"Example: polyglav site {command}" in result.stdout
+
+
+# --------------------------------------------------------------------------------------
+# watch
+
+
+def test_watch_follows_writes_renames_deletes_and_the_theme(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    out = tmp_path / "site"
+    theme = tmp_path / "theme"
+    (theme / "assets").mkdir(parents=True)
+    (theme / "assets" / "extra.css").write_text("body { color: red; }\n")
+    watch = start(*watch_args(sessions, out, "--theme", str(theme)))
+    watch.line("built in")
+    assert page_of(out, MAIN).is_file() and page_of(out, NOTES).is_file()
+
+    (sessions / f"{NOTES}.json").write_bytes(edited(NOTES, "FIRST-EDIT"))
+    watch.until(lambda: has(page_of(out, NOTES), "FIRST-EDIT"), "the edited page")
+
+    shutil.copy2(SAMPLES / f"{JOB}.json", sessions / f"{JOB}.json")
+    watch.until(lambda: page_of(out, JOB).is_file(), "the new session's page")
+    watch.until(lambda: has(out / "index.html", JOB), "the index listing the new session")
+
+    (sessions / f"{JOB}.json").unlink()
+    watch.until(lambda: not page_of(out, JOB).exists(), "the deleted session's page to go")
+
+    (theme / "assets" / "extra.css").write_text("body { color: blue; }\n")
+    watch.until(lambda: has(out / "assets" / "extra.css", "blue"), "the theme change")
+
+    code, took = watch.stop(signal.SIGINT)
+    assert code == 0 and took < 5, watch.log()
+    assert "Traceback" not in watch.log()
+    assert tree_digest(out) == fresh_build(sessions, tmp_path / "fresh", str(theme))
+
+
+def test_watch_keeps_the_last_good_page_of_a_half_written_file(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    out = tmp_path / "site"
+    watch = start(*watch_args(sessions, out))
+    watch.line("built in")
+    good = page_of(out, NOTES).read_bytes()
+    whole = edited(NOTES, "SECOND-VERSION")
+
+    after = len(watch.err)
+    (sessions / f"{NOTES}.json").write_bytes(whole[: len(whole) // 2])  # the agent is writing
+    watch.line(f"{NOTES}.json does not load yet", after=after)
+    assert page_of(out, NOTES).read_bytes() == good
+    assert has(out / "index.html", f"sessions/{NOTES}/index.html")
+
+    (sessions / f"{NOTES}.json").write_bytes(whole)  # done writing
+    watch.until(lambda: has(page_of(out, NOTES), "SECOND-VERSION"), "the finished page")
+    assert watch.stop()[0] == 0
+    assert tree_digest(out) == fresh_build(sessions, tmp_path / "fresh")
+
+
+def test_watch_never_drops_a_page_while_a_careless_writer_rewrites(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    out = tmp_path / "site"
+    watch = start(*watch_args(sessions, out))
+    watch.line("built in")
+    versions = [edited(MAIN, f"VERSION-{i}") for i in range(2)]
+    target = sessions / f"{MAIN}.json"
+    stop = threading.Event()
+
+    def careless_writer() -> None:
+        """Rewrite in place: truncate, write half, pause (longer than the quiet window or
+        shorter), write the rest, pause again. Builds see half-written files."""
+        schedule = [(0.25, 0.12), (0.02, 0.05), (0.25, 0.0), (0.06, 0.14)]
+        i = 0
+        while not stop.is_set():
+            data, (mid, after) = versions[i % 2], schedule[i % len(schedule)]
+            with target.open("wb") as handle:
+                handle.write(data[: len(data) // 2])
+                handle.flush()
+                time.sleep(mid)
+                handle.write(data[len(data) // 2 :])
+            time.sleep(after)
+            i += 1
+
+    writer = threading.Thread(target=careless_writer)
+    writer.start()
+    try:
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            assert page_of(out, MAIN).is_file(), watch.log()
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        writer.join()
+    assert f"{MAIN}.json does not load yet" in watch.log()  # the writer was caught halfway
+    target.write_bytes(versions[0])
+    watch.until(lambda: has(page_of(out, MAIN), "VERSION-0"), "the final version")
+    fresh = fresh_build(sessions, tmp_path / "fresh")
+    watch.until(lambda: tree_digest(out) == fresh, "the site to equal a fresh build")
+    assert watch.stop()[0] == 0
+    assert "polyglav: error" not in watch.log(), watch.log()
+
+
+def test_watch_survives_the_folder_deleted_and_recreated(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    out = tmp_path / "site"
+    watch = start(*watch_args(sessions, out))
+    watch.line("built in")
+    after = len(watch.err)
+    shutil.rmtree(sessions)
+    watch.line("does not exist; waiting for it", after=after)
+    assert page_of(out, MAIN).is_file()  # the site is left as it was
+
+    sessions.mkdir()
+    shutil.copy2(SAMPLES / f"{JOB}.json", sessions)
+    watch.until(lambda: page_of(out, JOB).is_file(), "the page of the recreated folder's session")
+    watch.until(lambda: not page_of(out, MAIN).exists(), "the pages of the old folder to go")
+    # Events, not the 5 s rescan, bring this edit: the new folder is watched.
+    (sessions / f"{JOB}.json").write_bytes(edited(JOB, "AFTER-RECREATION"))
+    watch.until(lambda: has(page_of(out, JOB), "AFTER-RECREATION"), "an edit", timeout=3)
+
+    shutil.rmtree(sessions)  # at once this time (the inode may well be reused)
+    sessions.mkdir()
+    shutil.copy2(SAMPLES / f"{NOTES}.json", sessions)
+    watch.until(lambda: page_of(out, NOTES).is_file(), "the page after a quick recreation")
+    (sessions / f"{NOTES}.json").write_bytes(edited(NOTES, "QUICK-RECREATION"))
+    watch.until(lambda: has(page_of(out, NOTES), "QUICK-RECREATION"), "an edit", timeout=3)
+    code, took = watch.stop(signal.SIGTERM)
+    assert code == 0 and took < 5, watch.log()
+
+
+def test_watch_redacts_like_build(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    out = tmp_path / "site"
+    values = tmp_path / "values.txt"
+    values.write_text("hunter2-watch-secret\n")
+    watch = start(*watch_args(sessions, out, "--redact-values", str(values)))
+    watch.line("built in")
+    (sessions / f"{NOTES}.json").write_bytes(edited(NOTES, "REDACT-EDIT hunter2-watch-secret"))
+    watch.until(lambda: has(page_of(out, NOTES), "REDACT-EDIT"), "the edited page")
+    assert not has(page_of(out, NOTES), "hunter2-watch-secret")
+    assert has(page_of(out, NOTES), "[REDACTED:")
+    assert watch.stop()[0] == 0
+
+
+# --------------------------------------------------------------------------------------
+# serve
+
+
+def http(port: int, target: bytes, method: bytes = b"GET") -> tuple[int, dict[str, str], bytes]:
+    """One raw HTTP/1.0 request (the target is sent as is, never normalised)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(method + b" " + target + b" HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for header in header_lines:
+        name, _, value = header.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> tuple[Running, int, Path]:
+    """``site serve --port 0`` after its first build: (process, port, site folder)."""
+    out = tmp_path / "site"
+    server = start("serve", *watch_args(sessions, out)[1:], "--port", "0")
+    url = server.line("serving http://127.0.0.1:", stream="out")
+    server.line("built in")
+    port = int(url.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
+    return server, port, out
+
+
+def test_serve_pages_headers_and_injected_script(
+    tmp_path: Path, sessions: Path, served: tuple[Running, int, Path]
+) -> None:
+    server, port, out = served
+    status, headers, body = http(port, f"/sessions/{MAIN}/".encode())
+    assert status == 200
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["cache-control"] == "no-store"
+    assert int(headers["content-length"]) == len(body)
+    assert body.count(RELOAD_TAG + b"</head>") == 1
+    on_disk = page_of(out, MAIN).read_bytes()
+    assert b"__polyglav" not in on_disk and body.replace(RELOAD_TAG, b"") == on_disk
+    assert tree_digest(out) == fresh_build(sessions, tmp_path / "plain")
+
+    assert http(port, b"/")[2] == inject_reload((out / "index.html").read_bytes())
+    status, headers, _ = http(port, f"/sessions/{MAIN}".encode())
+    assert status == 301 and headers["location"] == f"/sessions/{MAIN}/"
+    status, headers, body = http(port, f"/sessions/{MAIN}/index.html".encode(), b"HEAD")
+    assert status == 200 and body == b"" and int(headers["content-length"]) > len(on_disk)
+    assert http(port, b"/assets/style.css")[1]["content-type"] == "text/css; charset=utf-8"
+    (out / "notes.txt").write_text("plain\n")
+    (out / "blob.pf_index").write_bytes(b"\0")
+    assert http(port, b"/notes.txt")[1]["content-type"] == "text/plain; charset=utf-8"
+    assert http(port, b"/blob.pf_index")[1]["content-type"] == "application/octet-stream"
+    status, headers, body = http(port, b"/__polyglav/reload.js")
+    assert status == 200 and headers["content-type"].startswith("application/javascript")
+    assert b"EventSource" in body and b"sessionStorage" in body
+    assert server.stop(signal.SIGINT)[0] == 0
+
+
+def test_serve_answers_404_outside_the_site(
+    tmp_path: Path, served: tuple[Running, int, Path]
+) -> None:
+    server, port, out = served
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET\n")
+    (out / "link.txt").symlink_to(secret)
+    (out / "linkdir").symlink_to(tmp_path, target_is_directory=True)
+    (out / "state").symlink_to(out / ".polyglav", target_is_directory=True)
+    (out / "sessions" / ".hidden").write_text("TOP-SECRET\n")
+    absolute = str(secret).encode()
+    targets = [
+        b"/..",
+        b"/../secret.txt",
+        b"/sessions/../../secret.txt",
+        b"/assets/./../../secret.txt",
+        b"/%2e%2e/secret.txt",
+        b"/%2E%2E/secret.txt",
+        b"/.%2e/secret.txt",
+        b"/%2e%2e%2fsecret.txt",
+        b"/..%2fsecret.txt",
+        b"/sessions%2f..%2f..%2fsecret.txt",
+        b"/%252e%252e/secret.txt",
+        b"/%2f" + absolute[1:],
+        b"/" + absolute,
+        absolute,
+        b"secret.txt",
+        b"http://127.0.0.1/../secret.txt",
+        b"/..\\secret.txt",
+        b"/sessions\\..\\..\\secret.txt",
+        b"/%5c..%5csecret.txt",
+        b"/index.html%00.txt",
+        b"/index.html\x00.txt",
+        b"/C:/secret.txt",
+        b"/%ff",
+        b"/link.txt",
+        b"/linkdir/secret.txt",
+        b"/linkdir/",
+        b"/state/manifest.json",
+        b"/.polyglav/manifest.json",
+        b"/.polyglav/",
+        b"/%2epolyglav/manifest.json",
+        b"/sessions/.hidden",
+    ]
+    answers = {target: http(port, target) for target in targets}
+    wrong = {t: status for t, (status, _, _) in answers.items() if status != 404}
+    assert wrong == {}, wrong
+    assert not any(b"TOP-SECRET" in body or b"sources" in body for _, _, body in answers.values())
+    assert http(port, b"/index.html")[0] == 200  # the server is still fine
+    assert server.stop()[0] == 0
+
+
+def test_serve_sends_an_event_after_each_build_that_changed_files(
+    sessions: Path, served: tuple[Running, int, Path]
+) -> None:
+    server, port, out = served
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(b"GET /__polyglav/events HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        stream = sock.makefile("rb")
+        assert b" 200 " in stream.readline()
+        head = b"".join(iter(stream.readline, b"\r\n")).lower()
+        assert b"content-type: text/event-stream" in head
+        assert stream.readline() == b"retry: 1000\n"
+
+        (sessions / f"{NOTES}.json").write_bytes(edited(NOTES, "LIVE-EDIT"))
+        while (line := stream.readline()) != b"event: reload\n":
+            assert line, "the stream ended"
+        assert has(page_of(out, NOTES), "LIVE-EDIT")  # written before the event was sent
+        data = json.loads(stream.readline().removeprefix(b"data: "))
+        assert f"sessions/{NOTES}/index.html" in data["changed"]
+        assert stream.readline() == b"\n"
+
+        os.utime(sessions / f"{NOTES}.json")  # touched, same bytes: a build that changes nothing
+        sock.settimeout(1.5)
+        with pytest.raises(TimeoutError):
+            stream.readline()
+
+        code, took = server.stop(signal.SIGTERM)  # with the stream still open
+        assert code == 0 and took < 5, server.log()
+
+
+# --------------------------------------------------------------------------------------
+# live reload in a browser
+
+
+def is_error(message: ConsoleMessage) -> bool:
+    """A console error, but for the favicon.ico Chromium asks for (the site has none)."""
+    return message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico")
+
+
+def test_browser_reloads_changed_pages_at_the_same_turn(
+    sessions: Path, served: tuple[Running, int, Path]
+) -> None:
+    server, port, _ = served
+    shutil.copy2(SAMPLES / f"{JOB}.json", sessions)
+    server.until(lambda: http(port, f"/sessions/{JOB}/".encode())[0] == 200, "the job's page")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: bash scripts/setup-tests.sh"
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1100, "height": 700})
+
+        def open_page(path: str) -> Page:
+            page = context.new_page()
+            page.on("pageerror", lambda exc: problems.append(str(exc)))
+            page.on("response", lambda r: problems.append(r.url) if r.status >= 400 else None)
+            page.on("console", lambda m: problems.append(m.text) if is_error(m) else None)
+            page.goto(f"http://127.0.0.1:{port}{path}")
+            page.evaluate("window.__before = true")
+            return page
+
+        main = open_page(f"/sessions/{MAIN}/")
+        other = open_page(f"/sessions/{JOB}/")
+        main.evaluate("document.getElementById('turn-7').scrollIntoView()")
+        top = main.evaluate("document.getElementById('turn-7').getBoundingClientRect().top")
+        time.sleep(0.5)  # let the event streams open
+
+        with main.expect_event("load", timeout=TIMEOUT * 1000):
+            (sessions / f"{MAIN}.json").write_bytes(edited(MAIN, "RELOADED-IN-BROWSER"))
+        assert main.evaluate("window.__before") is None
+        assert "RELOADED-IN-BROWSER" in main.content()
+        first_visible = main.evaluate(
+            """() => [...document.querySelectorAll('section.turn')]
+                 .find(s => s.getBoundingClientRect().bottom > 0)"""
+            """.getAttribute('aria-labelledby')"""
+        )
+        assert first_visible == "turn-7"
+        now = main.evaluate("document.getElementById('turn-7').getBoundingClientRect().top")
+        assert abs(now - top) < 2
+        assert other.evaluate("window.__before") is True  # not changed: not reloaded
+        browser.close()
+    assert problems == []
+    assert server.stop()[0] == 0
