@@ -554,3 +554,61 @@ def test_browser_reloads_changed_pages_at_the_same_turn(
         browser.close()
     assert problems == []
     assert server.stop()[0] == 0
+
+
+def test_soak_several_careless_writers_every_few_milliseconds(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    """Three sessions rewritten in place every few ms for 4 s while watch runs: it never
+    crashes, every page on disk is always a complete page of one written version, and once
+    the writers stop the site equals a fresh full build."""
+    shutil.copy2(SAMPLES / f"{JOB}.json", sessions)
+    names = [MAIN, NOTES, JOB]
+    out = tmp_path / "site"
+    watch = start(*watch_args(sessions, out))
+    watch.line("built in")
+    stop = threading.Event()
+    written: dict[str, int] = dict.fromkeys(names, 0)
+
+    def writer(name: str, pause: float) -> None:
+        path = sessions / f"{name}.json"
+        i = 0
+        while not stop.is_set():
+            data = edited(name, f"SOAK-{name[:3]}-{i}")
+            with path.open("wb") as handle:  # truncate, then write in two pieces
+                handle.write(data[: len(data) // 3])
+                handle.flush()
+                time.sleep(pause / 2)
+                handle.write(data[len(data) // 3 :])
+            written[name] = i
+            i += 1
+            time.sleep(pause / 2)
+
+    threads = [
+        threading.Thread(target=writer, args=(n, p))
+        for n, p in zip(names, (0.004, 0.007, 0.011), strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 4.0
+        while time.monotonic() < deadline:
+            for name in names:
+                html = page_of(out, name).read_text(encoding="utf-8")
+                assert html.rstrip().endswith("</html>")
+            assert watch.proc.poll() is None, watch.log()
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert all(count > 20 for count in written.values()), written
+    for name in names:
+        watch.until(
+            lambda n=name: has(page_of(out, n), f"SOAK-{n[:3]}-{written[n]}"),
+            f"the last version of {name}",
+        )
+    fresh = fresh_build(sessions, tmp_path / "fresh")
+    watch.until(lambda: tree_digest(out) == fresh, "the site to equal a fresh build")
+    assert watch.stop()[0] == 0
+    assert "Traceback" not in watch.log() and "polyglav: error" not in watch.log(), watch.log()
