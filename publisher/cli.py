@@ -6,6 +6,7 @@ file and the reason; a traceback only with ``--debug``), 2 for usage errors.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -88,6 +89,8 @@ def guarded(action: Callable[[], T]) -> T:
         if _state["debug"]:
             raise
         fail(str(exc), 2)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
     except (ArchiveError, SessionLoadError, WriteError) as exc:
         if _state["debug"]:
             raise
@@ -99,9 +102,19 @@ def guarded(action: Callable[[], T]) -> T:
         fail(f"{where}{exc.strerror or exc}")
 
 
+def _quiet_broken_pipe() -> NoReturn:
+    """The reader closed the pipe (``polyglav export X --out - | head``): stop quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(0)
+
+
 def emit(lines: Iterable[str]) -> None:
-    for line in lines:
-        typer.echo(line)
+    try:
+        for line in lines:
+            typer.echo(line)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
 
 
 def _version(value: bool) -> None:

@@ -208,3 +208,31 @@ def test_project_found_upwards(
     assert result.stdout == ""  # the session has no turns
     result = runner.invoke(app, ["sessions"])
     assert "ses_20260817_120000_ab12cd" in result.stdout
+
+
+def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    big = tmp_path / "sessions"
+    big.mkdir()
+    doc = session_doc(turns=[turn(i, part("user", "x" * 10_000)) for i in range(1, 200)])
+    (big / "ses_20260817_120000_ab12cd.json").write_text(json.dumps(doc))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "publisher",
+            "export",
+            "#ab12cd",
+            "--project",
+            str(big),
+            "--out",
+            "-",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b"# Session")
+    proc.stdout.close()  # like `| head`
+    err = proc.stderr.read()
+    assert proc.wait(timeout=30) == 0
+    assert err == b""
