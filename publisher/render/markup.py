@@ -26,7 +26,29 @@ from markdown_it.utils import EnvType, OptionsDict
 RefResolver = Callable[[str], str | None]
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-REF_RE = re.compile(r"(?<![\w#/&])(#[0-9a-z]{6}\b|session:[A-Za-z0-9._-]+[A-Za-z0-9_-])")
+_REF_ID_RE = re.compile(r"#[0-9a-z]{6}\b")
+_REF_NAME_RE = re.compile(r"session:[A-Za-z0-9._-]+[A-Za-z0-9_-]")
+_REF_BLOCKER_RE = re.compile(r"[\w#/&]")
+
+
+def iter_refs(text: str) -> list[tuple[int, int, str]]:
+    """Session references in ``text`` as (start, end, ref), in order.
+
+    ``#<id>`` (six base36 characters) and ``session:<name>``, not preceded by a word
+    character, ``#``, ``/`` or ``&`` (so ``a#abcdef``, URL fragments and entities are not
+    references). Two literal-prefixed scans are ~10× faster than one alternation.
+    """
+    found: list[tuple[int, int, str]] = []
+    for regex in (_REF_ID_RE, _REF_NAME_RE):
+        for match in regex.finditer(text):
+            start = match.start()
+            if start and _REF_BLOCKER_RE.match(text, start - 1):
+                continue
+            found.append((start, match.end(), match.group(0)))
+    found.sort()
+    return found
+
+
 _CONTROL_IN_URL = re.compile(r"[\x00-\x20\x7f]")
 
 
@@ -79,20 +101,21 @@ def _session_refs(state: StateCore) -> None:
                 in_link += 1
             elif token.type == "link_close":
                 in_link -= 1
-            if token.type != "text" or in_link or not REF_RE.search(token.content):
+            refs = iter_refs(token.content) if token.type == "text" and not in_link else []
+            if not refs:
                 children.append(token)
                 continue
             pos = 0
-            for match in REF_RE.finditer(token.content):
-                url = resolver(match.group(1))
+            for start, end, ref in refs:
+                url = resolver(ref)
                 if url is None:
                     continue
-                if match.start() > pos:
-                    children.append(_text(token.content[pos : match.start()]))
+                if start > pos:
+                    children.append(_text(token.content[pos:start]))
                 link = Token("link_open", "a", 1)
                 link.attrs = {"class": "session-ref", "href": url}
-                children.extend([link, _text(match.group(1)), Token("link_close", "a", -1)])
-                pos = match.end()
+                children.extend([link, _text(ref), Token("link_close", "a", -1)])
+                pos = end
             if pos < len(token.content):
                 children.append(_text(token.content[pos:]))
         block.children = children
@@ -143,17 +166,19 @@ def _has_surrogate(text: str) -> bool:
 def escape_text(text: str, resolve_ref: RefResolver | None = None) -> str:
     """Plain untrusted text to HTML (for ``<pre>``), linking session references."""
     text = _scrub(text)
-    if resolve_ref is None or not REF_RE.search(text):
+    refs = iter_refs(text) if resolve_ref is not None else []
+    if not refs:
         return escape(text, quote=False)
+    assert resolve_ref is not None
     out: list[str] = []
     pos = 0
-    for match in REF_RE.finditer(text):
-        url = resolve_ref(match.group(1))
+    for start, end, ref in refs:
+        url = resolve_ref(ref)
         if url is None:
             continue
-        out.append(escape(text[pos : match.start()], quote=False))
-        out.append(f'<a class="session-ref" href="{escape(url)}">{escape(match.group(1))}</a>')
-        pos = match.end()
+        out.append(escape(text[pos:start], quote=False))
+        out.append(f'<a class="session-ref" href="{escape(url)}">{escape(ref)}</a>')
+        pos = end
     out.append(escape(text[pos:], quote=False))
     return "".join(out)
 

@@ -39,7 +39,7 @@ from ..loader import SessionLoadError, file_stamp, parse_session_bytes
 from ..model import LoadFailure, Session
 from ..redact import Redactor, describe_counts, redact_session
 from ..render.html import HtmlRenderer, RenderedTurn
-from ..render.markup import REF_RE
+from ..render.markup import iter_refs
 from ..render.text import encode_display
 from ..theme import Theme
 from ..write import WriteError, atomic_write, is_inside, prepare_target, write_if_changed
@@ -182,7 +182,7 @@ def find_refs(session: Session) -> set[str]:
 
     def scan(text: str | None) -> None:
         if text and ("#" in text or "session:" in text):
-            found.update(m.group(1) for m in REF_RE.finditer(text))
+            found.update(ref for _, _, ref in iter_refs(text))
 
     for turn in session.turns:
         for part in turn.parts:

@@ -1,0 +1,67 @@
+"""The escaping path: link schemes, references, JSON highlighting."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from publisher.render.markup import (
+    escape_text,
+    highlight_json,
+    iter_refs,
+    link_allowed,
+    render_markdown,
+)
+
+# The plain definition that iter_refs implements faster.
+REFERENCE = re.compile(r"(?<![\w#/&])(#[0-9a-z]{6}\b|session:[A-Za-z0-9._-]+[A-Za-z0-9_-])")
+
+
+@given(st.text(st.sampled_from("ab9#_/&:. \nsesion-xyzé"), max_size=80) | st.text(max_size=40))
+def test_iter_refs_matches_the_reference_regex(text: str) -> None:
+    assert [ref for _, _, ref in iter_refs(text)] == [m.group(1) for m in REFERENCE.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://docs.python.org/3/", True), ("http://x", True), ("mailto:a@b.c", True), ("../x/index.html", True),
+        ("#turn-3", True), ("//cdn.example/x", True), ("javascript:alert(1)", False), ("JaVaScRiPt:x", False),
+        (" javascript:x", False), ("java\tscript:x", False), ("java\nscript:x", False), ("vbscript:x", False),
+        ("data:text/html,x", False), ("file:///etc/passwd", False), ("x:y", False),
+    ],
+)  # fmt: skip
+def test_link_schemes(url: str, ok: bool) -> None:
+    assert link_allowed(url) is ok
+
+
+def test_markdown_refuses_raw_html_and_unsafe_links() -> None:
+    html = render_markdown(
+        '<script>x</script> [a](javascript:x) ![i](https://e.example/p.png) <b onclick="x">'
+    )
+    assert "<script>" not in html and "<b " not in html
+    assert 'href="javascript' not in html
+    assert "<img" not in html and 'class="image-link"' in html
+
+
+def test_references_become_links_only_when_resolved() -> None:
+    resolve = {"#abc123": "../a/index.html", "session:notes": "../notes/index.html"}.get
+    html = render_markdown("see #abc123, #zzz999 and session:notes", resolve)
+    assert '<a class="session-ref" href="../a/index.html">#abc123</a>' in html
+    assert "#zzz999" in html and 'href="../notes/index.html"' in html
+    assert (
+        escape_text("<#abc123>", resolve)
+        == '&lt;<a class="session-ref" href="../a/index.html">#abc123</a>&gt;'
+    )
+
+
+def test_highlight_json_escapes() -> None:
+    out = highlight_json('{"<k>": "</span><script>", "n": -1.5e3, "t": true}')
+    assert "<script>" not in out and "&lt;/span&gt;&lt;script&gt;" in out
+    assert (
+        '<span class="j-key">"&lt;k&gt;"</span>' in out
+        and '<span class="j-num">-1.5e3</span>' in out
+    )
