@@ -160,6 +160,9 @@ class HtmlRenderer:
     def render_session(self, **context: Any) -> str:
         return str(self.template("session.html").render(**context))
 
+    def render_index_row(self, summary: dict[str, Any]) -> str:
+        return str(self.template("index_row.html").render(s=summary)).strip("\n")
+
     def render_index(self, **context: Any) -> str:
         return str(self.template("index.html").render(**context))
 

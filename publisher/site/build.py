@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from .. import __version__
 from ..archive import ArchiveError
 from ..loader import SessionLoadError, file_stamp, parse_session_bytes
@@ -49,6 +51,7 @@ from .render import PageFacts, render_session_pages
 
 STATE_DIR = ".polyglav"
 MANIFEST = "manifest.json"
+ROWS = "index-rows.json"
 MANIFEST_FORMAT = 1
 #: Files modified this close to the previous scan are reread (their stamp may be stale).
 RACY_NS = 2_000_000_000
@@ -200,13 +203,25 @@ def find_refs(session: Session) -> set[str]:
 
 
 _WORKER: dict[str, Any] = {}
+_RENDERERS: dict[tuple[tuple[Path, ...], str], HtmlRenderer] = {}
+
+
+def renderer_for(theme: Theme) -> HtmlRenderer:
+    """One renderer per theme state, kept for the life of the process (``site watch``
+    rebuilds without recompiling templates); a changed theme file gives a new one."""
+    key = (tuple(theme.dirs), theme.fingerprint())
+    renderer = _RENDERERS.get(key)
+    if renderer is None:
+        _RENDERERS.clear()
+        renderer = _RENDERERS[key] = HtmlRenderer(theme)
+    return renderer
 
 
 def _init_worker(
     graph: Graph, theme: Theme, out_dir: Path, folder: Path, redactor: Redactor | None
 ) -> None:
     _WORKER.update(
-        graph=graph, renderer=HtmlRenderer(theme), out_dir=out_dir, folder=folder, redactor=redactor
+        graph=graph, renderer=renderer_for(theme), out_dir=out_dir, folder=folder, redactor=redactor
     )
 
 
@@ -258,6 +273,24 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     with contextlib.suppress(WriteError):
         save_fragments(prepare_target(out_dir, cache_rel), output.fragments)
     return file_name, outputs, facts.key(), written, None
+
+
+def load_rows(state_dir: Path) -> dict[str, str]:
+    """The index rows of the last build, by summary digest (empty when unusable)."""
+    try:
+        data = json.loads((state_dir / ROWS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def save_rows(path: Path, rows: dict[str, str]) -> None:
+    atomic_write(
+        path,
+        [json.dumps(rows, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")],
+    )
 
 
 def load_fragments(path: Path) -> dict[str, RenderedTurn]:
@@ -482,7 +515,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     produced: dict[str, str] = {}
     for state in sources.values():
         produced.update(state.outputs)
-    renderer = HtmlRenderer(theme)
+    renderer = renderer_for(theme)
     failures = [
         LoadFailure(file_name=n, reason=sources[n].failure or "", size=sources[n].size)
         for n in names
@@ -493,9 +526,17 @@ def build_site(options: BuildOptions) -> BuildReport:
     report.warnings = [f"{f.file_name}: {f.reason}" for f in failures]
     search_available = options.search and _pagefind_available()
     redacted = sum(s.redacted for s in summaries.values()) if options.redactor is not None else None
-    index_html = encode_display(
-        render_index(renderer, graph, failures, folder, search_available, redacted)
+    index_page, rows = render_index(
+        renderer,
+        graph,
+        failures,
+        folder,
+        search_available,
+        redacted,
+        load_rows(state_dir) if same_key else {},
     )
+    index_html = encode_display(index_page)
+    save_rows(prepare_target(out_dir, f"{STATE_DIR}/{ROWS}"), rows)
     extra_files: dict[str, bytes] = {"index.html": index_html}
     for rel, path in theme.assets().items():
         extra_files[f"assets/{rel}"] = path.read_bytes()
@@ -545,7 +586,7 @@ def build_site(options: BuildOptions) -> BuildReport:
                     "outputs": dict(sorted(produced.items())),
                 },
                 sort_keys=True,
-                indent=1,
+                separators=(",", ":"),  # compact: the C encoder (indent is pure Python)
             )
         ],
     )
@@ -583,12 +624,28 @@ def render_index(
     folder: Path,
     search: bool,
     redacted: int | None = None,
-) -> str:
-    """The index page; ``redacted`` is the archive's redaction count when redaction is on."""
+    row_cache: dict[str, str] | None = None,
+) -> tuple[str, dict[str, str]]:
+    """The index page, and its rows by summary digest (to reuse in the next build).
+
+    ``redacted`` is the archive's redaction count when redaction is on. A row is a function
+    of one summary, so ``row_cache`` (from a build with the same key) spares rendering the
+    rows of unchanged sessions: refreshing the index after one change stays cheap.
+    """
     summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
-    rows = [{**s.to_json(), "url": urls.session_page(s.name)} for s in summaries]
-    return renderer.render_index(
-        summaries=rows,
+    rows: dict[str, str] = {}
+    rows_html = []
+    for summary in summaries:
+        digest = summary.digest()
+        row = (row_cache or {}).get(digest)
+        if row is None:
+            row = renderer.render_index_row(
+                {**summary.to_json(), "url": urls.session_page(summary.name)}
+            )
+        rows[digest] = row
+        rows_html.append(Markup(row))
+    html = renderer.render_index(
+        rows_html=rows_html,
         failures=failures,
         tree=delegation_tree(graph),
         kinds=sorted({s.kind for s in summaries}),
@@ -614,6 +671,7 @@ def render_index(
         root="",
         resolve_ref=None,
     )
+    return html, rows
 
 
 def delegation_tree(graph: Graph) -> list[dict[str, Any]]:

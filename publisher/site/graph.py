@@ -6,14 +6,12 @@ incremental build can refresh them without rereading the session file.
 
 from __future__ import annotations
 
-import re
+import hashlib
+import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ..model import Session
-from . import urls
-
-ID_TAIL_RE = re.compile(r"_([0-9a-z]{6})\Z")
 
 
 @dataclass(slots=True, frozen=True)
@@ -83,7 +81,13 @@ class Summary:
         )
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _SUMMARY_FIELDS}
+
+    def digest(self) -> str:
+        """A hash of every field (what an index row shows is a function of it)."""
+        return hashlib.sha256(
+            json.dumps(self.to_json(), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        ).hexdigest()
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Summary:
@@ -91,6 +95,9 @@ class Summary:
         values["sub_sessions"] = tuple(values["sub_sessions"])  # type: ignore[arg-type]
         values["decisions"] = tuple(tuple(d) for d in values["decisions"])  # type: ignore[attr-defined]
         return cls(**values)  # type: ignore[arg-type]
+
+
+_SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 
 
 @dataclass(slots=True)
@@ -101,13 +108,28 @@ class Graph:
     """Loaded sessions by session name (page names)."""
     file_names: list[str] = field(default_factory=list)
     """Every ``*.json`` file name in the folder, loaded or not (for ``#id`` lookups)."""
+    _found_children: dict[str, list[str]] = field(init=False, repr=False)
+    """Parent name → names of the sessions whose parent_id names it, sorted."""
+    _files_by_id: dict[str, list[str]] = field(init=False, repr=False)
+    """Trailing ``_<id>`` of a file name → the file names ending so."""
+
+    def __post_init__(self) -> None:
+        # Indexes built once, so each page's lookups cost O(1), not a pass over the archive.
+        self._found_children = {}
+        for summary in sorted(self.summaries.values(), key=lambda s: s.name):
+            if summary.parent_id:
+                self._found_children.setdefault(summary.parent_id, []).append(summary.name)
+        self._files_by_id = {}
+        for file_name in self.file_names:
+            stem = file_name[:-5] if file_name.endswith(".json") else file_name
+            if "_" in stem:
+                self._files_by_id.setdefault(stem.rsplit("_", 1)[1], []).append(file_name)
 
     def children(self, name: str) -> list[str]:
         """Sub-sessions: declared ones first, then any session whose parent_id names it."""
         summary = self.summaries.get(name)
         declared = list(summary.sub_sessions) if summary else []
-        found = sorted(s.name for s in self.summaries.values() if s.parent_id == name)
-        return list(dict.fromkeys([*declared, *found]))
+        return list(dict.fromkeys([*declared, *self._found_children.get(name, [])]))
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""
@@ -125,8 +147,7 @@ class Graph:
 
     def by_id(self, ident: str) -> str | None:
         """The session name for ``#ident`` (the CLI's filename glob), None if absent or ambiguous."""
-        suffix = f"_{ident}.json"
-        matches = [f for f in self.file_names if f.endswith(suffix)]
+        matches = self._files_by_id.get(ident, []) if "_" not in ident else []
         if len(matches) != 1:
             return None
         name = matches[0][:-5]
@@ -140,11 +161,3 @@ class Graph:
             name = ref[len("session:") :]
             return name if name in self.summaries else None
         return None
-
-    def relevant_names(self, name: str) -> list[str]:
-        """The names whose summaries a page of ``name`` shows (for dependency tracking)."""
-        lineage, _ = self.lineage(name)
-        return sorted({*lineage, *self.children(name), name})
-
-    def page_of(self, name: str) -> str:
-        return urls.session_page(name)
