@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from publisher.render.markup import (
@@ -65,3 +65,52 @@ def test_highlight_json_escapes() -> None:
         '<span class="j-key">"&lt;k&gt;"</span>' in out
         and '<span class="j-num">-1.5e3</span>' in out
     )
+
+
+PROSE = st.sampled_from(
+    [
+        *"ab Z9 .,;:'\"?()/@$%^{}=+-#\n",
+        "\n\n",
+        "   ",
+        "\u00a0",
+        "é",
+        "\u2028",
+        "1.",
+        "- ",
+        "#x",
+        "\t",
+        "a_b",
+        "`",
+    ]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(PROSE, max_size=40).map("".join))
+def test_plain_prose_fast_path_matches_markdown_it(text: str) -> None:
+    from publisher.render.markup import MD, _plain_paragraphs
+
+    fast = _plain_paragraphs(text, False)
+    if fast is not None:
+        assert fast == MD.render(text)
+
+
+def test_fast_path_takes_prose_and_leaves_syntax() -> None:
+    from publisher.render.markup import _plain_paragraphs
+
+    assert _plain_paragraphs("Run the tests first.\nThen read the code.\n\nDone.", False) == (
+        "<p>Run the tests first.\nThen read the code.</p>\n<p>Done.</p>\n"
+    )
+    for syntax in [
+        "- item",
+        "use `x`",
+        "*em*",
+        "# h",
+        "a  \nb",
+        "> q",
+        "1. one",
+        "    code",
+        "a | b",
+        "see #abc123",
+    ]:
+        assert _plain_paragraphs(syntax, True) is None, syntax

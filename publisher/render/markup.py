@@ -143,8 +143,38 @@ MD = make_markdown()
 
 def render_markdown(text: str, resolve_ref: RefResolver | None = None) -> str:
     """Untrusted Markdown to safe HTML."""
+    plain = _plain_paragraphs(text, resolve_ref is not None)
+    if plain is not None:
+        return plain
     env: dict[str, Any] = {"resolve_ref": resolve_ref} if resolve_ref else {}
     return str(MD.render(_scrub(text), env))
+
+
+#: Characters that can start Markdown syntax anywhere in a line (or need normalising).
+_MARKUP_CHARS_RE = re.compile(r"[\\`*_\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])")
+#: A line start that can open a block: list, quote, heading, rule, setext, fence, code.
+_BLOCK_START_RE = re.compile(r"(?:^|\n) *(?:[-+*>#=]|\d{1,9}[.)]|    )")
+
+
+def _plain_paragraphs(text: str, refs: bool) -> str | None:
+    """The HTML markdown-it gives for prose without any Markdown syntax, or None.
+
+    Most of an agent log's prose (prompts, thinking) is plain paragraphs; building them
+    directly skips the parser. Anything that could be syntax (or a session reference,
+    when references are linked) falls back to markdown-it; a property test checks both
+    agree on every text this accepts.
+    """
+    if _MARKUP_CHARS_RE.search(text) or _BLOCK_START_RE.search(text):
+        return None
+    if refs and ("#" in text or "session:" in text):
+        return None
+    paragraphs = []
+    for block in re.split(r"\n(?: *\n)+", text.strip("\n ")):
+        lines = [line.strip(" ") for line in block.split("\n")]
+        content = "\n".join(lines).strip(" ")
+        if content:
+            paragraphs.append(f"<p>{escape(content, quote=True).replace('&#x27;', chr(39))}</p>\n")
+    return "".join(paragraphs)
 
 
 def _scrub(text: str) -> str:
