@@ -151,7 +151,9 @@ def render_markdown(text: str, resolve_ref: RefResolver | None = None) -> str:
 
 
 #: Characters that can start Markdown syntax anywhere in a line (or need normalising).
-_MARKUP_CHARS_RE = re.compile(r"[\\`*_\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])")
+_MARKUP_CHARS_RE = re.compile(
+    r"[\\`*_\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])"
+)
 #: A line start that can open a block: list, quote, heading, rule, setext, fence, code.
 _BLOCK_START_RE = re.compile(r"(?:^|\n) *(?:[-+*>#=]|\d{1,9}[.)]|    )")
 

@@ -52,6 +52,8 @@ from .render import PageFacts, render_session_pages
 STATE_DIR = ".polyglav"
 MANIFEST = "manifest.json"
 ROWS = "index-rows.json"
+#: Sessions with at least this many turns keep a cache of their rendered turns.
+FRAGMENT_CACHE_MIN_TURNS = 20
 MANIFEST_FORMAT = 1
 #: Files modified this close to the previous scan are reread (their stamp may be stale).
 RACY_NS = 2_000_000_000
@@ -257,7 +259,10 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
         redaction = counter.summary()
     facts = PageFacts.from_graph(graph, session, find_refs(session))
     cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}.json"
-    cache = load_fragments(out_dir / cache_rel)
+    # Only long sessions keep their turn fragments: a short one re-renders in milliseconds,
+    # and caching every session would write a second copy of the whole site.
+    cached = len(session.turns) >= FRAGMENT_CACHE_MIN_TURNS
+    cache = load_fragments(out_dir / cache_rel) if cached else {}
     output = render_session_pages(renderer, session, facts, cache, redaction)
     del session
     outputs: dict[str, str] = {}
@@ -270,8 +275,12 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
             continue
         if write_if_changed(target, data):
             written += 1
-    with contextlib.suppress(WriteError):
-        save_fragments(prepare_target(out_dir, cache_rel), output.fragments)
+    if cached:
+        with contextlib.suppress(WriteError):
+            save_fragments(prepare_target(out_dir, cache_rel), output.fragments)
+    else:
+        with contextlib.suppress(OSError):
+            (out_dir / cache_rel).unlink()
     return file_name, outputs, facts.key(), written, None
 
 
