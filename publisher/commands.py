@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,7 +185,3 @@ def preview(ctx: Context, name: str) -> Iterator[str]:
         if e.session is not None and e.session.parent_id == session.session_name
     )
     yield from console.preview_lines(session, children)
-
-
-def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()

@@ -12,7 +12,6 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -355,10 +354,6 @@ def read_session(path: Path, folder: Path | None = None) -> Session:
     except OSError as exc:
         raise SessionLoadError(path.name, f"cannot read: {exc.strerror or exc}") from None
     return parse_session_bytes(data, path.name)
-
-
-#: Signature of a session reader, to let callers swap in a cached one.
-Reader = Callable[[Path], Session]
 
 
 def file_stamp(path: Path) -> tuple[int, int]:

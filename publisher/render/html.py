@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,21 +29,6 @@ COLLAPSE_LINES = 40
 #: Outputs longer than this go to a separate text file, linked, with a preview inline.
 EXTERNAL_CHARS = 400_000
 PREVIEW_CHARS = 20_000
-
-#: Links from a page: session name → URL relative to that page, or None when absent.
-UrlFor = Callable[[str], str | None]
-
-
-@dataclass(slots=True)
-class PageLinks:
-    """How one page links to the rest of the site."""
-
-    url_for: UrlFor
-    """A session's page URL relative to this page, or None when it is not in the site."""
-    resolve_ref: markup.RefResolver | None
-    """Turns ``#id``/``session:name`` references into URLs (None: leave them as text)."""
-    root: str = ""
-    """Relative path from this page to the site root (``../../``)."""
 
 
 @dataclass(slots=True)
@@ -116,7 +100,7 @@ class HtmlRenderer:
         session: Session,
         turn: Turn,
         boundaries: list[view.Boundary],
-        links: PageLinks,
+        resolve_ref: markup.RefResolver | None,
         externalize: bool = True,
         anchor: str | None = None,
     ) -> RenderedTurn:
@@ -131,7 +115,7 @@ class HtmlRenderer:
             anchor=anchor or f"turn-{turn.index}",
             boundaries=boundaries,
             outputs=outputs,
-            resolve_ref=links.resolve_ref,
+            resolve_ref=resolve_ref,
             json_text=json_text,
         )
         return RenderedTurn(html, files)

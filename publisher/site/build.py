@@ -489,16 +489,18 @@ def build_site(options: BuildOptions) -> BuildReport:
     graph = Graph(summaries=summaries, file_names=names)
 
     # 3. decide what to render
+    graph_fingerprint = graph.fingerprint()
+    # With the same graph, an unchanged session shows the same facts: no need to recompute.
+    same_graph = same_key and manifest.get("graph") == graph_fingerprint
     jobs: list[tuple[str, dict[str, str]]] = []
     for name in names:
         state = sources[name]
         if state.summary is None:
             continue
-        facts_key = _facts_key_for(graph, state)
         dirty = (
             not same_key
             or name in content_changed
-            or facts_key != state.facts_key
+            or (not same_graph and _facts_key_for(graph, state) != state.facts_key)
             or any(not (out_dir / rel).is_file() for rel in state.outputs)
         )
         if dirty and name in held:
@@ -589,6 +591,7 @@ def build_site(options: BuildOptions) -> BuildReport:
                 {
                     "format": MANIFEST_FORMAT,
                     "key": key,
+                    "graph": graph_fingerprint,
                     "scanned_at_ns": scan_started_ns,
                     "publisher": __version__,
                     "sources": {n: sources[n].to_json() for n in names},

@@ -125,6 +125,19 @@ class Graph:
             if "_" in stem:
                 self._files_by_id.setdefault(stem.rsplit("_", 1)[1], []).append(file_name)
 
+    def fingerprint(self) -> str:
+        """A hash of everything page facts depend on: names, parents, sub-sessions, roles,
+        and the folder's file names (``#id`` lookups). Equal fingerprints: equal facts."""
+        digest = hashlib.sha256()
+        for s in sorted(self.summaries.values(), key=lambda s: s.name):
+            digest.update(
+                json.dumps([s.name, s.parent_id, s.sub_sessions, s.role]).encode(
+                    "utf-8", "surrogatepass"
+                )
+            )
+        digest.update(json.dumps(self.file_names).encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
     def children(self, name: str) -> list[str]:
         """Sub-sessions: declared ones first, then any session whose parent_id names it."""
         summary = self.summaries.get(name)

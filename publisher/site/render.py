@@ -17,7 +17,7 @@ from typing import Any
 
 from ..model import CommandPart, Session, Turn
 from ..render import view
-from ..render.html import HtmlRenderer, PageLinks, RenderedTurn
+from ..render.html import HtmlRenderer, RenderedTurn
 from ..render.text import encode_display
 from . import urls
 from .graph import Graph
@@ -107,7 +107,6 @@ def render_session_pages(
         target = ref_targets.get(ref)
         return _rel_session_url(target) if target is not None else None
 
-    links = PageLinks(url_for=lambda n: _rel_session_url(n), resolve_ref=resolve_ref, root="../../")
     marks = view.boundaries(session)
     facts_key = hashlib.sha256(pickle.dumps(sorted(facts.refs.items()))).hexdigest()
     last_index = view.last_index(session)
@@ -130,7 +129,7 @@ def render_session_pages(
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
             fragment = renderer.render_turn(
-                session, turn, marks.get(turn.index, []), links, anchor=anchor
+                session, turn, marks.get(turn.index, []), resolve_ref, anchor=anchor
             )
         fragments[key] = fragment
         rendered.append((turn, fragment))

@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from ..model import Session
 from ..render import view
-from ..render.html import HtmlRenderer, PageLinks
+from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from ..theme import Theme
 
@@ -19,12 +19,11 @@ def export_html(
 ) -> Iterator[str]:
     """The whole session on one page; long outputs stay inline (collapsed)."""
     renderer = HtmlRenderer(Theme.load(theme))
-    links = PageLinks(url_for=lambda _name: None, resolve_ref=None)
     marks = view.boundaries(session)
     fragments = [
         Markup(
             renderer.render_turn(
-                session, turn, marks.get(turn.index, []), links, externalize=False
+                session, turn, marks.get(turn.index, []), None, externalize=False
             ).html
         )
         for turn in session.turns
