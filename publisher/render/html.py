@@ -13,7 +13,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2 import (
+    ChoiceLoader,
+    Environment,
+    FileSystemBytecodeCache,
+    FileSystemLoader,
+    StrictUndefined,
+    pass_context,
+)
 from jinja2.runtime import Context
 from markupsafe import Markup
 
@@ -77,6 +84,9 @@ class HtmlRenderer:
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=True,
+            # Compiled templates are kept in jinja2's private per-user temp folder (0700,
+            # owner checked, keyed by each template's source): a CLI run skips recompiling.
+            bytecode_cache=FileSystemBytecodeCache(),
         )
         self.env.globals.update(
             view=view,
