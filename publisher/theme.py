@@ -42,6 +42,8 @@ class Theme:
     """The theme's name (a built-in name or the user folder's name)."""
     dirs: list[Path] = field(default_factory=list)
     """Theme folders, searched in order."""
+    _fingerprint: str | None = field(default=None, init=False, repr=False)
+    """Cached :meth:`fingerprint` (a Theme is loaded anew for every build)."""
 
     @classmethod
     def load(cls, spec: str | Path | None) -> Theme:
@@ -86,6 +88,8 @@ class Theme:
 
     def fingerprint(self) -> str:
         """A hash of every file of every folder of the theme (for incremental builds)."""
+        if self._fingerprint is not None:
+            return self._fingerprint
         digest = hashlib.sha256()
         for folder in self.dirs:
             for path in sorted(folder.rglob("*")):
@@ -94,4 +98,5 @@ class Theme:
                     digest.update(b"\0")
                     digest.update(path.read_bytes())
                     digest.update(b"\0")
-        return digest.hexdigest()
+        self._fingerprint = digest.hexdigest()
+        return self._fingerprint
