@@ -263,25 +263,36 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     # and caching every session would write a second copy of the whole site.
     cached = len(session.turns) >= FRAGMENT_CACHE_MIN_TURNS
     cache = load_fragments(out_dir / cache_rel) if cached else {}
-    output = render_session_pages(renderer, session, facts, cache, redaction)
-    del session
     outputs: dict[str, str] = {}
     written = 0
-    for rel, data in sorted(output.files.items()):
+
+    def write(rel: str, data: bytes) -> None:
+        nonlocal written
         digest = hashlib.sha256(data).hexdigest()
         outputs[rel] = digest
         target = prepare_target(out_dir, rel)
         if previous_outputs.get(rel) == digest and target.is_file() and not target.is_symlink():
-            continue
+            return
         if write_if_changed(target, data):
             written += 1
+
+    try:
+        output = render_session_pages(renderer, session, facts, cache, redaction, sink=write)
+    except Exception:
+        # Pages already written for this render and unknown to the manifest would be
+        # orphans: remove them (the caller lists the session as failed).
+        for rel in outputs.keys() - previous_outputs.keys():
+            with contextlib.suppress(OSError):
+                (out_dir / rel).unlink()
+        raise
+    del session, cache
     if cached:
         with contextlib.suppress(WriteError):
             save_fragments(prepare_target(out_dir, cache_rel), output.fragments)
     else:
         with contextlib.suppress(OSError):
             (out_dir / cache_rel).unlink()
-    return file_name, outputs, facts.key(), written, None
+    return file_name, dict(sorted(outputs.items())), facts.key(), written, None
 
 
 def load_rows(state_dir: Path) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,7 @@ def render_session_pages(
     facts: PageFacts,
     cached: Mapping[str, RenderedTurn] | None = None,
     redaction: str | None = None,
+    sink: Callable[[str, bytes], None] | None = None,
 ) -> SessionOutput:
     """All pages of ``session`` (split when long) and the side files of long outputs."""
     base = urls.session_dir(session.session_name)
@@ -152,6 +153,9 @@ def render_session_pages(
         pages.append({"number": number, "first": first, "last": last, "url": url})
 
     out = SessionOutput(pages=len(groups), fragments=fragments)
+    # With a sink, each page goes out as soon as it is rendered instead of all pages of a
+    # long session being held at once (the build's workers write through one).
+    emit: Callable[[str, bytes], None] = sink if sink is not None else out.files.__setitem__
     decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
     lineage = [
         {"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage
@@ -175,10 +179,11 @@ def render_session_pages(
             resolve_ref=resolve_ref,
             redaction=redaction,
         )
-        out.files[f"{base}/{page['url']}"] = encode_display(html)
+        emit(f"{base}/{page['url']}", encode_display(html))
+        del html
         for _, fragment in group:
             for name, text in fragment.files.items():
-                out.files[f"{base}/{name}"] = encode_display(text)
+                emit(f"{base}/{name}", encode_display(text))
     return out
 
 
