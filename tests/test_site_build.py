@@ -295,3 +295,27 @@ def test_pool_build_with_threads_running_uses_a_clean_start(tmp_path: Path) -> N
         stop.set()
     build(SAMPLES, tmp_path / "plain", workers=1)
     assert tree_digest(tmp_path / "threaded") == tree_digest(tmp_path / "plain")
+
+
+def test_render_failing_midway_leaves_no_orphan_page(
+    archive: Path, write_session: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from publisher.render.html import HtmlRenderer
+
+    turns = [turn(i, part("user", f"prompt {i}")) for i in range(1, 701)]
+    write_session(session_doc(turns=turns))
+    original = HtmlRenderer.render_session
+
+    def fail_on_page_2(self: HtmlRenderer, **context: object) -> str:
+        if context["page"] == 2:
+            raise RuntimeError("template bug")
+        return original(self, **context)
+
+    monkeypatch.setattr(HtmlRenderer, "render_session", fail_on_page_2)
+    out = tmp_path / "out"
+    report = build(archive, out)
+    assert [f.reason for f in report.failures] == [
+        "could not be rendered: RuntimeError: template bug"
+    ]
+    assert not (out / urls.session_dir("ses_20260817_120000_ab12cd")).exists()
+    assert 'id="not-loaded"' in (out / "index.html").read_text(encoding="utf-8")

@@ -284,6 +284,7 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
         for rel in outputs.keys() - previous_outputs.keys():
             with contextlib.suppress(OSError):
                 (out_dir / rel).unlink()
+                _remove_empty_parents((out_dir / rel).parent, out_dir)
         raise
     del session, cache
     if cached:
