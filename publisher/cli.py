@@ -17,6 +17,7 @@ import typer
 from . import __version__, commands
 from .archive import ArchiveError
 from .loader import SessionLoadError
+from .theme import ThemeError
 from .write import WriteError
 
 T = TypeVar("T")
@@ -91,7 +92,7 @@ def guarded(action: Callable[[], T]) -> T:
         fail(str(exc), 2)
     except BrokenPipeError:
         _quiet_broken_pipe()
-    except (ArchiveError, SessionLoadError, WriteError) as exc:
+    except (ArchiveError, SessionLoadError, ThemeError, WriteError) as exc:
         if _state["debug"]:
             raise
         fail(str(exc))

@@ -263,7 +263,9 @@ def test_loader_and_renderers_never_crash(doc: dict[str, Any], cut: int | None) 
     markdown.encode("utf-8")
     assert markdown.rstrip().rsplit("\n## ", 1)[-1].startswith("Errors")
     graph = Graph({session.session_name: Summary.of(session)}, ["x.json"])
-    output = render_session_pages(RENDERER, session, PageFacts.from_graph(graph, session, set()))
+    output = render_session_pages(
+        RENDERER, session, PageFacts.from_graph(graph, session.session_name, set())
+    )
     for rel, page in output.files.items():
         if rel.endswith(".html"):
             checker = Balance()

@@ -257,7 +257,7 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
         counter: Redactor = _WORKER["redactor"].fresh()
         session = redact_session(session, counter)
         redaction = counter.summary()
-    facts = PageFacts.from_graph(graph, session, find_refs(session))
+    facts = PageFacts.from_graph(graph, session.session_name, find_refs(session))
     cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}.json"
     # Only long sessions keep their turn fragments: a short one re-renders in milliseconds,
     # and caching every session would write a second copy of the whole site.
@@ -620,9 +620,7 @@ def build_site(options: BuildOptions) -> BuildReport:
 def _facts_key_for(graph: Graph, state: SourceState) -> str:
     """The facts key a session's pages would have now, from cached summaries only."""
     assert state.summary is not None
-    probe = Session(session_name=state.summary.name, parent_id=state.summary.parent_id)
-    facts = PageFacts.from_graph(graph, probe, set(state.refs))
-    return facts.key()
+    return PageFacts.from_graph(graph, state.summary.name, set(state.refs)).key()
 
 
 def _remove_empty_parents(folder: Path, stop: Path) -> None:

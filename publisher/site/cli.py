@@ -5,17 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ..archive import ArchiveError, find_sessions_dir, project_root
+from ..archive import find_sessions_dir, project_root
 from ..commands import make_redactor
 from ..redact import Redactor
-from ..theme import ThemeError
 from .build import BuildOptions, BuildReport, build_site
-
-T = TypeVar("T")
 
 site_app = typer.Typer(
     help="Build, watch and serve the static website of an archive.\n\n"
@@ -103,18 +100,6 @@ def options_for(
     )
 
 
-def theme_errors_as_archive_errors(action: Callable[[], T]) -> Callable[[], T]:
-    """``action`` with a bad ``--theme`` reported like a bad folder (one line, exit 1)."""
-
-    def run() -> T:
-        try:
-            return action()
-        except ThemeError as exc:
-            raise ArchiveError(str(exc)) from None
-
-    return run
-
-
 def summary_line(report: BuildReport, out: Path) -> str:
     parts = [
         f"{report.sessions} sessions",
@@ -165,14 +150,8 @@ def register(
 
         def action() -> tuple[BuildReport, BuildOptions]:
             redactor = make_redactor(redact, redact_values)
-            try:
-                options = options_for(project, out, theme, search, redactor)
-            except ThemeError as exc:
-                raise ArchiveError(str(exc)) from None
-            try:
-                return run_build(options, quiet), options
-            except ThemeError as exc:
-                raise ArchiveError(str(exc)) from None
+            options = options_for(project, out, theme, search, redactor)
+            return run_build(options, quiet), options
 
         report, options = guarded(action)
         for warning in report.warnings:
@@ -208,7 +187,7 @@ def register(
             options = options_for(project, out, theme, search, make_redactor(redact, redact_values))
             watch_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet))
 
-        guarded(theme_errors_as_archive_errors(action))
+        guarded(action)
 
     @site_app.command("serve")
     def serve(
@@ -239,6 +218,6 @@ def register(
             options = options_for(project, out, theme, search, make_redactor(redact, redact_values))
             serve_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet), bind, port)
 
-        guarded(theme_errors_as_archive_errors(action))
+        guarded(action)
 
     app.add_typer(site_app, name="site")

@@ -41,10 +41,11 @@ class PageFacts:
     """Reference (``#id`` or ``session:name``) → session name, for every reference that resolves."""
 
     @classmethod
-    def from_graph(cls, graph: Graph, session: Session, ref_candidates: set[str]) -> PageFacts:
-        lineage, cycle = graph.lineage(session.session_name)
+    def from_graph(cls, graph: Graph, session_name: str, ref_candidates: set[str]) -> PageFacts:
+        """The facts the pages of ``session_name`` show, for the references it makes."""
+        lineage, cycle = graph.lineage(session_name)
         children = []
-        for name in graph.children(session.session_name):
+        for name in graph.children(session_name):
             summary = graph.summaries.get(name)
             children.append((name, summary is not None, summary.role if summary else ""))
         refs = {}
