@@ -12,7 +12,8 @@ The build follows mkdocs' rule, gather everything before writing:
    function of its file, the theme and its facts. Turn fragments are cached by content.
 4. **write**: files are written atomically and only when their bytes changed; outputs of
    deleted or renamed sessions are removed. The index and assets are refreshed from the
-   cached summaries. Search (Pagefind) is reindexed when any page changed.
+   cached summaries. Search (Pagefind) is reindexed per shard of sessions whose pages
+   changed (:mod:`.search`).
 
 The manifest and the fragment cache live in ``<out>/.polyglav/`` (not published content).
 """
@@ -48,6 +49,7 @@ from ..write import WriteError, atomic_write, is_inside, prepare_target, write_i
 from . import urls
 from .graph import Graph, Summary
 from .render import PageFacts, render_session_pages
+from .search import remove_search, update_search
 
 STATE_DIR = ".polyglav"
 MANIFEST = "manifest.json"
@@ -137,7 +139,7 @@ class BuildReport:
     files_written: int = 0
     files_removed: int = 0
     search: str = "off"
-    """``built``, ``unchanged``, ``off`` or ``unavailable: …``."""
+    """``built N/M shards[, K removed]``, ``unchanged``, ``off`` or ``unavailable: …``."""
     warnings: list[str] = field(default_factory=list)
     held: list[LoadFailure] = field(default_factory=list)
     """Files that did not load but kept their last good pages (``BuildOptions.hold``)."""
@@ -581,19 +583,16 @@ def build_site(options: BuildOptions) -> BuildReport:
         with contextlib.suppress(OSError):
             (state_dir / "fragments" / f"{slug}.json").unlink()
 
-    # 5. search
-    html_changed = any(
-        old_outputs.get(rel) != digest for rel, digest in produced.items() if rel.endswith(".html")
-    ) or (set(old_outputs) - set(produced))
+    # 5. search (sharded: only the shards whose pages changed are indexed again)
     if not options.search:
         report.search = "off"
-        _remove_tree(out_dir / "pagefind", out_dir)
+        remove_search(out_dir)
     elif not search_available:
         report.search = "unavailable: Pagefind is not installed (pip install 'pagefind[bin]')"
-    elif html_changed or not (out_dir / "pagefind" / "pagefind.js").is_file() or not same_key:
-        report.search = run_pagefind(out_dir)
     else:
-        report.search = "unchanged"
+        report.search = update_search(
+            out_dir, produced, workers=workers, key=key, progress=options.progress
+        ).describe()
 
     # 6. manifest
     atomic_write(
@@ -732,31 +731,6 @@ def _pagefind_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def run_pagefind(out_dir: Path) -> str:
-    """Index the site with Pagefind's binary (from the pagefind-bin wheel)."""
-    import subprocess
-    import sys
-
-    command = [
-        sys.executable,
-        "-m",
-        "pagefind",
-        "--site",
-        str(out_dir),
-        "--output-subdir",
-        "pagefind",
-        "--silent",
-    ]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unavailable: Pagefind failed to run ({exc})"
-    if result.returncode != 0:
-        last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        return f"unavailable: Pagefind failed: {last[0]}"
-    return "built"
 
 
 def iter_site_files(out_dir: Path) -> Iterable[Path]:
