@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from publisher.site import urls
+from publisher.site import search, urls
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
 from tests.conftest import SAMPLES, Writer, part, session_doc, turn
 from tests.site_helpers import build
@@ -145,6 +145,55 @@ def test_search_finds_a_turn(page: Page, base_url: str) -> None:
     assert any("sub_20260817_122000_ef56gh" in href and "#turn-1" in href for href in links), links
     page.locator("#search-results li a").first.click()
     page.wait_for_url("**/sub_20260817_122000_ef56gh/**")
+
+
+def test_search_merges_every_shard(
+    page: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one session a shard, a word found only in a session of a merged (non-first)
+    shard links to its turn, and a word in every session finds pages of every shard."""
+    monkeypatch.setattr(search, "SESSIONS_PER_SHARD", 1)
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260101_0000{i:02d}_shd0{i:02d}" for i in range(8)]
+    for i, name in enumerate(names):
+        turns = [
+            turn(1, part("user", "a prompt about oranges"), part("text", "plain answer")),
+            turn(2, part("user", f"what about zq{i}marker"), part("text", "a sharded answer")),
+        ]
+        (sessions / f"{name}.json").write_text(json.dumps(session_doc(name, turns=turns)))
+    out = tmp_path / "site"
+    build(sessions, out, search=True)
+    shards = json.loads((out / "pagefind" / "shards.json").read_text())["shards"]
+    assert len(shards) >= 2, shards
+    count = int(shards[0].rsplit("-", 1)[1])
+    where = {
+        name: search.shard_id(search.shard_of(urls.slug(name), count), count) for name in names
+    }
+    target = next(i for i, name in enumerate(names) if where[name] != shards[0])
+    with static_server(out) as base:
+        page.goto(base + "index.html")
+        page.fill("#search-input", f"zq{target}marker")
+        page.wait_for_selector("#search-results li a", timeout=15_000)
+        hrefs = page.locator("#search-results li a").evaluate_all(
+            "as => as.map(a => a.getAttribute('href'))"
+        )
+        assert any(names[target] in h and h.endswith("#turn-2") for h in hrefs), hrefs
+        page.locator("#search-results li a").first.click()
+        page.wait_for_url(f"**/{names[target]}/**#turn-2")
+        assert in_viewport(page, "turn-2")
+        page.goto(base + "index.html")
+        page.fill("#search-input", "oranges")
+        page.wait_for_function(
+            "n => document.querySelectorAll('#search-results li').length >= n", arg=len(names)
+        )
+        assert page.locator("#search-status").inner_text() == f"{len(names)} pages match."
+        hrefs = page.locator("#search-results li a").evaluate_all(
+            "as => as.map(a => a.getAttribute('href'))"
+        )
+    found = {name for name in names for h in hrefs if f"/{name}/" in h}
+    assert found == set(names)
+    assert len({where[name] for name in found}) == len(shards)
 
 
 def test_split_session_forwards_anchor(

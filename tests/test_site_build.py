@@ -153,7 +153,8 @@ def test_demo_site_is_up_to_date(tmp_path: Path) -> None:
         return {k: v for k, v in tree_digest(out).items() if not k.startswith("pagefind/")}
 
     assert ours(tmp_path / "site") == ours(ROOT / "site")
-    assert (ROOT / "site" / "pagefind" / "pagefind.js").is_file()
+    assert (ROOT / "site" / "pagefind" / "shards.json").is_file()
+    assert (ROOT / "site" / "pagefind" / "shard-000-of-001" / "pagefind.js").is_file()
 
 
 def test_cli_build_exit_codes_and_strict(tmp_path: Path) -> None:

@@ -1,0 +1,329 @@
+"""The sharded search index: shard assignment, only changed shards indexed again, and an
+incremental build giving the same ``pagefind/`` tree as a fresh full build."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from publisher.site import search, urls
+from publisher.site.build import STATE_DIR
+from publisher.site.search import Shard, plan_shards, shard_count, shard_id, shard_of
+from tests.conftest import SAMPLES, part, session_doc, turn
+from tests.site_helpers import build, tree_digest
+
+# --------------------------------------------------------------------------------------
+# Assignment (pure functions).
+
+
+def test_shard_count_is_a_power_of_two_of_the_session_count() -> None:
+    assert search.SESSIONS_PER_SHARD == 32 and search.MAX_SHARDS == 128
+    expected = {0: 1, 1: 1, 5: 1, 32: 1, 33: 2, 64: 2, 65: 4, 200: 8, 2000: 64, 4096: 128}
+    assert {n: shard_count(n) for n in expected} == expected
+    assert shard_count(10**6) == 128
+    for n in range(0, 5000, 7):
+        k = shard_count(n)
+        assert k & (k - 1) == 0 and 1 <= k <= 128
+        assert k == 128 or n <= 32 * k  # at most 32 sessions a shard until the cap
+        assert k == 1 or n > 16 * k  # and more than 16 (never needlessly many shards)
+
+
+def test_shard_of_is_a_stable_hash_of_the_slug() -> None:
+    # Fixed values: a change of the hash would move every session (and is a format change).
+    assert [shard_of("ses_20260817_120000_ab12cd", k) for k in (1, 2, 8, 64, 128)] == [
+        0,
+        0,
+        6,
+        54,
+        118,
+    ]
+    assert shard_of("release-notes", 64) == 9
+    names = [urls.slug(f"ses_2026_{i:04d}") for i in range(2000)]
+    for k in (1, 2, 64, 128):
+        counts = [0] * k
+        for name in names:
+            s = shard_of(name, k)
+            assert 0 <= s < k
+            assert shard_of(name, 2 * k) % k == s  # a doubling splits each shard in two
+            counts[s] += 1
+        assert max(counts) < 2 * len(names) / k + 10  # roughly even
+
+
+def test_plan_keeps_every_page_of_a_session_in_one_shard() -> None:
+    produced = {
+        "index.html": "i",
+        "assets/app.js": "a",
+        "sessions/big/index.html": "b1",
+        "sessions/big/page-2.html": "b2",
+        "sessions/big/page-3.html": "b3",
+        "sessions/big/notes.txt": "n",
+        **{f"sessions/s{i:02d}/index.html": f"d{i}" for i in range(40)},
+    }
+    shards = plan_shards(produced)
+    assert {s.id.rsplit("-", 1)[1] for s in shards} == {"002"}  # 41 sessions: 2 shards
+    assert [s.primary for s in shards] == [True] + [False] * (len(shards) - 1)
+    assert [s.id for s in shards] == sorted(s.id for s in shards)
+    big = next(s for s in shards if "big" in s.folders)
+    assert [p for p, _ in big.pages if "/big/" in p] == [
+        "sessions/big/index.html",
+        "sessions/big/page-2.html",
+        "sessions/big/page-3.html",
+    ]
+    every_page = sorted(p for s in shards for p, _ in s.pages)
+    assert every_page == sorted(
+        p for p in produced if p.startswith("sessions/") and p.endswith(".html")
+    )
+    assert sum(len(s.folders) for s in shards) == 41
+    # The digest follows the pages (and the build key), nothing else.
+    changed = plan_shards({**produced, "sessions/big/page-2.html": "other"})
+    for before, after in zip(shards, changed, strict=True):
+        same = before.digest("k", "1.5.2") == after.digest("k", "1.5.2")
+        assert same == ("big" not in before.folders)
+    assert shards[0].digest("k", "1.5.2") != shards[0].digest("k2", "1.5.2")
+    assert plan_shards({"index.html": "i"}) == []
+
+
+def test_glob_selects_the_shard_folders_and_refuses_unsafe_names() -> None:
+    assert Shard("x", ("a",), (), True).glob() == "sessions/a/*.html"
+    assert Shard("x", ("a", "b-1.2"), (), True).glob() == "sessions/{a,b-1.2}/*.html"
+    for bad in ("a,b", "{a}", "a*", "A", "a/b", "[x]", ".hidden"):
+        with pytest.raises(ValueError):
+            Shard("x", (bad,), (), True).glob()
+    assert shard_id(3, 64) == "shard-003-of-064"
+
+
+# --------------------------------------------------------------------------------------
+# Builds.
+
+
+@pytest.fixture
+def small_shards(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Two sessions a shard; yields the list of shards Pagefind indexed, in call order."""
+    monkeypatch.setattr(search, "SESSIONS_PER_SHARD", 2)
+    runs: list[str] = []
+    real = search.run_pagefind
+
+    def counting(site: Path, glob: str, output: Path, *, cwd: Path) -> str | None:
+        runs.append(cwd.name)
+        return real(site, glob, output, cwd=cwd)
+
+    monkeypatch.setattr(search, "run_pagefind", counting)
+    yield runs
+
+
+NAMES = [f"ses_20260101_0000{i:02d}_abc0{i:02d}" for i in range(10)]
+
+
+def write_archive(
+    folder: Path, names: list[str], extra_turns: dict[str, int] | None = None
+) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in folder.glob("*.json"):
+        if path.stem not in names:
+            path.unlink()
+    for name in names:
+        i = int(name[-2:])
+        turns = [
+            turn(n, part("user", f"prompt {n} of zq{i}word"), part("text", f"answer common {n}"))
+            for n in range(1, 2 + (extra_turns or {}).get(name, 0))
+        ]
+        data = json.dumps(session_doc(name, turns=turns), indent=1)
+        path = folder / f"{name}.json"
+        if not path.is_file() or path.read_text(encoding="utf-8") != data:
+            path.write_text(data, encoding="utf-8")
+
+
+def shard_listing(out: Path) -> list[str]:
+    listing = json.loads((out / "pagefind" / "shards.json").read_text(encoding="utf-8"))
+    shards: list[str] = listing["shards"]
+    return shards
+
+
+def mtimes(out: Path) -> dict[str, int]:
+    return {
+        p.relative_to(out).as_posix(): p.stat().st_mtime_ns
+        for p in (out / "pagefind").rglob("*")
+        if p.is_file()
+    }
+
+
+def fresh_digest(sessions: Path, out: Path) -> dict[str, str]:
+    build(sessions, out, search=True)
+    return tree_digest(out)
+
+
+def shard_of_session(name: str, out: Path) -> str:
+    count = int(shard_listing(out)[0].rsplit("-", 1)[1])
+    return shard_id(shard_of(urls.slug(name), count), count)
+
+
+def test_append_reindexes_one_shard_and_equals_a_fresh_build(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    first = build(sessions, out, search=True, workers=2)
+    listing = shard_listing(out)
+    assert first.search == f"built {len(listing)}/{len(listing)} shards"
+    assert len(listing) >= 2 and all(s.endswith("-of-008") for s in listing)
+    assert sorted(small_shards) == listing
+    before = mtimes(out)
+
+    small_shards.clear()
+    assert build(sessions, out, search=True).search == "unchanged"
+    assert small_shards == []
+
+    target = NAMES[3]
+    write_archive(sessions, NAMES, {target: 1})
+    report = build(sessions, out, search=True, workers=2)
+    touched = shard_of_session(target, out)
+    assert small_shards == [touched]
+    assert report.search == f"built 1/{len(listing)} shards"
+    after = mtimes(out)
+    changed = {rel for rel in after if before.get(rel) != after[rel]}
+    assert changed and all(rel.startswith(f"pagefind/{touched}/") for rel in changed), changed
+    assert {rel.split("/")[1] for rel in before} == {rel.split("/")[1] for rel in after}
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def test_shards_that_empty_or_change_count_are_removed_and_the_tree_equals_a_fresh_build(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    build(sessions, out, search=True)
+    listing = shard_listing(out)
+    # Remove every session of the primary shard: the next one becomes primary (it now
+    # carries the runtime), the emptied bundle goes.
+    primary = listing[0]
+    kept = [n for n in NAMES if shard_of_session(n, out) != primary]
+    write_archive(sessions, kept)
+    small_shards.clear()
+    report = build(sessions, out, search=True)
+    assert len(kept) > 4  # the shard count (8) does not change
+    assert shard_listing(out) == listing[1:]
+    assert small_shards == [listing[1]]  # only the new primary: it needs the runtime
+    assert report.search == f"built 1/{len(listing) - 1} shards, 1 removed"
+    assert not (out / "pagefind" / primary).exists()
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh1")
+    # Fewer sessions: fewer shards, everything indexed again, old bundles removed.
+    write_archive(sessions, kept[:3])
+    small_shards.clear()
+    build(sessions, out, search=True)
+    assert all(s.endswith("-of-002") for s in shard_listing(out))
+    assert sorted(small_shards) == shard_listing(out)
+    assert sorted(p.name for p in (out / "pagefind").iterdir()) == sorted(
+        [*shard_listing(out), "shards.json"]
+    )
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")
+
+
+def test_only_the_primary_bundle_carries_the_runtime_and_no_ui_is_published(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    build(sessions, out, search=True)
+    primary, *others = shard_listing(out)
+    names = {p.name for p in (out / "pagefind" / primary).iterdir()}
+    assert {"pagefind.js", "pagefind-worker.js", "wasm.en.pagefind", "pagefind-entry.json"} <= names
+    for shard in others:
+        names = {p.name for p in (out / "pagefind" / shard).iterdir()}
+        assert "pagefind-entry.json" in names and "index" in names and "fragment" in names
+        assert not any(n.endswith((".js", ".wasm")) or n.startswith("wasm.") for n in names)
+    assert not [p for p in (out / "pagefind").rglob("pagefind-*ui*")]
+    assert not [p for p in (out / "pagefind").rglob("pagefind-highlight*")]
+
+
+def test_two_sharded_builds_are_byte_identical(small_shards: list[str], tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    write_archive(sessions, NAMES)
+    build(sessions, tmp_path / "a", search=True, workers=1)
+    build(sessions, tmp_path / "b", search=True, workers=2)
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+
+
+def test_a_missing_or_tampered_bundle_is_rebuilt_and_stray_files_removed(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    build(sessions, out, search=True)
+    expected = tree_digest(out)
+    listing = shard_listing(out)
+    victim = listing[-1]
+    (out / "pagefind" / victim / "pagefind-entry.json").unlink()
+    (out / "pagefind" / "pagefind.js").write_text("old single bundle")  # earlier layout
+    (out / "pagefind" / "index").mkdir()
+    small_shards.clear()
+    report = build(sessions, out, search=True)
+    assert small_shards == [victim] and report.search == f"built 1/{len(listing)} shards"
+    assert tree_digest(out) == expected
+    # A lost search state indexes everything again, with the same result.
+    (out / STATE_DIR / "search.json").write_text("{not json")
+    small_shards.clear()
+    build(sessions, out, search=True)
+    assert sorted(small_shards) == listing
+    assert tree_digest(out) == expected
+
+
+def test_a_failed_shard_is_reported_and_retried(
+    small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    counting = search.run_pagefind
+    broken: set[str] = set()
+
+    def flaky(site: Path, glob: str, output: Path, *, cwd: Path) -> str | None:
+        if cwd.name in broken:
+            small_shards.append(cwd.name)
+            return "boom"
+        return counting(site, glob, output, cwd=cwd)
+
+    monkeypatch.setattr(search, "run_pagefind", flaky)
+    build(sessions, out, search=True)
+    expected = tree_digest(out)
+    listing = shard_listing(out)
+    broken.add(listing[1])
+    write_archive(sessions, NAMES, dict.fromkeys(NAMES, 1))  # every shard changes
+    report = build(sessions, out, search=True)
+    assert report.search.startswith(f"unavailable: Pagefind failed on 1/{len(listing)} shards")
+    assert (out / "pagefind" / listing[1] / "pagefind-entry.json").is_file()  # the old one kept
+    broken.clear()
+    small_shards.clear()
+    assert build(sessions, out, search=True).search == f"built 1/{len(listing)} shards"
+    assert small_shards == [listing[1]]
+    assert tree_digest(out) != expected
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def test_search_off_removes_the_index_and_its_state(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(SAMPLES, out, search=True)
+    assert shard_listing(out) == ["shard-000-of-001"]
+    assert (out / STATE_DIR / "search.json").is_file()
+    assert build(SAMPLES, out, search=False).search == "off"
+    assert not (out / "pagefind").exists() and not (out / STATE_DIR / "search.json").exists()
+    assert not (out / STATE_DIR / "search-tmp").exists()
+
+
+def test_pagefind_config_in_the_working_directory_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    build(SAMPLES, out, search=True)
+    expected = tree_digest(out)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    (elsewhere / "pagefind.yml").write_text("glob: nothing/*.html\nforce_language: fr\n")
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("PAGEFIND_FORCE_LANGUAGE", "de")
+    out2 = tmp_path / "site2"
+    build(SAMPLES, out2, search=True)
+    assert tree_digest(out2) == expected
+    assert os.environ["PAGEFIND_FORCE_LANGUAGE"] == "de"
