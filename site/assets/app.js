@@ -106,10 +106,25 @@
       return;
     }
     var pagefind = null, seq = 0;
+    /* The index is sharded (pagefind/shards.json lists the bundles): the first bundle's
+     * pagefind.js runs the search, every other bundle is merged into it (mergeIndex). */
+    var bundles = new URL("pagefind/", document.baseURI.replace(/[^/]*$/, "") + root);
     function load() {
       if (!pagefind) {
-        pagefind = import(new URL("pagefind/pagefind.js", document.baseURI.replace(/[^/]*$/, "") + root).href)
-          .catch(function () { return null; });
+        pagefind = fetch(new URL("shards.json", bundles).href).then(function (response) {
+          if (!response.ok) { throw new Error("no search index"); }
+          return response.json();
+        }).then(function (listing) {
+          var shards = ((listing && listing.shards) || []).filter(function (id) {
+            return typeof id === "string" && /^[a-z0-9-]+$/.test(id);
+          });
+          if (!shards.length) { return null; }
+          return import(new URL(shards[0] + "/pagefind.js", bundles).href).then(function (pf) {
+            return Promise.all(shards.slice(1).map(function (id) {
+              return pf.mergeIndex(new URL(id + "/", bundles).pathname);
+            })).then(function () { return pf; });
+          });
+        }).catch(function () { return null; });
       }
       return pagefind;
     }
