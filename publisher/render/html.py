@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,8 +59,14 @@ def human_size(count: int) -> str:
     return f"{count} B"  # pragma: no cover
 
 
+#: The common UTC forms, formatted by slicing once ``parse_time`` accepted them.
+_UTC_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?(?:Z|\+00:00)")
+
+
 def short_time(value: str) -> str:
     """``2026-08-17T12:00:05+00:00`` as ``2026-08-17 12:00:05`` (UTC); other text as is."""
+    if _UTC_RE.fullmatch(value) and view.parse_time(value) is not None:
+        return f"{value[:10]} {value[11:19]}"
     parsed = view.parse_time(value)
     if parsed is None or parsed.utcoffset() is None or parsed.utcoffset().total_seconds() != 0:  # type: ignore[union-attr]
         return value or "-"
@@ -84,6 +91,9 @@ class HtmlRenderer:
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=True,
+            # A renderer lives for one theme state (see site.build.renderer_for): no mtime
+            # checks of every template at every render.
+            auto_reload=False,
             # Compiled templates are kept in jinja2's private per-user temp folder (0700,
             # owner checked, keyed by each template's source): a CLI run skips recompiling.
             bytecode_cache=FileSystemBytecodeCache(),
