@@ -185,6 +185,8 @@ def update_search(
     wanted = {shard.id: shard.digest(key, version) for shard in shards}
     old = _load_state(state_path)
     jobs = [s for s in shards if old.get(s.id) != wanted[s.id] or not _bundle_complete(out_dir, s)]
+    # Largest shards first: with a few workers, a big shard started last would run alone.
+    jobs.sort(key=lambda s: -_pages_size(out_dir, s))
     result = SearchResult(shards=len(shards))
 
     tmp_root = out_dir / STATE_DIR / TMP_DIR
@@ -235,6 +237,14 @@ def remove_search(out_dir: Path) -> None:
     _remove_tree(out_dir / STATE_DIR / TMP_DIR, out_dir)
     with contextlib.suppress(OSError):
         (out_dir / STATE_DIR / STATE_FILE).unlink()
+
+
+def _pages_size(out_dir: Path, shard: Shard) -> int:
+    total = 0
+    for rel, _ in shard.pages:
+        with contextlib.suppress(OSError):
+            total += (out_dir / rel).stat().st_size
+    return total
 
 
 def _bundle_complete(out_dir: Path, shard: Shard) -> bool:
