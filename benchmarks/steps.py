@@ -179,8 +179,8 @@ PHASES = [
     ("publisher.render.markup", "escape_text", "escape_text: <pre> text, session-ref regex"),
     ("publisher.render.markup", "highlight_json", "highlight_json: tool inputs"),
     ("publisher.site.build", "find_refs", "find_refs: REF_RE over every text (scan and render)"),
-    ("publisher.site.build", "parse_session_bytes", "JSON parse + model (scan phase)"),
-    ("publisher.loader", "parse_session_bytes", "JSON parse + model (render phase)"),
+    ("publisher.site.build", "parse_session_text", "JSON parse + model (scan phase)"),
+    ("publisher.loader", "parse_session_text", "JSON parse + model (render phase)"),
     (
         "publisher.render.html",
         "HtmlRenderer.render_turn",

@@ -61,12 +61,22 @@ def _parse_int(text: str) -> int:
 
 def decode_json(data: bytes) -> JSON:
     """Decode the bytes of a session file to a JSON value, raising ``_FormatError``."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    return _loads(_decode_text(data))
+
+
+def _decode_text(data: bytes) -> str:
+    """The text of a session file's bytes (BOM dropped), raising ``_FormatError``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _FormatError(f"invalid UTF-8 at byte {exc.start}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def _loads(text: str) -> JSON:
+    """The JSON value of a session file's text, raising ``_FormatError``."""
     if not text.strip():
         raise _FormatError("empty file (being written?)")
     try:
@@ -318,7 +328,27 @@ def session_from_json(doc: JSON, file_name: str) -> Session:
 def parse_session_bytes(data: bytes, file_name: str) -> Session:
     """Parse the bytes of a session file named ``file_name``."""
     try:
-        return session_from_json(decode_json(data), file_name)
+        return parse_session_text(_decode_text(data), file_name)
+    except _FormatError as exc:
+        raise SessionLoadError(file_name, str(exc)) from None
+
+
+def decode_session_bytes(data: bytes, file_name: str) -> str:
+    """The text of a session file's bytes, for :func:`parse_session_text`.
+
+    The two steps let a caller drop the bytes before the JSON is parsed: a large file is
+    then held once as text and once as values, not also as bytes.
+    """
+    try:
+        return _decode_text(data)
+    except _FormatError as exc:
+        raise SessionLoadError(file_name, str(exc)) from None
+
+
+def parse_session_text(text: str, file_name: str) -> Session:
+    """Parse the text of a session file named ``file_name``."""
+    try:
+        return session_from_json(_loads(text), file_name)
     except _FormatError as exc:
         raise SessionLoadError(file_name, str(exc)) from None
     except RecursionError:
@@ -353,7 +383,9 @@ def read_session(path: Path, folder: Path | None = None) -> Session:
             data = handle.read()
     except OSError as exc:
         raise SessionLoadError(path.name, f"cannot read: {exc.strerror or exc}") from None
-    return parse_session_bytes(data, path.name)
+    text = decode_session_bytes(data, path.name)
+    del data  # not held while the JSON is parsed
+    return parse_session_text(text, path.name)
 
 
 def file_stamp(path: Path) -> tuple[int, int]:

@@ -16,7 +16,8 @@ from pathlib import Path
 _UMASK: int | None = None
 
 
-def _file_mode() -> int:
+def file_mode() -> int:
+    """The mode of a new file under the current umask (0644 under umask 022)."""
     global _UMASK
     if _UMASK is None:
         current = os.umask(0)
@@ -45,7 +46,7 @@ def atomic_write(
                 data = chunk.encode(encoding) if isinstance(chunk, str) else chunk
                 handle.write(data)
                 written += len(data)
-        os.chmod(tmp, _file_mode())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

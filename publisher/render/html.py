@@ -167,6 +167,9 @@ class HtmlRenderer:
     def render_index_row(self, summary: dict[str, Any]) -> str:
         return str(self.template("index_row.html").render(s=summary)).strip("\n")
 
+    def render_index_tree(self, tree: list[dict[str, Any]]) -> str:
+        return str(self.template("index_tree.html").render(tree=tree))
+
     def render_index(self, **context: Any) -> str:
         return str(self.template("index.html").render(**context))
 

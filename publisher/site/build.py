@@ -27,36 +27,35 @@ import multiprocessing
 import os
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup
-
 from .. import __version__
 from ..archive import ArchiveError
-from ..loader import SessionLoadError, file_stamp, parse_session_bytes
+from ..loader import SessionLoadError, decode_session_bytes, file_stamp, parse_session_text
 from ..model import LoadFailure, Session
-from ..redact import Redactor, describe_counts, redact_session
-from ..render.html import HtmlRenderer, RenderedTurn
+from ..redact import Redactor, redact_session
+from ..render.html import HtmlRenderer
 from ..render.markup import iter_refs
 from ..render.text import encode_display
 from ..theme import Theme
 from ..write import WriteError, atomic_write, is_inside, prepare_target, write_if_changed
 from . import urls
+from .fragments import SUFFIX as FRAGMENT_SUFFIX
+from .fragments import FragmentFile, FragmentWriter
 from .graph import Graph, Summary
+from .index import INDEX_CACHE, IndexCache, render_index
 from .render import PageFacts, render_session_pages
 from .search import remove_search, update_search
 
 STATE_DIR = ".polyglav"
 MANIFEST = "manifest.json"
-ROWS = "index-rows.json"
 #: Sessions with at least this many turns keep a cache of their rendered turns.
 FRAGMENT_CACHE_MIN_TURNS = 20
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2
 #: Files modified this close to the previous scan are reread (their stamp may be stale).
 RACY_NS = 2_000_000_000
 
@@ -166,11 +165,14 @@ def scan_file(
             size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}"
         )
     digest = hashlib.sha256(data).hexdigest()
+    read_size = len(data)
     try:
-        session = parse_session_bytes(data, path.name)
+        text = decode_session_bytes(data, path.name)
+        del data  # not held while the JSON is parsed
+        session = parse_session_text(text, path.name)
     except SessionLoadError as exc:
-        return path.name, SourceState(len(data), mtime_ns, digest, None, exc.reason)
-    del data
+        return path.name, SourceState(read_size, mtime_ns, digest, None, exc.reason)
+    del text
     redacted = 0
     if redactor is not None:
         counter = redactor.fresh()
@@ -260,11 +262,13 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
         session = redact_session(session, counter)
         redaction = counter.summary()
     facts = PageFacts.from_graph(graph, session.session_name, find_refs(session))
-    cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}.json"
+    cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
     # Only long sessions keep their turn fragments: a short one re-renders in milliseconds,
-    # and caching every session would write a second copy of the whole site.
+    # and caching every session would write a second copy of the whole site. A long one
+    # reads the old fragments one at a time and spools the new ones to the next cache file.
     cached = len(session.turns) >= FRAGMENT_CACHE_MIN_TURNS
-    cache = load_fragments(out_dir / cache_rel) if cached else {}
+    cache = FragmentFile.open(out_dir / cache_rel) if cached else None
+    spool = FragmentWriter(prepare_target(out_dir, cache_rel)) if cached else None
     outputs: dict[str, str] = {}
     written = 0
 
@@ -279,58 +283,29 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
             written += 1
 
     try:
-        output = render_session_pages(renderer, session, facts, cache, redaction, sink=write)
-    except Exception:
-        # Pages already written for this render and unknown to the manifest would be
-        # orphans: remove them (the caller lists the session as failed).
-        for rel in outputs.keys() - previous_outputs.keys():
-            with contextlib.suppress(OSError):
-                (out_dir / rel).unlink()
-                _remove_empty_parents((out_dir / rel).parent, out_dir)
+        render_session_pages(renderer, session, facts, cache, redaction, sink=write, store=spool)
+    except BaseException as exc:
+        if spool is not None:
+            spool.abort()
+        if isinstance(exc, Exception):
+            # Pages already written for this render and unknown to the manifest would be
+            # orphans: remove them (the caller lists the session as failed).
+            for rel in outputs.keys() - previous_outputs.keys():
+                with contextlib.suppress(OSError):
+                    (out_dir / rel).unlink()
+                    _remove_empty_parents((out_dir / rel).parent, out_dir)
         raise
-    del session, cache
-    if cached:
+    finally:
+        if cache is not None:
+            cache.close()
+    del session
+    if spool is not None:
         with contextlib.suppress(WriteError):
-            save_fragments(prepare_target(out_dir, cache_rel), output.fragments)
+            spool.commit()
     else:
         with contextlib.suppress(OSError):
             (out_dir / cache_rel).unlink()
     return file_name, dict(sorted(outputs.items())), facts.key(), written, None
-
-
-def load_rows(state_dir: Path) -> dict[str, str]:
-    """The index rows of the last build, by summary digest (empty when unusable)."""
-    try:
-        data = json.loads((state_dir / ROWS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
-
-
-def save_rows(path: Path, rows: dict[str, str]) -> None:
-    atomic_write(
-        path,
-        [json.dumps(rows, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")],
-    )
-
-
-def load_fragments(path: Path) -> dict[str, RenderedTurn]:
-    """The turn fragment cache of one session (JSON: never code), empty when unusable."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            key: RenderedTurn(html=value["html"], files=dict(value["files"]))
-            for key, value in data.items()
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
-
-
-def save_fragments(path: Path, fragments: dict[str, RenderedTurn]) -> None:
-    data = {key: {"html": f.html, "files": f.files} for key, f in sorted(fragments.items())}
-    atomic_write(path, [json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass")])
 
 
 # --------------------------------------------------------------------------------------
@@ -507,6 +482,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     # With the same graph, an unchanged session shows the same facts: no need to recompute.
     same_graph = same_key and manifest.get("graph") == graph_fingerprint
     jobs: list[tuple[str, dict[str, str]]] = []
+    out_root = os.fspath(out_dir)  # plain strings: a stat per output, no Path objects
     for name in names:
         state = sources[name]
         if state.summary is None:
@@ -515,7 +491,7 @@ def build_site(options: BuildOptions) -> BuildReport:
             not same_key
             or name in content_changed
             or (not same_graph and _facts_key_for(graph, state) != state.facts_key)
-            or any(not (out_dir / rel).is_file() for rel in state.outputs)
+            or any(not os.path.isfile(f"{out_root}/{rel}") for rel in state.outputs)
         )
         if dirty and name in held:
             state.facts_key = ""  # cannot render it now: render it once it loads again
@@ -551,17 +527,21 @@ def build_site(options: BuildOptions) -> BuildReport:
     report.warnings = [f"{f.file_name}: {f.reason}" for f in failures]
     search_available = options.search and _pagefind_available()
     redacted = sum(s.redacted for s in summaries.values()) if options.redactor is not None else None
-    index_page, rows = render_index(
+    cache_path = state_dir / INDEX_CACHE
+    index_cache = IndexCache.load(cache_path) if same_key else IndexCache()
+    index_page, fresh_cache = render_index(
         renderer,
         graph,
         failures,
         folder,
         search_available,
         redacted,
-        load_rows(state_dir) if same_key else {},
+        index_cache,
+        graph_fingerprint,
     )
     index_html = encode_display(index_page)
-    save_rows(prepare_target(out_dir, f"{STATE_DIR}/{ROWS}"), rows)
+    if (fresh_cache.graph, fresh_cache.rows.keys()) != (index_cache.graph, index_cache.rows.keys()):
+        fresh_cache.save(prepare_target(out_dir, f"{STATE_DIR}/{INDEX_CACHE}"))
     extra_files: dict[str, bytes] = {"index.html": index_html}
     for rel, path in theme.assets().items():
         extra_files[f"assets/{rel}"] = path.read_bytes()
@@ -581,7 +561,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     } - {urls.slug(n) for n in summaries}
     for slug in stale_fragments:
         with contextlib.suppress(OSError):
-            (state_dir / "fragments" / f"{slug}.json").unlink()
+            (state_dir / "fragments" / f"{slug}{FRAGMENT_SUFFIX}").unlink()
 
     # 5. search (sharded: only the shards whose pages changed are indexed again)
     if not options.search:
@@ -636,93 +616,6 @@ def _remove_tree(folder: Path, out_dir: Path) -> None:
         import shutil
 
         shutil.rmtree(folder)
-
-
-def render_index(
-    renderer: HtmlRenderer,
-    graph: Graph,
-    failures: list[LoadFailure],
-    folder: Path,
-    search: bool,
-    redacted: int | None = None,
-    row_cache: dict[str, str] | None = None,
-) -> tuple[str, dict[str, str]]:
-    """The index page, and its rows by summary digest (to reuse in the next build).
-
-    ``redacted`` is the archive's redaction count when redaction is on. A row is a function
-    of one summary, so ``row_cache`` (from a build with the same key) spares rendering the
-    rows of unchanged sessions: refreshing the index after one change stays cheap.
-    """
-    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
-    rows: dict[str, str] = {}
-    rows_html = []
-    for summary in summaries:
-        digest = summary.digest()
-        row = (row_cache or {}).get(digest)
-        if row is None:
-            row = renderer.render_index_row(
-                {**summary.to_json(), "url": urls.session_page(summary.name)}
-            )
-        rows[digest] = row
-        rows_html.append(Markup(row))
-    html = renderer.render_index(
-        rows_html=rows_html,
-        failures=failures,
-        tree=delegation_tree(graph),
-        kinds=sorted({s.kind for s in summaries}),
-        roles=sorted({s.role for s in summaries}),
-        columns=[
-            ("kind", "Kind", "text"),
-            ("name", "Name", "text"),
-            ("id", "Id", "text"),
-            ("role", "Role", "text"),
-            ("version", "Version", "text"),
-            ("created", "Created", "text"),
-            ("updated", "Updated", "text"),
-            ("turns", "Turns", "number"),
-            ("tools", "Tool calls", "number"),
-            ("errors", "Errors", "number"),
-            ("status", "Last status", "text"),
-        ],
-        source_label=folder.name,
-        search_enabled=search,
-        redaction=None
-        if redacted is None
-        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
-        root="",
-        resolve_ref=None,
-    )
-    return html, rows
-
-
-def delegation_tree(graph: Graph) -> list[dict[str, Any]]:
-    """Roots (no parent in the archive) with their sub-sessions, cycle-safe."""
-    shown: set[str] = set()
-
-    def node(name: str, path: frozenset[str]) -> dict[str, Any]:
-        summary = graph.summaries.get(name)
-        cycle = name in path
-        shown.add(name)
-        children = [] if cycle else [node(c, path | {name}) for c in graph.children(name)]
-        return {
-            "name": name,
-            "url": urls.session_page(name) if summary else None,
-            "role": summary.role if summary else "",
-            "cycle": cycle,
-            "children": children,
-        }
-
-    roots = sorted(
-        s.name
-        for s in graph.summaries.values()
-        if not s.parent_id or s.parent_id not in graph.summaries
-    )
-    tree = [node(r, frozenset()) for r in roots]
-    # Sessions only reachable through a cycle have no root: show them too.
-    for name in sorted(graph.summaries):
-        if name not in shown:
-            tree.append(node(name, frozenset()))
-    return tree
 
 
 def _pagefind_available() -> bool:

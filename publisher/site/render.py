@@ -11,15 +11,16 @@ from __future__ import annotations
 import hashlib
 import pickle
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import CommandPart, Session, Turn
 from ..render import view
-from ..render.html import HtmlRenderer, RenderedTurn
+from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from . import urls
+from .fragments import FragmentSink, FragmentSource, MemoryFragments
 from .graph import Graph
 
 #: A session page holds at most this many turns or about this many bytes of turns.
@@ -78,9 +79,9 @@ class SessionOutput:
     """Every file of one session's folder, relative to the site root."""
 
     files: dict[str, bytes] = field(default_factory=dict)
+    """The files by path relative to the site root (empty when a sink took them)."""
     pages: int = 1
-    fragments: dict[str, RenderedTurn] = field(default_factory=dict)
-    """Every turn fragment of this render by cache key (to keep for the next build)."""
+    """Number of pages."""
 
 
 def turn_key(turn: Turn, facts_key: str, marks: list[view.Boundary], last_index: int) -> str:
@@ -102,11 +103,19 @@ def render_session_pages(
     renderer: HtmlRenderer,
     session: Session,
     facts: PageFacts,
-    cached: Mapping[str, RenderedTurn] | None = None,
+    cached: FragmentSource | None = None,
     redaction: str | None = None,
     sink: Callable[[str, bytes], None] | None = None,
+    store: FragmentSink | None = None,
 ) -> SessionOutput:
-    """All pages of ``session`` (split when long) and the side files of long outputs."""
+    """All pages of ``session`` (split when long) and the side files of long outputs.
+
+    ``cached`` holds the turn fragments of an earlier build by cache key; every fragment of
+    this render goes to ``store`` (a :class:`~.fragments.FragmentWriter` keeps them on disk,
+    and is the next build's cache) and is read back from it when its page is written, so a
+    long session is never held as HTML all at once. ``sink`` takes each file as soon as it
+    is made; without it they are returned in :attr:`SessionOutput.files`.
+    """
     base = urls.session_dir(session.session_name)
     ref_targets = facts.refs
 
@@ -118,8 +127,8 @@ def render_session_pages(
     facts_key = hashlib.sha256(pickle.dumps(sorted(facts.refs.items()))).hexdigest()
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
-    rendered: list[tuple[Turn, RenderedTurn]] = []
-    fragments: dict[str, RenderedTurn] = {}
+    store = store if store is not None else MemoryFragments()
+    rendered: list[tuple[Turn, str, int]] = []  # (turn, fragment key, HTML length)
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = (
@@ -138,14 +147,15 @@ def render_session_pages(
             fragment = renderer.render_turn(
                 session, turn, marks.get(turn.index, []), resolve_ref, anchor=anchor
             )
-        fragments[key] = fragment
-        rendered.append((turn, fragment))
+        store.add(key, fragment)
+        rendered.append((turn, key, len(fragment.html)))
+        del fragment
 
     # Split into pages by turn count and size, keeping each turn whole.
-    groups: list[list[tuple[Turn, RenderedTurn]]] = [[]]
+    groups: list[list[tuple[Turn, str, int]]] = [[]]
     size = 0
     for item in rendered:
-        item_size = len(item[1].html)
+        item_size = item[2]
         if groups[-1] and (len(groups[-1]) >= PAGE_MAX_TURNS or size + item_size > PAGE_MAX_BYTES):
             groups.append([])
             size = 0
@@ -158,7 +168,7 @@ def render_session_pages(
         url = "index.html" if number == 1 else f"page-{number}.html"
         pages.append({"number": number, "first": first, "last": last, "url": url})
 
-    out = SessionOutput(pages=len(groups), fragments=fragments)
+    out = SessionOutput(pages=len(groups))
     # With a sink, each page goes out as soon as it is rendered instead of all pages of a
     # long session being held at once (the build's workers write through one).
     emit: Callable[[str, bytes], None] = sink if sink is not None else out.files.__setitem__
@@ -171,12 +181,13 @@ def render_session_pages(
         for n, present, role in facts.children
     ]
     for page, group in zip(pages, groups, strict=True):
+        fragments = [store.read(key) for _, key, _ in group]
         html = renderer.render_session(
             session=session,
             page=page["number"],
             pages=pages,
             page_map={"current": page["number"], "pages": pages} if len(pages) > 1 else None,
-            turns_html=[_markup(item[1].html) for item in group],
+            turns_html=[_markup(fragment.html) for fragment in fragments],
             lineage=lineage,
             lineage_cycle=facts.lineage_cycle,
             children=children,
@@ -187,9 +198,10 @@ def render_session_pages(
         )
         emit(f"{base}/{page['url']}", encode_display(html))
         del html
-        for _, fragment in group:
+        for fragment in fragments:
             for name, text in fragment.files.items():
                 emit(f"{base}/{name}", encode_display(text))
+        del fragments
     return out
 
 

@@ -1,0 +1,182 @@
+"""The index page, and the cache that keeps refreshing it cheap on a large archive.
+
+A row of the index table is a function of one session's :class:`~.graph.Summary`, and the
+delegation tree a function of the archive's shape (:meth:`~.graph.Graph.fingerprint`).
+Both are kept between builds (made under the same build key) in one file of the build
+state, so an append to one session renders one row, and the tree only when a session
+appeared, vanished or changed parent, sub-sessions or role.
+
+The cache file is a JSON header line (the tree's graph fingerprint and length, then each
+row's summary digest and length) followed by the tree and the rows, concatenated: loading
+it is slicing one string, not decoding thousands of JSON strings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from ..model import LoadFailure
+from ..redact import describe_counts
+from ..render.html import HtmlRenderer
+from ..write import atomic_write
+from . import urls
+from .graph import Graph
+
+INDEX_CACHE = "index-cache"
+"""File name of the cache in the build state folder."""
+
+COLUMNS = [
+    ("kind", "Kind", "text"),
+    ("name", "Name", "text"),
+    ("id", "Id", "text"),
+    ("role", "Role", "text"),
+    ("version", "Version", "text"),
+    ("created", "Created", "text"),
+    ("updated", "Updated", "text"),
+    ("turns", "Turns", "number"),
+    ("tools", "Tool calls", "number"),
+    ("errors", "Errors", "number"),
+    ("status", "Last status", "text"),
+]
+"""The index table's columns: (key, label, sort type)."""
+
+
+@dataclass(slots=True)
+class IndexCache:
+    """Rendered index rows by summary digest, and the tree of one graph fingerprint."""
+
+    rows: dict[str, str] = field(default_factory=dict)
+    """Summary digest → the row's HTML."""
+    graph: str = ""
+    """The graph fingerprint ``tree`` was rendered for ("" when there is none)."""
+    tree: str = ""
+    """The delegation tree's HTML."""
+
+    @classmethod
+    def load(cls, path: Path) -> IndexCache:
+        """The cache at ``path``, empty when it is missing or does not add up."""
+        try:
+            data = path.read_bytes()
+            header_end = data.index(b"\n")
+            header = json.loads(data[:header_end])
+            body = data[header_end + 1 :].decode("utf-8", "surrogatepass")
+            graph, tree_len, rows = header["graph"], header["tree"], header["rows"]
+            if not (isinstance(graph, str) and isinstance(tree_len, int)):
+                return cls()
+            cache = cls(graph=graph, tree=body[:tree_len])
+            pos = tree_len
+            for digest, length in rows:
+                if not (isinstance(digest, str) and isinstance(length, int) and length >= 0):
+                    return cls()
+                cache.rows[digest] = body[pos : pos + length]
+                pos += length
+            if pos != len(body):
+                return cls()
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls()
+        return cache
+
+    def save(self, path: Path) -> None:
+        """Write the cache atomically (rows sorted by digest: deterministic bytes)."""
+        rows = sorted(self.rows.items())
+        header = {
+            "graph": self.graph,
+            "tree": len(self.tree),
+            "rows": [[digest, len(row)] for digest, row in rows],
+        }
+        atomic_write(
+            path,
+            [
+                json.dumps(header, separators=(",", ":")).encode() + b"\n",
+                "".join([self.tree, *(row for _, row in rows)]).encode("utf-8", "surrogatepass"),
+            ],
+        )
+
+
+def render_index(
+    renderer: HtmlRenderer,
+    graph: Graph,
+    failures: list[LoadFailure],
+    folder: Path,
+    search: bool,
+    redacted: int | None = None,
+    cache: IndexCache | None = None,
+    fingerprint: str | None = None,
+) -> tuple[str, IndexCache]:
+    """The index page, and the cache to keep for the next build.
+
+    ``redacted`` is the archive's redaction count when redaction is on. ``cache`` comes
+    from a build with the same key (else None): its rows and tree are reused where their
+    summary digest and graph fingerprint still match (``fingerprint``: the graph's, when
+    the caller has it already).
+    """
+    cache = cache or IndexCache()
+    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
+    fresh = IndexCache()
+    rows_html = []
+    for summary in summaries:
+        digest = summary.digest()
+        row = cache.rows.get(digest)
+        if row is None:
+            row = renderer.render_index_row(
+                {**summary.to_json(), "url": urls.session_page(summary.name)}
+            )
+        fresh.rows[digest] = row
+        rows_html.append(Markup(row))
+    fresh.graph = fingerprint or graph.fingerprint()
+    if cache.graph == fresh.graph:
+        fresh.tree = cache.tree
+    else:
+        fresh.tree = renderer.render_index_tree(delegation_tree(graph))
+    html = renderer.render_index(
+        rows_html=rows_html,
+        failures=failures,
+        tree_html=Markup(fresh.tree),
+        kinds=sorted({s.kind for s in summaries}),
+        roles=sorted({s.role for s in summaries}),
+        columns=COLUMNS,
+        source_label=folder.name,
+        search_enabled=search,
+        redaction=None
+        if redacted is None
+        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+        root="",
+        resolve_ref=None,
+    )
+    return html, fresh
+
+
+def delegation_tree(graph: Graph) -> list[dict[str, Any]]:
+    """Roots (no parent in the archive) with their sub-sessions, cycle-safe."""
+    shown: set[str] = set()
+
+    def node(name: str, path: frozenset[str]) -> dict[str, Any]:
+        summary = graph.summaries.get(name)
+        cycle = name in path
+        shown.add(name)
+        children = [] if cycle else [node(c, path | {name}) for c in graph.children(name)]
+        return {
+            "name": name,
+            "url": urls.session_page(name) if summary else None,
+            "role": summary.role if summary else "",
+            "cycle": cycle,
+            "children": children,
+        }
+
+    roots = sorted(
+        s.name
+        for s in graph.summaries.values()
+        if not s.parent_id or s.parent_id not in graph.summaries
+    )
+    tree = [node(r, frozenset()) for r in roots]
+    # Sessions only reachable through a cycle have no root: show them too.
+    for name in sorted(graph.summaries):
+        if name not in shown:
+            tree.append(node(name, frozenset()))
+    return tree
