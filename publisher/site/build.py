@@ -99,6 +99,8 @@ class SourceState:
     refs: list[str] = field(default_factory=list)
     facts_key: str = ""
     outputs: dict[str, str] = field(default_factory=dict)
+    digest: str = ""
+    """The summary's digest (its index row's cache key), computed when it was made."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +108,7 @@ class SourceState:
             "mtime_ns": self.mtime_ns,
             "sha256": self.sha256,
             "summary": self.summary.to_json() if self.summary else None,
+            "digest": self.digest,
             "failure": self.failure,
             "refs": self.refs,
             "facts_key": self.facts_key,
@@ -124,6 +127,7 @@ class SourceState:
             refs=list(data.get("refs", [])),
             facts_key=data.get("facts_key", ""),
             outputs=dict(data.get("outputs", {})),
+            digest=data.get("digest", ""),
         )
 
 
@@ -164,22 +168,29 @@ def scan_file(
         return path.name, SourceState(
             size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}"
         )
-    digest = hashlib.sha256(data).hexdigest()
+    file_hash = hashlib.sha256(data).hexdigest()
     read_size = len(data)
     try:
         text = decode_session_bytes(data, path.name)
         del data  # not held while the JSON is parsed
         session = parse_session_text(text, path.name)
     except SessionLoadError as exc:
-        return path.name, SourceState(read_size, mtime_ns, digest, None, exc.reason)
+        return path.name, SourceState(read_size, mtime_ns, file_hash, None, exc.reason)
     del text
     redacted = 0
     if redactor is not None:
         counter = redactor.fresh()
         session = redact_session(session, counter)
         redacted = counter.total
+    summary = Summary.of(session, redacted)
     return path.name, SourceState(
-        size, mtime_ns, digest, Summary.of(session, redacted), None, sorted(find_refs(session))
+        size,
+        mtime_ns,
+        file_hash,
+        summary,
+        None,
+        sorted(find_refs(session)),
+        digest=summary.digest(),
     )
 
 
@@ -513,6 +524,9 @@ def build_site(options: BuildOptions) -> BuildReport:
     report.sessions_rendered = len(results)
 
     # 4. index, assets, removals
+    for state in sources.values():
+        if state.summary is not None and not state.digest:
+            state.digest = state.summary.digest()
     produced: dict[str, str] = {}
     for state in sources.values():
         produced.update(state.outputs)
@@ -538,6 +552,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         redacted,
         index_cache,
         graph_fingerprint,
+        {state.summary.name: state.digest for state in sources.values() if state.summary},
     )
     index_html = encode_display(index_page)
     if (fresh_cache.graph, fresh_cache.rows.keys()) != (index_cache.graph, index_cache.rows.keys()):
@@ -545,20 +560,23 @@ def build_site(options: BuildOptions) -> BuildReport:
     extra_files: dict[str, bytes] = {"index.html": index_html}
     for rel, path in theme.assets().items():
         extra_files[f"assets/{rel}"] = path.read_bytes()
-    for rel, data in extra_files.items():
-        produced[rel] = hashlib.sha256(data).hexdigest()
-        if write_if_changed(prepare_target(out_dir, rel), data):
-            report.files_written += 1
     old_outputs: dict[str, str] = manifest.get("outputs", {})
+    for rel, data in extra_files.items():
+        digest = hashlib.sha256(data).hexdigest()
+        produced[rel] = digest
+        target = prepare_target(out_dir, rel)
+        if old_outputs.get(rel) == digest and target.is_file() and not target.is_symlink():
+            continue  # the same bytes as the last build wrote
+        if write_if_changed(target, data):
+            report.files_written += 1
     for rel in sorted(set(old_outputs) - set(produced)):
         target = out_dir / rel
         if is_inside(target, out_dir) and (target.is_file() or target.is_symlink()):
             target.unlink()
             report.files_removed += 1
             _remove_empty_parents(target.parent, out_dir)
-    stale_fragments = {
-        urls.slug(n) for n in (s.summary.name for s in old_sources.values() if s.summary)
-    } - {urls.slug(n) for n in summaries}
+    old_names = {s.summary.name for s in old_sources.values() if s.summary}
+    stale_fragments = {urls.slug(n) for n in old_names - summaries.keys()}
     for slug in stale_fragments:
         with contextlib.suppress(OSError):
             (state_dir / "fragments" / f"{slug}{FRAGMENT_SUFFIX}").unlink()

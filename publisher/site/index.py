@@ -108,20 +108,21 @@ def render_index(
     redacted: int | None = None,
     cache: IndexCache | None = None,
     fingerprint: str | None = None,
+    digests: dict[str, str] | None = None,
 ) -> tuple[str, IndexCache]:
     """The index page, and the cache to keep for the next build.
 
     ``redacted`` is the archive's redaction count when redaction is on. ``cache`` comes
     from a build with the same key (else None): its rows and tree are reused where their
     summary digest and graph fingerprint still match (``fingerprint``: the graph's, when
-    the caller has it already).
+    the caller has it already; ``digests``: summary digests by session name, likewise).
     """
     cache = cache or IndexCache()
     summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
     fresh = IndexCache()
     rows_html = []
     for summary in summaries:
-        digest = summary.digest()
+        digest = (digests or {}).get(summary.name) or summary.digest()
         row = cache.rows.get(digest)
         if row is None:
             row = renderer.render_index_row(
