@@ -87,6 +87,22 @@ def test_plan_keeps_every_page_of_a_session_in_one_shard() -> None:
     assert plan_shards({"index.html": "i"}) == []
 
 
+def test_heavy_sessions_are_shards_of_their_own() -> None:
+    produced = {f"sessions/s{i:02d}/index.html": f"d{i}" for i in range(40)}
+    produced["sessions/long/index.html"] = "l1"
+    produced["sessions/long/page-2.html"] = "l2"
+    sizes = dict.fromkeys(produced, 1000)
+    assert all(not s.id.startswith("solo-") for s in plan_shards(produced, sizes))
+    sizes["sessions/long/page-2.html"] = search.SOLO_BYTES
+    shards = plan_shards(produced, sizes)
+    solo = shards[-1]
+    assert solo.id == search.solo_id("long") and solo.id.startswith("solo-")
+    assert solo.folders == ("long",) and len(solo.pages) == 2 and not solo.primary
+    assert shards[0].primary and shards[0].id.startswith("shard-")
+    assert all("long" not in s.folders for s in shards[:-1])
+    assert shard_count(41) == 2 and all(s.id.endswith("-of-002") for s in shards[:-1])
+
+
 def test_glob_selects_the_shard_folders_and_refuses_unsafe_names() -> None:
     assert Shard("x", ("a",), (), True).glob() == "sessions/a/*.html"
     assert Shard("x", ("a", "b-1.2"), (), True).glob() == "sessions/{a,b-1.2}/*.html"
@@ -327,3 +343,30 @@ def test_pagefind_config_in_the_working_directory_is_ignored(
     build(SAMPLES, out2, search=True)
     assert tree_digest(out2) == expected
     assert os.environ["PAGEFIND_FORCE_LANGUAGE"] == "de"
+
+
+def test_a_session_growing_heavy_moves_to_a_shard_of_its_own(
+    small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "SOLO_BYTES", 60_000)
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    build(sessions, out, search=True)
+    assert max(p.stat().st_size for p in (out / "sessions").rglob("*.html")) < 60_000
+    assert not [s for s in shard_listing(out) if s.startswith("solo-")]
+    heavy = NAMES[4]
+    home = shard_of_session(heavy, out)
+    write_archive(sessions, NAMES, {heavy: 120})
+    small_shards.clear()
+    build(sessions, out, search=True)
+    solo = search.solo_id(urls.slug(heavy))
+    assert shard_listing(out)[-1] == solo
+    assert sorted(small_shards) == sorted([solo] + ([home] if home in shard_listing(out) else []))
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh1")
+    # A change to another session of its old shard no longer re-indexes the heavy one.
+    neighbour = next(n for n in NAMES if n != heavy and shard_of_session(n, out) != solo)
+    write_archive(sessions, NAMES, {heavy: 120, neighbour: 1})
+    small_shards.clear()
+    build(sessions, out, search=True)
+    assert small_shards == [shard_of_session(neighbour, out)]
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")

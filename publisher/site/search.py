@@ -7,6 +7,9 @@ Indexing the whole site again after any change cost most of a big build (38 s of
   of ``K`` shards, by a stable hash of its slug; ``K`` is a power of two that depends only on
   the number of published sessions (:func:`shard_count`), so the index is a pure function
   of the site: an incremental build gives exactly the files a fresh build gives;
+- a session whose pages weigh more than SOLO_BYTES (a long session: Pagefind takes
+  seconds over it) is a shard of its own, so that the sessions sharing a hashed shard with
+  it do not pay for it at each of their changes;
 - each shard is a Pagefind bundle of its own, ``pagefind/<shard>/``, indexed by one Pagefind
   run restricted to its pages, in parallel up to the build's worker count (the memory of a
   run is bounded by its shard);
@@ -45,6 +48,10 @@ SEARCH_FORMAT = 1
 #: A shard holds at most this many sessions on average (until MAX_SHARDS is reached).
 SESSIONS_PER_SHARD = 32
 MAX_SHARDS = 128
+#: A session whose pages weigh more than this (bytes of HTML) is a shard of its own:
+#: Pagefind takes seconds over such a session, which every session sharing its shard
+#: would pay again at each of their changes.
+SOLO_BYTES = 2_000_000
 BUNDLE_DIR = "pagefind"
 SHARDS_FILE = "shards.json"
 STATE_FILE = "search.json"
@@ -114,9 +121,17 @@ class Shard:
         return "sessions/{" + ",".join(self.folders) + "}/*.html"
 
 
-def plan_shards(produced: Mapping[str, str]) -> list[Shard]:
+def solo_id(folder: str) -> str:
+    """The folder name of the shard of its own of a heavy session (see SOLO_BYTES)."""
+    return "solo-" + hashlib.sha256(folder.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def plan_shards(produced: Mapping[str, str], sizes: Mapping[str, int] | None = None) -> list[Shard]:
     """The non-empty shards of a site whose outputs are ``produced`` (rel path -> sha256),
-    in order; the first is the primary (it carries the search runtime)."""
+    in order; the first is the primary (it carries the search runtime).
+
+    ``sizes`` (rel path -> bytes) puts every session whose pages weigh more than
+    SOLO_BYTES in a shard of its own, listed after the hashed shards."""
     by_folder: dict[str, list[tuple[str, str]]] = {}
     for rel, digest in produced.items():
         match = PAGE_RE.match(rel)
@@ -124,13 +139,19 @@ def plan_shards(produced: Mapping[str, str]) -> list[Shard]:
             by_folder.setdefault(match[1], []).append((rel, digest))
     count = shard_count(len(by_folder))
     members: dict[int, list[str]] = {}
-    for folder in by_folder:
-        members.setdefault(shard_of(folder, count), []).append(folder)
+    solos: list[str] = []
+    for folder, folder_pages in by_folder.items():
+        weight = sum(sizes.get(rel, 0) for rel, _ in folder_pages) if sizes is not None else 0
+        if weight > SOLO_BYTES:
+            solos.append(folder)
+        else:
+            members.setdefault(shard_of(folder, count), []).append(folder)
+    groups = [(shard_id(index, count), sorted(members[index])) for index in sorted(members)]
+    groups += sorted((solo_id(folder), [folder]) for folder in solos)
     shards = []
-    for position, index in enumerate(sorted(members)):
-        folders = tuple(sorted(members[index]))
+    for position, (ident, folders) in enumerate(groups):
         pages = tuple(sorted(page for folder in folders for page in by_folder[folder]))
-        shards.append(Shard(shard_id(index, count), folders, pages, primary=position == 0))
+        shards.append(Shard(ident, tuple(folders), pages, primary=position == 0))
     return shards
 
 
@@ -180,7 +201,7 @@ def update_search(
     state_path = out_dir / STATE_DIR / STATE_FILE
     if bundles.is_symlink():
         bundles.unlink()
-    shards = plan_shards(produced)
+    shards = plan_shards(produced, _page_sizes(out_dir, produced))
     version = pagefind_version()
     wanted = {shard.id: shard.digest(key, version) for shard in shards}
     old = _load_state(state_path)
@@ -221,7 +242,7 @@ def update_search(
             continue
         if entry.is_dir() and not entry.is_symlink():
             _remove_tree(entry, out_dir)
-            if entry.name.startswith("shard-"):
+            if entry.name.startswith(("shard-", "solo-")):
                 result.removed.append(entry.name)
         else:
             entry.unlink()
@@ -237,6 +258,15 @@ def remove_search(out_dir: Path) -> None:
     _remove_tree(out_dir / STATE_DIR / TMP_DIR, out_dir)
     with contextlib.suppress(OSError):
         (out_dir / STATE_DIR / STATE_FILE).unlink()
+
+
+def _page_sizes(out_dir: Path, produced: Mapping[str, str]) -> dict[str, int]:
+    sizes = {}
+    for rel in produced:
+        if PAGE_RE.match(rel):
+            with contextlib.suppress(OSError):
+                sizes[rel] = (out_dir / rel).stat().st_size
+    return sizes
 
 
 def _pages_size(out_dir: Path, shard: Shard) -> int:
