@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import multiprocessing
 import os
 import threading
@@ -42,20 +41,23 @@ from ..render.html import HtmlRenderer
 from ..render.markup import iter_refs
 from ..render.text import encode_display
 from ..theme import Theme
-from ..write import WriteError, atomic_write, is_inside, prepare_target, write_if_changed
+from ..write import WriteError, is_inside, prepare_target, write_if_changed
 from . import urls
 from .fragments import SUFFIX as FRAGMENT_SUFFIX
 from .fragments import FragmentFile, FragmentWriter
 from .graph import Graph, Summary
 from .index import INDEX_CACHE, IndexCache, render_index
+from .manifest import FORMAT as MANIFEST_FORMAT
+from .manifest import Manifest, SourceState, save_manifest
 from .render import PageFacts, render_session_pages
 from .search import remove_search, update_search
 
 STATE_DIR = ".polyglav"
-MANIFEST = "manifest.json"
+MANIFEST = "manifest.jsonl"
+#: Build state files that earlier versions wrote and this one does not use.
+LEGACY_STATE = ("manifest.json", "index-rows.json")
 #: Sessions with at least this many turns keep a cache of their rendered turns.
 FRAGMENT_CACHE_MIN_TURNS = 20
-MANIFEST_FORMAT = 2
 #: Files modified this close to the previous scan are reread (their stamp may be stale).
 RACY_NS = 2_000_000_000
 
@@ -88,50 +90,6 @@ class BuildOptions:
 
 
 @dataclass(slots=True)
-class SourceState:
-    """What the manifest remembers of one source file."""
-
-    size: int
-    mtime_ns: int
-    sha256: str
-    summary: Summary | None
-    failure: str | None
-    refs: list[str] = field(default_factory=list)
-    facts_key: str = ""
-    outputs: dict[str, str] = field(default_factory=dict)
-    digest: str = ""
-    """The summary's digest (its index row's cache key), computed when it was made."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "size": self.size,
-            "mtime_ns": self.mtime_ns,
-            "sha256": self.sha256,
-            "summary": self.summary.to_json() if self.summary else None,
-            "digest": self.digest,
-            "failure": self.failure,
-            "refs": self.refs,
-            "facts_key": self.facts_key,
-            "outputs": self.outputs,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SourceState:
-        summary = data.get("summary")
-        return cls(
-            size=data["size"],
-            mtime_ns=data["mtime_ns"],
-            sha256=data["sha256"],
-            summary=Summary.from_json(summary) if summary else None,
-            failure=data.get("failure"),
-            refs=list(data.get("refs", [])),
-            facts_key=data.get("facts_key", ""),
-            outputs=dict(data.get("outputs", {})),
-            digest=data.get("digest", ""),
-        )
-
-
-@dataclass(slots=True)
 class BuildReport:
     """What a build did."""
 
@@ -144,6 +102,8 @@ class BuildReport:
     search: str = "off"
     """``built N/M shards[, K removed]``, ``unchanged``, ``off`` or ``unavailable: …``."""
     warnings: list[str] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+    """Every file of the site (path → sha256), as the manifest records them."""
     held: list[LoadFailure] = field(default_factory=list)
     """Files that did not load but kept their last good pages (``BuildOptions.hold``)."""
 
@@ -334,14 +294,6 @@ def build_key(theme: Theme, options: BuildOptions) -> str:
     return digest.hexdigest()
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else {}
-
-
 def _pool_map(
     workers: int,
     initargs: tuple[Any, ...],
@@ -393,24 +345,24 @@ def build_site(options: BuildOptions) -> BuildReport:
     state_dir = out_dir / STATE_DIR
     manifest_path = state_dir / MANIFEST
     key = build_key(theme, options)
-    manifest = load_manifest(manifest_path)
-    same_key = manifest.get("key") == key
+    manifest = Manifest.load(manifest_path)
+    same_key = manifest.key == key
     # Cached summaries were made under the old key (e.g. without redaction): reread all.
-    old_sources: dict[str, SourceState] = {
-        name: SourceState.from_json(data)
-        for name, data in (manifest.get("sources", {}) if same_key else {}).items()
-    }
+    old_sources: dict[str, SourceState] = manifest.sources if same_key else {}
     report = BuildReport()
     if not same_key:
         # Turn fragments were rendered by another publisher version or theme.
         _remove_tree(state_dir / "fragments", out_dir)
+        for legacy in LEGACY_STATE:  # state files of earlier publisher versions
+            with contextlib.suppress(OSError):
+                (state_dir / legacy).unlink()
 
     # 1. scan
     scan_started_ns = time.time_ns()
     # A stamp is trusted only when the file was already that old when the last build
     # scanned it; a file written within RACY_NS of that scan could have changed again in
     # the same mtime tick, so it is reread and its hash compared ("racy git").
-    trusted_before = int(manifest.get("scanned_at_ns", 0)) - RACY_NS
+    trusted_before = manifest.scanned_at_ns - RACY_NS
     names = sorted(
         p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
     )
@@ -491,7 +443,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     # 3. decide what to render
     graph_fingerprint = graph.fingerprint()
     # With the same graph, an unchanged session shows the same facts: no need to recompute.
-    same_graph = same_key and manifest.get("graph") == graph_fingerprint
+    same_graph = same_key and manifest.graph == graph_fingerprint
     jobs: list[tuple[str, dict[str, str]]] = []
     out_root = os.fspath(out_dir)  # plain strings: a stat per output, no Path objects
     for name in names:
@@ -560,7 +512,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     extra_files: dict[str, bytes] = {"index.html": index_html}
     for rel, path in theme.assets().items():
         extra_files[f"assets/{rel}"] = path.read_bytes()
-    old_outputs: dict[str, str] = manifest.get("outputs", {})
+    old_outputs = manifest.outputs
     for rel, data in extra_files.items():
         digest = hashlib.sha256(data).hexdigest()
         produced[rel] = digest
@@ -593,24 +545,17 @@ def build_site(options: BuildOptions) -> BuildReport:
         ).describe()
 
     # 6. manifest
-    atomic_write(
+    save_manifest(
         prepare_target(out_dir, f"{STATE_DIR}/{MANIFEST}"),
-        [
-            json.dumps(
-                {
-                    "format": MANIFEST_FORMAT,
-                    "key": key,
-                    "graph": graph_fingerprint,
-                    "scanned_at_ns": scan_started_ns,
-                    "publisher": __version__,
-                    "sources": {n: sources[n].to_json() for n in names},
-                    "outputs": dict(sorted(produced.items())),
-                },
-                sort_keys=True,
-                separators=(",", ":"),  # compact: the C encoder (indent is pure Python)
-            )
-        ],
+        manifest,
+        key=key,
+        graph=graph_fingerprint,
+        scanned_at_ns=scan_started_ns,
+        publisher=__version__,
+        sources={n: sources[n] for n in names},
+        extra_outputs={rel: produced[rel] for rel in extra_files},
     )
+    report.outputs = dict(sorted(produced.items()))
     return report
 
 

@@ -11,6 +11,7 @@ import json
 import pickle
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..model import Session
 
@@ -94,15 +95,36 @@ class Summary:
             pickle.dumps(tuple(getattr(self, n) for n in _SUMMARY_FIELDS), protocol=5)
         ).hexdigest()
 
+    def to_row(self) -> list[object]:
+        """The fields in order, as JSON values (lists, never tuples)."""
+        row: list[object] = [getattr(self, name) for name in _SUMMARY_FIELDS]
+        row[_SUB_SESSIONS] = list(self.sub_sessions)
+        row[_DECISIONS] = [list(d) for d in self.decisions]
+        return row
+
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> Summary:
-        values = dict(data)
-        values["sub_sessions"] = tuple(values["sub_sessions"])  # type: ignore[arg-type]
-        values["decisions"] = tuple(tuple(d) for d in values["decisions"])  # type: ignore[attr-defined]
-        return cls(**values)  # type: ignore[arg-type]
+    def from_row(cls, row: list[Any]) -> Summary:
+        """The summary of :meth:`to_row`'s list; ValueError when it is not one."""
+        if tuple(map(type, row)) != _ROW_TYPES:
+            raise ValueError("a summary of the wrong shape")
+        values = list(row)
+        values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
+        values[_DECISIONS] = tuple(map(tuple, values[_DECISIONS]))
+        if not all(type(n) is str for n in values[_SUB_SESSIONS]) or not all(
+            tuple(map(type, d)) == (str, int) for d in values[_DECISIONS]
+        ):
+            raise ValueError("a summary of the wrong shape")
+        return cls(*values)
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+_SUB_SESSIONS = _SUMMARY_FIELDS.index("sub_sessions")
+_DECISIONS = _SUMMARY_FIELDS.index("decisions")
+_ROW_TYPES = tuple(
+    list if f.name in ("sub_sessions", "decisions") else {"str": str, "int": int}[str(f.type)]
+    for f in fields(Summary)
+)
+"""The type of each value of :meth:`Summary.to_row` (exactly: a bool is not an int)."""
 
 
 @dataclass(slots=True)

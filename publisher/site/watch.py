@@ -52,7 +52,8 @@ from ..archive import ArchiveError
 from ..loader import SessionLoadError
 from ..theme import Theme, ThemeError
 from ..write import WriteError
-from .build import MANIFEST, STATE_DIR, BuildOptions, BuildReport, build_site, load_manifest
+from .build import MANIFEST, STATE_DIR, BuildOptions, BuildReport, build_site
+from .manifest import Manifest
 
 ChangeHook = Callable[[list[str]], None]
 
@@ -358,7 +359,7 @@ class Watcher:
         self.hold.settle(held)
         if held:
             self.retry_at = time.monotonic() + self.watch.retry_delay
-        outputs = self._outputs()
+        outputs = report.outputs
         changed = sorted(
             rel
             for rel in outputs.keys() | self.outputs.keys()
@@ -372,9 +373,7 @@ class Watcher:
 
     def _outputs(self) -> dict[str, str]:
         """Site path → content hash, as the last build's manifest records them."""
-        manifest = load_manifest(self.options.out_dir / STATE_DIR / MANIFEST)
-        outputs = manifest.get("outputs", {})
-        return dict(outputs) if isinstance(outputs, dict) else {}
+        return Manifest.load(self.options.out_dir / STATE_DIR / MANIFEST).outputs
 
     def _report(
         self, report: BuildReport, elapsed_ms: float, changed: list[str], held: dict[str, str]

@@ -1,0 +1,191 @@
+"""The build manifest: what the last build read and wrote, kept in ``<out>/.polyglav/``.
+
+It is read and written by every build, so its cost grows with the archive: it is JSON
+Lines, a header line then one line per source file (a JSON array, sorted by file name).
+A source whose state did not change keeps the very line it was read from, so appending
+to one session re-encodes one line, not the archive. Any line that does not parse, or
+does not have the expected shape, makes the whole manifest unusable: the build then
+starts from nothing (reads every file), which is always correct.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..write import atomic_write
+from .graph import Summary
+
+FORMAT = 3
+"""Bump when the layout changes: an older manifest is then ignored."""
+
+
+@dataclass(slots=True)
+class SourceState:
+    """What the manifest remembers of one source file."""
+
+    size: int
+    """Size in bytes when it was stamped."""
+    mtime_ns: int
+    """Modification time when it was stamped."""
+    sha256: str
+    """Hash of the bytes read ("" when they could not be read)."""
+    summary: Summary | None
+    """The session's summary; None when the file does not load."""
+    failure: str | None
+    """Why the file does not load (one line), or None."""
+    refs: list[str] = field(default_factory=list)
+    """Session references written in it (``#id``, ``session:name``)."""
+    facts_key: str = ""
+    """Key of the facts about other sessions its pages were rendered with."""
+    outputs: dict[str, str] = field(default_factory=dict)
+    """Files it produced (path relative to the site → sha256)."""
+    digest: str = ""
+    """The summary's digest (its index row's cache key), computed when it was made."""
+
+    def to_row(self, name: str, summary_row: list[Any] | None = None) -> list[Any]:
+        """The manifest line of this state (JSON values only: lists, never tuples);
+        ``summary_row``: its summary's row when the caller has it."""
+        if summary_row is None and self.summary is not None:
+            summary_row = self.summary.to_row()
+        return [
+            name,
+            self.size,
+            self.mtime_ns,
+            self.sha256,
+            self.failure,
+            self.refs,
+            self.facts_key,
+            self.outputs,
+            self.digest,
+            summary_row,
+        ]
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> tuple[str, SourceState]:
+        """The state of :meth:`to_row`'s list; ValueError when it is not one."""
+        types = tuple(map(type, row))
+        if (
+            types[:4] != (str, int, int, str)
+            or types[4] not in _NONE_OR_STR
+            or types[5:9] != (list, str, dict, str)
+            or types[9] not in _NONE_OR_LIST
+            or len(types) != 10
+        ):
+            raise ValueError("a manifest line of the wrong shape")
+        name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, summary = row
+        if not all(type(r) is str for r in refs) or not all(
+            type(v) is str for v in outputs.values()
+        ):
+            raise ValueError("a manifest line of the wrong shape")
+        return name, cls(
+            size=size,
+            mtime_ns=mtime_ns,
+            sha256=sha256,
+            summary=Summary.from_row(summary) if summary is not None else None,
+            failure=failure,
+            refs=list(refs),  # copies: the row stays as read, to compare at save time
+            facts_key=facts_key,
+            outputs=dict(outputs),
+            digest=digest,
+        )
+
+
+_NONE_OR_STR = (type(None), str)
+_NONE_OR_LIST = (type(None), list)
+
+
+@dataclass(slots=True)
+class Manifest:
+    """The state of the last build."""
+
+    key: str = ""
+    """The build key (publisher version, options, theme files)."""
+    graph: str = ""
+    """The graph fingerprint of the last build."""
+    scanned_at_ns: int = 0
+    """When the last build started scanning (the racy-stamp rule)."""
+    sources: dict[str, SourceState] = field(default_factory=dict)
+    """Every source file by name."""
+    extra_outputs: dict[str, str] = field(default_factory=dict)
+    """Outputs of no source (the index, the theme's assets) → sha256."""
+    _lines: dict[str, tuple[list[Any], str, Summary | None]] = field(
+        default_factory=dict, repr=False
+    )
+    """Each source's row as read, its line and its summary, to write again unchanged."""
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Every file the last build produced → sha256."""
+        produced = dict(self.extra_outputs)
+        for state in self.sources.values():
+            produced.update(state.outputs)
+        return produced
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        """The manifest at ``path``; an empty one when it is missing or unusable."""
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+            header = json.loads(lines[0])
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                return cls()
+            manifest = cls(
+                key=str(header["key"]),
+                graph=str(header["graph"]),
+                scanned_at_ns=int(header["scanned_at_ns"]),
+                extra_outputs={str(k): str(v) for k, v in dict(header["extra_outputs"]).items()},
+            )
+            lines = [line for line in lines[1:] if line]
+            # One decode for all lines (a JSON array of them): far cheaper than one each.
+            rows = json.loads("[" + ",".join(lines) + "]")
+            for row, line in zip(rows, lines, strict=True):
+                name, state = SourceState.from_row(row)
+                manifest.sources[name] = state
+                manifest._lines[name] = (row, line, state.summary)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return cls()
+        return manifest
+
+    def lines_for(self, sources: Mapping[str, SourceState]) -> list[str]:
+        """The source lines of a manifest holding ``sources`` (sorted by name)."""
+        out = []
+        for name in sorted(sources):
+            state = sources[name]
+            kept = self._lines.get(name)
+            # A summary read from this line (frozen) has that line's summary row.
+            same_summary = kept is not None and kept[2] is not None and state.summary is kept[2]
+            row = state.to_row(name, kept[0][9] if kept is not None and same_summary else None)
+            if kept is not None and kept[0] == row:
+                out.append(kept[1])  # unchanged: the same line, not encoded again
+            else:
+                out.append(json.dumps(row, ensure_ascii=True, separators=(",", ":")))
+        return out
+
+
+def save_manifest(
+    path: Path,
+    previous: Manifest,
+    *,
+    key: str,
+    graph: str,
+    scanned_at_ns: int,
+    publisher: str,
+    sources: Mapping[str, SourceState],
+    extra_outputs: Mapping[str, str],
+) -> None:
+    """Write the manifest of a build atomically (lines of unchanged sources reused)."""
+    header = {
+        "format": FORMAT,
+        "key": key,
+        "graph": graph,
+        "scanned_at_ns": scanned_at_ns,
+        "publisher": publisher,
+        "extra_outputs": dict(sorted(extra_outputs.items())),
+    }
+    lines = [json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))]
+    lines.extend(previous.lines_for(sources))
+    atomic_write(path, ["\n".join(lines) + "\n"])

@@ -1,0 +1,133 @@
+"""The build manifest: round trip, unchanged lines kept, and any damage means a fresh start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from publisher.site.graph import Summary
+from publisher.site.manifest import FORMAT, Manifest, SourceState, save_manifest
+
+
+def summary(name: str, turns: int = 3) -> Summary:
+    return Summary(
+        name=name,
+        file_name=f"{name}.json",
+        session_id="ab12cd",
+        kind="ses",
+        role="writer",
+        version="0.34.2",
+        created_at="2026-01-01T00:00:00Z",
+        updated_at="2026-01-01T00:10:00Z",
+        parent_id="",
+        sub_sessions=("sub_a", "sub_b"),
+        turns=turns,
+        tool_calls=4,
+        errors=1,
+        last_status="ok",
+        first_prompt="fix \ud800 the \u2028 tests\n",
+        decisions=(("declined", 1), ("granted", 3)),
+        redacted=0,
+    )
+
+
+def sources() -> dict[str, SourceState]:
+    return {
+        "a.json": SourceState(10, 123, "h1", summary("a"), None, ["#ab12cd"], "fk", {"sessions/a/index.html": "d1"}, "dg"),
+        "b.json": SourceState(20, 456, "h2", None, "truncated JSON", [], "", {}, ""),
+        "c.json": SourceState(30, 789, "h3", summary("c"), None, [], "fk3", {"sessions/c/index.html": "d3"}, "dg3"),
+    }  # fmt: skip
+
+
+def save(path: Path, previous: Manifest, states: dict[str, SourceState]) -> None:
+    save_manifest(
+        path,
+        previous,
+        key="k",
+        graph="g",
+        scanned_at_ns=99,
+        publisher="0.1.0",
+        sources=states,
+        extra_outputs={"index.html": "di"},
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    loaded = Manifest.load(path)
+    assert (loaded.key, loaded.graph, loaded.scanned_at_ns) == ("k", "g", 99)
+    assert loaded.sources == sources()
+    assert loaded.outputs == {
+        "index.html": "di",
+        "sessions/a/index.html": "d1",
+        "sessions/c/index.html": "d3",
+    }
+
+
+def test_unchanged_sources_keep_their_lines(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    first = path.read_text().splitlines()
+    loaded = Manifest.load(path)
+    states = dict(loaded.sources)
+    states["c.json"] = SourceState(31, 790, "h4", summary("c", turns=4), None, [], "fk3", {}, "x")
+    states["a.json"].facts_key = "changed in place"
+    save(path, loaded, states)
+    second = path.read_text().splitlines()
+    assert second[2] == first[2]  # b.json: untouched, the very line
+    assert second[1] != first[1] and "changed in place" in second[1]
+    assert second[3] != first[3] and json.loads(second[3])[1] == 31
+    assert Manifest.load(path).sources == states
+
+
+def damaged(lines: list[str]) -> list[str]:
+    header, a, b, c = lines
+    row = json.loads(a)
+    bad_rows = []
+    for index, value in [(1, True), (1, "10"), (4, 5), (5, "x"), (7, []), (9, {}), (9, [1])]:
+        broken = list(row)
+        broken[index] = value
+        bad_rows.append(json.dumps(broken))
+    summary_row = row[9]
+    for index, value in [(10, True), (10, 1.5), (9, [1]), (15, [["granted", "3"]]), (0, None)]:
+        broken_summary = list(summary_row)
+        broken_summary[index] = value
+        bad_rows.append(json.dumps([*row[:9], broken_summary]))
+    bad_rows.append(json.dumps([*row[:9], summary_row[:-1]]))
+    bad_rows.append(json.dumps(row[:-1]))
+    bad_rows.append(json.dumps({"name": "a.json"}))
+    bad_rows.append(a[: len(a) // 2])
+    bad_headers = [
+        "",
+        "[]",
+        json.dumps({**json.loads(header), "format": FORMAT - 1}),
+        json.dumps({**json.loads(header), "scanned_at_ns": "soon"}),
+        json.dumps({k: v for k, v in json.loads(header).items() if k != "key"}),
+        "{not json",
+    ]
+    return [
+        *("\n".join([header, bad, b, c]) for bad in bad_rows),
+        *("\n".join([bad, a, b, c]) for bad in bad_headers),
+        "",
+        "\x00\x01",
+    ]
+
+
+def test_every_damaged_manifest_is_a_fresh_start(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    cases = damaged(path.read_text().splitlines())
+    assert len(cases) > 20
+    for text in cases:
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        loaded = Manifest.load(path)
+        assert loaded.sources == {} and loaded.key == "", text[:200]
+
+
+@pytest.mark.parametrize("name", ["missing.jsonl", "dir"])
+def test_missing_or_unreadable_manifest(tmp_path: Path, name: str) -> None:
+    (tmp_path / "dir").mkdir()
+    assert Manifest.load(tmp_path / name) == Manifest()
