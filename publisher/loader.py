@@ -388,7 +388,7 @@ def read_session(path: Path, folder: Path | None = None) -> Session:
     return parse_session_text(text, path.name)
 
 
-def file_stamp(path: Path) -> tuple[int, int]:
+def file_stamp(path: Path | str) -> tuple[int, int]:
     """(size, mtime_ns) of a file, following symlinks; (0, 0) when it cannot be read."""
     try:
         st = os.stat(path)

@@ -363,14 +363,15 @@ def build_site(options: BuildOptions) -> BuildReport:
     # scanned it; a file written within RACY_NS of that scan could have changed again in
     # the same mtime tick, so it is reread and its hash compared ("racy git").
     trusted_before = manifest.scanned_at_ns - RACY_NS
-    names = sorted(
-        p.name for p in folder.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
-    )
+    with os.scandir(folder) as entries:
+        names = sorted(
+            e.name for e in entries if e.name.endswith(".json") and not e.name.startswith(".")
+        )
     sources: dict[str, SourceState] = {}
     to_scan: list[tuple[Path, Path, Redactor | None]] = []
+    folder_str = os.fspath(folder)  # plain strings: one stat per file, no Path objects
     for name in names:
-        path = folder / name
-        size, mtime_ns = file_stamp(path)
+        size, mtime_ns = file_stamp(f"{folder_str}/{name}")
         old = old_sources.get(name)
         if (
             old is not None
@@ -380,7 +381,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         ):
             sources[name] = old
         else:
-            to_scan.append((path, folder, options.redactor))
+            to_scan.append((folder / name, folder, options.redactor))
     scanned = dict(
         _pool_map(
             workers if len(to_scan) > 8 else 1, (), _scan_job, to_scan, options.progress, "read"
