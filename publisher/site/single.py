@@ -20,16 +20,18 @@ def export_html(
     """The whole session on one page; long outputs stay inline (collapsed)."""
     renderer = HtmlRenderer(Theme.load(theme))
     marks = view.boundaries(session)
-    fragments = [
+    # Each turn is rendered when the template reaches it and written out with the chunks
+    # around it: the page is never held whole (a 100 MB session stays a 100 MB session).
+    fragments = (
         Markup(
             renderer.render_turn(
                 session, turn, marks.get(turn.index, []), None, externalize=False
             ).html
         )
         for turn in session.turns
-    ]
+    )
     css = renderer.theme.asset_text("style.css")
-    html = renderer.template("single.html").render(
+    parts = renderer.template("single.html").generate(
         session=session,
         page=1,
         pages=[{"number": 1, "first": 1, "last": len(session.turns), "url": ""}],
@@ -47,4 +49,16 @@ def export_html(
         inline_css=Markup(css.replace("</", "<\\/")),
         inline_theme_css=Markup(renderer.theme.asset_text("theme.css").replace("</", "<\\/")),
     )
-    yield encode_display(html).decode("utf-8")
+    buffer: list[str] = []
+    size = 0
+    for part in parts:
+        buffer.append(part)
+        size += len(part)
+        if size >= CHUNK_CHARS:
+            yield encode_display("".join(buffer)).decode("utf-8")
+            buffer, size = [], 0
+    yield encode_display("".join(buffer)).decode("utf-8")
+
+
+CHUNK_CHARS = 1 << 20
+"""The page is written in pieces of about this many characters."""
