@@ -153,6 +153,12 @@ def write_archive(
             path.write_text(data, encoding="utf-8")
 
 
+def _replace_tree(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder)
+
+
 def shard_listing(out: Path) -> list[str]:
     listing = json.loads((out / "pagefind" / "shards.json").read_text(encoding="utf-8"))
     shards: list[str] = listing["shards"]
@@ -278,6 +284,18 @@ def test_a_missing_or_tampered_bundle_is_rebuilt_and_stray_files_removed(
     small_shards.clear()
     report = build(sessions, out, search=True)
     assert small_shards == [victim] and report.search == f"built 1/{len(listing)} shards"
+    assert tree_digest(out) == expected
+    # A file or a link planted at pagefind/: replaced by the bundles.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _replace_tree(out / "pagefind")
+    (out / "pagefind").symlink_to(outside)
+    build(sessions, out, search=True)
+    assert not (out / "pagefind").is_symlink() and list(outside.iterdir()) == []
+    assert tree_digest(out) == expected
+    _replace_tree(out / "pagefind")
+    (out / "pagefind").write_text("not a folder")
+    build(sessions, out, search=True)
     assert tree_digest(out) == expected
     # A lost search state indexes everything again, with the same result.
     (out / STATE_DIR / "search.json").write_text("{not json")

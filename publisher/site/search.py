@@ -199,8 +199,8 @@ def update_search(
     """Bring ``out_dir/pagefind/`` up to date with the session pages in ``produced``."""
     bundles = out_dir / BUNDLE_DIR
     state_path = out_dir / STATE_DIR / STATE_FILE
-    if bundles.is_symlink():
-        bundles.unlink()
+    if bundles.is_symlink() or (bundles.exists() and not bundles.is_dir()):
+        bundles.unlink()  # planted link or stray file: pagefind/ is ours
     shards = plan_shards(produced, _page_sizes(out_dir, produced))
     version = pagefind_version()
     wanted = {shard.id: shard.digest(key, version) for shard in shards}
