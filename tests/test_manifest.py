@@ -131,3 +131,39 @@ def test_every_damaged_manifest_is_a_fresh_start(tmp_path: Path) -> None:
 def test_missing_or_unreadable_manifest(tmp_path: Path, name: str) -> None:
     (tmp_path / "dir").mkdir()
     assert Manifest.load(tmp_path / name) == Manifest()
+
+
+def test_the_manifest_written_last_is_kept_in_memory_while_the_file_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    first = Manifest.load(path)
+    assert first.sources == sources()
+    assert first.sources["a.json"] is not sources()["a.json"]
+    again = Manifest.load(path)  # handed out once: the second load reads the file
+    assert again is not first and again.sources == first.sources
+    states = again.sources
+    save(path, again, states)
+    kept = Manifest.load(path)
+    assert kept.sources["a.json"] is states["a.json"]  # from memory, not decoded again
+    # Written by someone else (another process, an editor): read from the file again.
+    save(path, Manifest(), sources())
+    text = path.read_text()
+    path.unlink()
+    path.write_text(text.replace('"key":"k"', '"key":"other"'))
+    assert Manifest.load(path).key == "other"
+
+
+def test_a_build_sees_a_manifest_changed_behind_its_back(tmp_path: Path) -> None:
+    from publisher.site.build import MANIFEST, STATE_DIR, BuildOptions, build_site
+
+    sessions = Path(__file__).resolve().parent.parent / "sample_sessions"
+    options = BuildOptions(sessions, tmp_path / "site", search=False, workers=1)
+    first = build_site(options)
+    assert first.files_read == len(list(sessions.glob("*.json")))
+    assert build_site(options).files_read == 0  # the kept manifest: nothing to read
+    manifest = tmp_path / "site" / STATE_DIR / MANIFEST
+    manifest.unlink()
+    manifest.write_text("not a manifest\n")
+    assert build_site(options).files_read == first.files_read
