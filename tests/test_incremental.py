@@ -186,10 +186,20 @@ def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any) ->
         return original(self, session, t, *args, **kwargs)
 
     monkeypatch.setattr(HtmlRenderer, "render_turn", counting)
+    import publisher.loader
+
+    reads: list[str] = []
+    original_read = publisher.loader.read_session
+    monkeypatch.setattr(
+        publisher.loader,
+        "read_session",
+        lambda p, *a: reads.append(p.name) or original_read(p, *a),
+    )
     doc["turns"].append(turn(201, part("user", "one more")))
     path.write_text(json.dumps(doc))
     build(sessions, tmp_path / "site")
     assert calls == [201]
+    assert reads == []  # the render took the session the scan had just parsed
     fresh = tmp_path / "fresh"
     build(sessions, fresh)
     assert tree_digest(tmp_path / "site") == tree_digest(fresh)

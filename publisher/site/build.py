@@ -113,9 +113,16 @@ class BuildReport:
 
 
 def scan_file(
-    path: Path, folder: Path, redactor: Redactor | None = None
+    path: Path,
+    folder: Path,
+    redactor: Redactor | None = None,
+    keep: dict[str, tuple[Session, str | None]] | None = None,
 ) -> tuple[str, SourceState]:
-    """Read, hash and summarise one file (phase 1), redacted first when asked."""
+    """Read, hash and summarise one file (phase 1), redacted first when asked.
+
+    ``keep`` receives the parsed session (and its redaction note) by file name, for a
+    render in the same process to use instead of reading and parsing the file again.
+    """
     size, mtime_ns = file_stamp(path)
     try:
         from ..loader import check_inside
@@ -138,10 +145,14 @@ def scan_file(
         return path.name, SourceState(read_size, mtime_ns, file_hash, None, exc.reason)
     del text
     redacted = 0
+    note: str | None = None
     if redactor is not None:
         counter = redactor.fresh()
         session = redact_session(session, counter)
         redacted = counter.total
+        note = counter.summary()
+    if keep is not None:
+        keep[path.name] = (session, note)
     summary = Summary.of(session, redacted)
     return path.name, SourceState(
         size,
@@ -180,6 +191,12 @@ def find_refs(session: Session) -> set[str]:
 
 
 _WORKER: dict[str, Any] = {}
+#: Sessions parsed by this build's scan, by file name, waiting for their render.
+_KEPT: dict[str, tuple[Session, str | None]] = {}
+#: At most this many changed files are scanned in the build's own process (no pool).
+IN_PROCESS_SCAN = 8
+#: Their parsed sessions are kept for the render when the files total at most this.
+KEEP_SCANNED_BYTES = 64 << 20
 _RENDERERS: dict[tuple[tuple[Path, ...], str], HtmlRenderer] = {}
 
 
@@ -226,12 +243,16 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     out_dir: Path = _WORKER["out_dir"]
     from ..loader import read_session
 
-    session = read_session(_WORKER["folder"] / file_name, _WORKER["folder"])
+    kept = _KEPT.pop(file_name, None)
     redaction: str | None = None
-    if _WORKER["redactor"] is not None:
-        counter: Redactor = _WORKER["redactor"].fresh()
-        session = redact_session(session, counter)
-        redaction = counter.summary()
+    if kept is not None:  # scanned in this process moments ago: the very bytes hashed
+        session, redaction = kept
+    else:
+        session = read_session(_WORKER["folder"] / file_name, _WORKER["folder"])
+        if _WORKER["redactor"] is not None:
+            counter: Redactor = _WORKER["redactor"].fresh()
+            session = redact_session(session, counter)
+            redaction = counter.summary()
     facts = PageFacts.from_graph(graph, session.session_name, find_refs(session))
     cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
     # Only long sessions keep their turn fragments: a short one re-renders in milliseconds,
@@ -335,6 +356,13 @@ def _scan_job(path: Path, folder: Path, redactor: Redactor | None) -> tuple[str,
 
 def build_site(options: BuildOptions) -> BuildReport:
     """Build (or bring up to date) the site of ``options.sessions_dir`` in ``options.out_dir``."""
+    try:
+        return _build_site(options)
+    finally:
+        _KEPT.clear()  # sessions scanned but not rendered (failed, duplicate, held)
+
+
+def _build_site(options: BuildOptions) -> BuildReport:
     folder, out_dir = options.sessions_dir, options.out_dir
     if not folder.is_dir():
         raise ArchiveError(f"{folder}: the sessions folder does not exist")
@@ -382,11 +410,19 @@ def build_site(options: BuildOptions) -> BuildReport:
             sources[name] = old
         else:
             to_scan.append((folder / name, folder, options.redactor))
-    scanned = dict(
-        _pool_map(
-            workers if len(to_scan) > 8 else 1, (), _scan_job, to_scan, options.progress, "read"
-        )
-    )
+    _KEPT.clear()
+    if len(to_scan) > IN_PROCESS_SCAN:
+        scanned = dict(_pool_map(workers, (), _scan_job, to_scan, options.progress, "read"))
+    else:
+        # A few changed files (an append): scanned here, and their parsed sessions kept
+        # for the render (in this process, or a forked worker) instead of parsed again.
+        small = sum(file_stamp(job[0])[0] for job in to_scan) <= KEEP_SCANNED_BYTES
+        scanned = {}
+        for i, (path, folder_, redactor) in enumerate(to_scan, start=1):
+            name, state = scan_file(path, folder_, redactor, _KEPT if small else None)
+            scanned[name] = state
+            if options.progress:
+                options.progress("read", i, len(to_scan))
     report.files_read = len(scanned)
     held: set[str] = set()
 
