@@ -248,6 +248,33 @@ def test_watch_follows_writes_renames_deletes_and_the_theme(
     assert tree_digest(out) == fresh_build(sessions, tmp_path / "fresh", str(theme))
 
 
+def test_watch_with_search_writes_pages_first_then_indexes(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    """With search on, a change's pages are written (and open pages reloaded) before the
+    search index is brought up to date; the site ends as a full build with search makes it."""
+    out = tmp_path / "site"
+    args = [a for a in watch_args(sessions, out) if a != "--no-search"]
+    watch = start(*args)
+    built = watch.line("built in")
+    assert "search pending" in built
+    watch.line("search built 1/1 shards")
+    assert (out / "pagefind" / "shards.json").is_file()
+
+    after = len(watch.err)
+    (sessions / f"{NOTES}.json").write_bytes(edited(NOTES, "SEARCHABLE-MARKER"))
+    watch.until(lambda: has(page_of(out, NOTES), "SEARCHABLE-MARKER"), "the edited page")
+    build_line = watch.line("built in", after=after)
+    search_line = watch.line("search built", after=after)
+    assert "search pending" in build_line
+    assert watch.err.index(build_line, after) < watch.err.index(search_line, after)
+    assert watch.stop()[0] == 0
+    assert "Traceback" not in watch.log()
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, search=True)
+    assert tree_digest(out) == tree_digest(fresh)
+
+
 def test_watch_keeps_the_last_good_page_of_a_half_written_file(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:

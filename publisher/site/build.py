@@ -87,6 +87,23 @@ class BuildOptions:
     the next build reads the file again. None: it is a failure like any other."""
     redactor: Redactor | None = None
     """Redact secrets before anything is rendered (``--redact``)."""
+    defer_search: bool = False
+    """Leave re-indexing the search to the caller (:func:`finish_search` with
+    :attr:`BuildReport.pending_search`): ``site watch`` reloads pages before it."""
+
+
+@dataclass(slots=True)
+class PendingSearch:
+    """What :func:`finish_search` needs to bring the search index up to date."""
+
+    out_dir: Path
+    """The site folder."""
+    produced: dict[str, str]
+    """Every file of the site (path → sha256)."""
+    workers: int
+    """Pagefind runs at a time."""
+    key: str
+    """The build key."""
 
 
 @dataclass(slots=True)
@@ -104,6 +121,8 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
     """Every file of the site (path → sha256), as the manifest records them."""
+    pending_search: PendingSearch | None = None
+    """Set when ``defer_search`` left the search index to :func:`finish_search`."""
     held: list[LoadFailure] = field(default_factory=list)
     """Files that did not load but kept their last good pages (``BuildOptions.hold``)."""
 
@@ -576,6 +595,9 @@ def _build_site(options: BuildOptions) -> BuildReport:
         remove_search(out_dir)
     elif not search_available:
         report.search = "unavailable: Pagefind is not installed (pip install 'pagefind[bin]')"
+    elif options.defer_search:
+        report.search = "pending"
+        report.pending_search = PendingSearch(out_dir, dict(produced), workers, key)
     else:
         report.search = update_search(
             out_dir, produced, workers=workers, key=key, progress=options.progress
@@ -594,6 +616,17 @@ def _build_site(options: BuildOptions) -> BuildReport:
     )
     report.outputs = dict(sorted(produced.items()))
     return report
+
+
+def finish_search(pending: PendingSearch, progress: ProgressHook | None = None) -> str:
+    """Re-index the shards a deferred build changed; what the build summary would say."""
+    return update_search(
+        pending.out_dir,
+        pending.produced,
+        workers=pending.workers,
+        key=pending.key,
+        progress=progress,
+    ).describe()
 
 
 def _facts_key_for(graph: Graph, state: SourceState) -> str:

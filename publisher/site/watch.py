@@ -52,7 +52,15 @@ from ..archive import ArchiveError
 from ..loader import SessionLoadError
 from ..theme import Theme, ThemeError
 from ..write import WriteError
-from .build import MANIFEST, STATE_DIR, BuildOptions, BuildReport, build_site
+from .build import (
+    MANIFEST,
+    STATE_DIR,
+    BuildOptions,
+    BuildReport,
+    PendingSearch,
+    build_site,
+    finish_search,
+)
 from .manifest import Manifest
 
 ChangeHook = Callable[[list[str]], None]
@@ -220,7 +228,9 @@ class Watcher:
     def __init__(self, options: BuildOptions, watch: WatchOptions, signals: StopSignals) -> None:
         self.signals = signals
         self.hold = HoldPolicy(watch.hold_limit)
-        self.options = replace(options, hold=self.hold)
+        # Pages first: open pages reload before the search index is brought up to date.
+        self.options = replace(options, hold=self.hold, defer_search=True)
+        self.search_warning: str | None = None
         self.watch = watch
         self.changes: queue.SimpleQueue[Change] = queue.SimpleQueue()
         self.pending = Debouncer(watch.quiet_window, watch.max_delay)
@@ -370,6 +380,29 @@ class Watcher:
         self._report(report, elapsed_ms, changed, held)
         if changed and self.watch.on_change is not None:
             self.watch.on_change(changed)
+        if report.pending_search is not None:
+            # The pages are written and open ones reloaded; search follows (a shard of
+            # ~30 sessions takes Pagefind about half a second).
+            self._finish_search(report.pending_search, bool(changed))
+
+    def _finish_search(self, pending: PendingSearch, changed: bool) -> None:
+        started = time.perf_counter()
+        try:
+            result = finish_search(pending)
+        except Exception as exc:  # like a build error: logged, redone by the next build
+            message = _describe(exc)
+            _log(f"error: search index not updated: {message}; retrying")
+            self.retry_at = time.monotonic() + self.watch.retry_delay
+            return
+        if result.startswith("unavailable"):
+            if result != self.search_warning:
+                _log(f"warning: search {result}")
+            self.search_warning = result
+            return
+        self.search_warning = None
+        if changed and not self.watch.quiet and result != "unchanged":
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            _log(f"[{time.strftime('%H:%M:%S')}] search {result} in {elapsed_ms:.0f} ms")
 
     def _outputs(self) -> dict[str, str]:
         """Site path → content hash, as the last build's manifest records them."""
