@@ -599,9 +599,9 @@ def _build_site(options: BuildOptions) -> BuildReport:
         report.search = "pending"
         report.pending_search = PendingSearch(out_dir, dict(produced), workers, key)
     else:
-        report.search = update_search(
-            out_dir, produced, workers=workers, key=key, progress=options.progress
-        ).describe()
+        report.search = finish_search(
+            PendingSearch(out_dir, produced, workers, key), options.progress
+        )
 
     # 6. manifest
     save_manifest(
