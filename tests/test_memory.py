@@ -104,3 +104,15 @@ def peak_used(setup: str, work: str) -> int:
     )
     base_kb, peak_kb = map(int, result.stderr.split()[-2:])
     return (peak_kb - base_kb) * 1024
+
+
+def test_large_blocks_are_returned_to_the_system_on_glibc() -> None:
+    """The build fixes glibc's mmap threshold (see publisher/site/memory.py), once per process."""
+    import platform
+
+    from publisher.site import memory
+
+    took = memory.return_large_blocks()
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert took
+    assert memory.return_large_blocks() == took  # idempotent

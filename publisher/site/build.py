@@ -49,6 +49,7 @@ from .graph import Graph, Summary
 from .index import INDEX_CACHE, IndexCache, render_index
 from .manifest import FORMAT as MANIFEST_FORMAT
 from .manifest import Manifest, SourceState, save_manifest
+from .memory import return_large_blocks
 from .render import PageFacts, render_session_pages
 from .search import remove_search, update_search
 
@@ -233,6 +234,7 @@ def renderer_for(theme: Theme) -> HtmlRenderer:
 def _init_worker(
     graph: Graph, theme: Theme, out_dir: Path, folder: Path, redactor: Redactor | None
 ) -> None:
+    return_large_blocks()
     _WORKER.update(
         graph=graph, renderer=renderer_for(theme), out_dir=out_dir, folder=folder, redactor=redactor
     )
@@ -370,6 +372,7 @@ def _pool_map(
 
 
 def _scan_job(path: Path, folder: Path, redactor: Redactor | None) -> tuple[str, SourceState]:
+    return_large_blocks()  # a pool worker (a forked one has it from the build already)
     return scan_file(path, folder, redactor)
 
 
@@ -382,6 +385,7 @@ def build_site(options: BuildOptions) -> BuildReport:
 
 
 def _build_site(options: BuildOptions) -> BuildReport:
+    return_large_blocks()
     folder, out_dir = options.sessions_dir, options.out_dir
     if not folder.is_dir():
         raise ArchiveError(f"{folder}: the sessions folder does not exist")
