@@ -9,8 +9,8 @@ For each archive size (default 200 and 2,000 sessions, see ``generate.py``), in 
    and the watch latency (``polyglav site watch`` in a subprocess; file written → page
    holding the new turn written);
 3. the peak memory of each step (each runs in a fresh subprocess: the largest single
-   process from ``wait4``'s ``ru_maxrss``, and the whole process tree's PSS sampled every
-   50 ms, pool workers and Pagefind included);
+   process's VmHWM and the whole process tree's PSS, both sampled every 50 ms, pool
+   workers and Pagefind included);
 4. ``claude-code-transcripts`` and ``claude-code-log`` on the same content converted to
    Claude Code's JSONL (``convert_claude.py``), through their CLIs.
 
@@ -69,7 +69,7 @@ class Measured:
     """Seconds from start to exit (interpreter start and imports included)."""
     returncode: int | None = None
     max_rss_mb: float = 0.0
-    """Largest resident set of any single process of the tree (``ru_maxrss``)."""
+    """Largest resident set of any single process of the tree (VmHWM, sampled)."""
     peak_pss_mb: float = 0.0
     """Largest sum of PSS over the process tree (sampled every 50 ms)."""
     peak_processes: int = 0
@@ -118,8 +118,26 @@ def pss_kb(pid: int) -> int:
     return 0
 
 
+def hwm_kb(pid: int) -> int:
+    """VmHWM: the peak resident set of ``pid``'s own memory image (reset by exec)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 class Sampler(threading.Thread):
-    """Samples the PSS of a process tree; kills its group past a deadline or a memory cap."""
+    """Samples the PSS of a process tree and the peak RSS (VmHWM) of each of its processes;
+    kills its group past a deadline or a memory cap.
+
+    ``ru_maxrss`` from ``wait4`` is not used for the largest process: Linux carries a
+    process's peak across ``exec``, so a step started by this (large) runner reported at
+    least the runner's own resident set (97 MB at 2,000 sessions, whatever the step did).
+    """
 
     def __init__(self, pid: int, timeout: float | None, cap_mb: float | None) -> None:
         super().__init__(daemon=True)
@@ -127,6 +145,7 @@ class Sampler(threading.Thread):
         self.deadline = time.monotonic() + timeout if timeout else None
         self.cap_kb = cap_mb * 1024 if cap_mb else None
         self.peak_kb = 0
+        self.peak_hwm_kb = 0
         self.peak_processes = 0
         self.killed: str | None = None
         self.done = threading.Event()
@@ -136,6 +155,7 @@ class Sampler(threading.Thread):
             pids = process_tree(self.pid)
             total = sum(pss_kb(p) for p in pids)
             self.peak_kb = max(self.peak_kb, total)
+            self.peak_hwm_kb = max([self.peak_hwm_kb, *(hwm_kb(p) for p in pids)])
             self.peak_processes = max(self.peak_processes, len(pids))
             reason = None
             if self.cap_kb and total > self.cap_kb:
@@ -201,7 +221,7 @@ def measure(
         sampler.done.set()
         sampler.join()
     m.returncode = proc.returncode
-    m.max_rss_mb = usage.ru_maxrss / 1024
+    m.max_rss_mb = sampler.peak_hwm_kb / 1024
     m.peak_pss_mb = sampler.peak_kb / 1024
     m.peak_processes = sampler.peak_processes
     m.killed = sampler.killed
@@ -389,7 +409,6 @@ def measure_watch(
         result.beyond_quiet_ms = result.median_ms - result.quiet_window * 1000
         return result
     finally:
-        usage = None
         if proc.returncode is None:
             with contextlib.suppress(OSError):
                 os.kill(proc.pid, signal.SIGINT)  # the watch process we started: Ctrl-C
@@ -397,14 +416,13 @@ def measure_watch(
                 result.detail += " (did not stop within 30 s of SIGINT; killed)"
                 with contextlib.suppress(OSError):
                     os.killpg(proc.pid, signal.SIGKILL)
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status, _ = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
         sampler.done.set()
         sampler.join()
         out.close()
         result.peak_pss_mb = sampler.peak_kb / 1024
-        if usage is not None:
-            result.max_rss_mb = usage.ru_maxrss / 1024
+        result.max_rss_mb = sampler.peak_hwm_kb / 1024
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
