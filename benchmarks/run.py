@@ -107,27 +107,26 @@ def process_tree(pid: int) -> list[int]:
     return pids
 
 
-def pss_kb(pid: int) -> int:
+def _proc_kb(path: str, field: str) -> int:
+    """The kB value of ``field`` in a /proc file (0 when the process is gone)."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as handle:
+        with open(path) as handle:
             for line in handle:
-                if line.startswith("Pss:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except (OSError, ValueError):
         pass
     return 0
+
+
+def pss_kb(pid: int) -> int:
+    """The proportional set size of ``pid`` (shared pages split between their users)."""
+    return _proc_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def hwm_kb(pid: int) -> int:
     """VmHWM: the peak resident set of ``pid``'s own memory image (reset by exec)."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
+    return _proc_kb(f"/proc/{pid}/status", "VmHWM:")
 
 
 class Sampler(threading.Thread):

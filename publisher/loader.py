@@ -59,11 +59,6 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-def decode_json(data: bytes) -> JSON:
-    """Decode the bytes of a session file to a JSON value, raising ``_FormatError``."""
-    return _loads(_decode_text(data))
-
-
 def _decode_text(data: bytes) -> str:
     """The text of a session file's bytes (BOM dropped), raising ``_FormatError``."""
     try:

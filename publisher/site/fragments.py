@@ -23,7 +23,6 @@ import json
 import os
 import struct
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -194,9 +193,6 @@ class FragmentWriter:
             html=_decode(os.pread(fd, length, offset)),
             files={name: _decode(os.pread(fd, n, off)) for name, off, n in files},
         )
-
-    def keys(self) -> Iterator[str]:
-        return iter(self._index)
 
     def commit(self) -> None:
         index_at, _ = self._write(
