@@ -49,7 +49,7 @@ from .graph import Graph, Summary
 from .index import INDEX_CACHE, IndexCache, render_index
 from .manifest import FORMAT as MANIFEST_FORMAT
 from .manifest import Manifest, SourceState, save_manifest
-from .memory import return_large_blocks
+from .memory import freeze_long_lived, return_large_blocks, thaw
 from .render import PageFacts, render_session_pages
 from .search import remove_search, update_search
 
@@ -382,6 +382,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         return _build_site(options)
     finally:
         _KEPT.clear()  # sessions scanned but not rendered (failed, duplicate, held)
+        thaw()
 
 
 def _build_site(options: BuildOptions) -> BuildReport:
@@ -397,6 +398,7 @@ def _build_site(options: BuildOptions) -> BuildReport:
     manifest_path = state_dir / MANIFEST
     key = build_key(theme, options)
     manifest = Manifest.load(manifest_path)
+    freeze_long_lived()  # the manifest's objects: no collection walks them again
     same_key = manifest.key == key
     # Cached summaries were made under the old key (e.g. without redaction): reread all.
     old_sources: dict[str, SourceState] = manifest.sources if same_key else {}

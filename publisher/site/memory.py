@@ -1,4 +1,6 @@
-"""Keep long builds from holding memory they freed (glibc's allocator only).
+"""Memory management of a build: glibc's mmap threshold, and the cyclic collector.
+
+Keep long builds from holding memory they freed (glibc's allocator only).
 
 A build frees many large strings (pages, tool outputs, JSON text). glibc serves blocks
 of 128 KB and more with ``mmap`` and returns them on ``free``, but each time such a block
@@ -8,12 +10,19 @@ sessions a worker's resident memory grows that way (measured at 2,000 sessions: 
 largest worker 81-87 MB, 70 MB with a fixed threshold; the build took as long). Fixing the
 threshold at its default start value turns the adjustment off. Elsewhere (musl, macOS,
 Windows) this does nothing.
+
+The manifest of a large archive decodes to some 100,000 objects that live until the build
+ends and form no cycles. Left in the cyclic collector's generations, they are walked again
+by every collection the rest of the build triggers (10-25 ms of a 125 ms append build at
+2,000 sessions). :func:`freeze_long_lived` moves them out of its reach (``gc.freeze``);
+reference counting still frees them, and :func:`thaw` hands them back when the build ends.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 
 M_MMAP_THRESHOLD = -3
 """``mallopt`` parameter number (glibc's malloc.h)."""
@@ -38,3 +47,24 @@ def return_large_blocks() -> bool:
     mallopt.restype = ctypes.c_int
     _done = bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD) == 1)
     return _done
+
+
+_froze = False
+
+
+def freeze_long_lived() -> None:
+    """Move every object alive now to the collector's permanent generation, until
+    :func:`thaw`. Objects an embedding program froze itself are left to it: nothing is done
+    when some are frozen already and not by this module."""
+    global _froze
+    if _froze or gc.get_freeze_count() == 0:
+        gc.freeze()
+        _froze = True
+
+
+def thaw() -> None:
+    """Undo :func:`freeze_long_lived` (no-op when it did nothing)."""
+    global _froze
+    if _froze:
+        gc.unfreeze()
+        _froze = False
