@@ -388,3 +388,26 @@ def test_a_session_growing_heavy_moves_to_a_shard_of_its_own(
     build(sessions, out, search=True)
     assert small_shards == [shard_of_session(neighbour, out)]
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")
+
+
+def test_another_pagefind_binary_reindexes_every_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shard digests name the binary (path, size, mtime), so an upgraded Pagefind, or
+    one chosen with PAGEFIND_BINARY_PATH, indexes again; the same binary does not."""
+    real = search._pagefind_command()[0]
+    out = tmp_path / "site"
+    build(SAMPLES, out, search=True)
+    assert build(SAMPLES, out, search=True).search == "unchanged"
+    copy = tmp_path / "bin" / "pagefind"
+    copy.parent.mkdir()
+    copy.write_bytes(Path(real).read_bytes())
+    copy.chmod(0o755)
+    monkeypatch.setenv("PAGEFIND_BINARY_PATH", str(copy))
+    assert search._pagefind_command() == [str(copy)]
+    version = search.pagefind_version()
+    assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
+    assert build(SAMPLES, out, search=True).search == "unchanged"
+    os.utime(copy, ns=(0, 1_000_000_000))  # "upgraded" in place
+    assert search.pagefind_version() != version
+    assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
