@@ -411,3 +411,86 @@ def test_another_pagefind_binary_reindexes_every_shard(
     os.utime(copy, ns=(0, 1_000_000_000))  # "upgraded" in place
     assert search.pagefind_version() != version
     assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
+
+
+def test_bundle_chunks_names_exactly_the_files_pagefind_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(SAMPLES, out, search=True)
+    bundle = out / "pagefind" / shard_listing(out)[0]
+    named = search.bundle_chunks(bundle)
+    assert named is not None and named["fragment"] and named["index"]
+    for folder, suffix in search.CHUNK_SUFFIXES.items():
+        on_disk = {p.name[: -len(suffix)] for p in (bundle / folder).glob(f"*{suffix}")}
+        assert named[folder] == on_disk, folder
+    # Not Pagefind 1's metadata: None, never a guess.
+    meta = next(bundle.glob("pagefind.*.pf_meta"))
+    meta.write_bytes(b"\x1f\x8b" + meta.read_bytes()[2:40])
+    assert search.bundle_chunks(bundle) is None
+    (bundle / "pagefind-entry.json").write_text('{"version": "1", "languages": {}}')
+    assert search.bundle_chunks(bundle) is None
+
+
+def test_an_append_seeds_the_shard_with_its_old_chunks_and_prunes_the_stale_ones(
+    small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pagefind skips chunk files that exist, so the old bundle's are copied in first; the
+    ones the new index does not name are removed: the result is a fresh build's."""
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    build(sessions, out, search=True)
+    seeded: list[bool] = []
+    real_seed = search._seed_chunks
+
+    def spy(installed: Path, bundle: Path, out_dir: Path) -> bool:
+        seeded.append(real_seed(installed, bundle, out_dir))
+        return seeded[-1]
+
+    monkeypatch.setattr(search, "_seed_chunks", spy)
+    target = NAMES[5]
+    shard = shard_of_session(target, out)
+    old_fragments = {p.name for p in (out / "pagefind" / shard / "fragment").iterdir()}
+    write_archive(sessions, NAMES, {target: 2})
+    small_shards.clear()
+    build(sessions, out, search=True)
+    assert small_shards == [shard] and seeded == [True]
+    new_fragments = {p.name for p in (out / "pagefind" / shard / "fragment").iterdir()}
+    assert old_fragments - new_fragments and new_fragments - old_fragments  # one page changed
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def test_unreadable_chunk_lists_fall_back_to_indexing_from_scratch(
+    small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    build(sessions, out, search=True)
+    monkeypatch.setattr(search, "bundle_chunks", lambda bundle: None)  # "another format"
+    monkeypatch.setattr(search, "_seeding", True)
+    target = NAMES[6]
+    shard = shard_of_session(target, out)
+    write_archive(sessions, NAMES, {target: 1})
+    small_shards.clear()
+    build(sessions, out, search=True)
+    assert small_shards == [shard, shard]  # seeded run, then the run from scratch
+    assert search._seeding is False  # not tried again in this process
+    write_archive(sessions, NAMES, {target: 2})
+    small_shards.clear()
+    build(sessions, out, search=True)
+    assert small_shards == [shard]
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def test_seeding_never_follows_links_out_of_the_site(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(SAMPLES, out, search=True)
+    installed = out / "pagefind" / shard_listing(out)[0]
+    outside = tmp_path / "outside.pf_fragment"
+    outside.write_text("secret")
+    (installed / "fragment" / "planted.pf_fragment").symlink_to(outside)
+    bundle = tmp_path / "new"
+    assert search._seed_chunks(installed, bundle, out)
+    assert not (bundle / "fragment" / "planted.pf_fragment").exists()
+    linked = tmp_path / "linked"
+    linked.symlink_to(installed)
+    assert not search._seed_chunks(linked, tmp_path / "new2", out)
+    assert not search._seed_chunks(installed, tmp_path / "new3", tmp_path / "elsewhere")

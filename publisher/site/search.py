@@ -317,16 +317,132 @@ def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard) -> str | None:
         glob = shard.glob()
     except (OSError, ValueError) as exc:
         return str(exc)
-    error = run_pagefind(out_dir, glob, work / "bundle", cwd=work)
+    bundle = work / "bundle"
+    seeded = _seed_chunks(out_dir / BUNDLE_DIR / shard.id, bundle, out_dir)
+    error = run_pagefind(out_dir, glob, bundle, cwd=work)
+    if error is None and seeded and not _prune_chunks(bundle):
+        # The new bundle's chunks could not be told from the seeded ones: from scratch.
+        global _seeding
+        _seeding = False
+        _remove_tree(bundle, out_dir)
+        error = run_pagefind(out_dir, glob, bundle, cwd=work)
     if error is not None:
+        _remove_tree(work, out_dir)
         return error
     try:
-        install_bundle(work / "bundle", out_dir, f"{BUNDLE_DIR}/{shard.id}", shard.primary)
+        install_bundle(bundle, out_dir, f"{BUNDLE_DIR}/{shard.id}", shard.primary)
     except (OSError, WriteError) as exc:
         return f"cannot install the bundle: {exc}"
     finally:
         _remove_tree(work, out_dir)
     return None
+
+
+#: A bundle's content-addressed files, by folder: each is named by a hash of what it
+#: holds (a page's fragment, a chunk of the word index, a filter), so an existing file of
+#: that name already has the bytes Pagefind would write.
+CHUNK_SUFFIXES = {"fragment": ".pf_fragment", "index": ".pf_index", "filter": ".pf_filter"}
+CHUNK_STEM_RE = re.compile(r"\A[A-Za-z0-9_-]{1,100}\Z")
+META_SIGNATURE = b"pagefind_dcd"
+_seeding = True
+"""False once a bundle's chunks could not be read back (another Pagefind format): shards
+are then indexed from scratch for the rest of the process, without the wasted first run."""
+
+
+def _seed_chunks(installed: Path, bundle: Path, out_dir: Path) -> bool:
+    """Copy the installed bundle's content-addressed files into the new bundle's folder;
+    True when some were.
+
+    Pagefind does not write a fragment or index chunk whose file exists already, and
+    compressing them is a quarter of its time on a shard: after an append, all but the
+    appended page's fragment and a few index chunks are there (0.36 -> 0.27 s on a 5 MB
+    shard). Those that the new index no longer names are removed after the run
+    (:func:`_prune_chunks`). Copies, not links: Pagefind must never write to the site.
+    """
+    if not _seeding or installed.is_symlink() or not installed.is_dir():
+        return False
+    if not is_inside(installed, out_dir):
+        return False
+    copied = 0
+    for folder, suffix in CHUNK_SUFFIXES.items():
+        source = installed / folder
+        if source.is_symlink() or not source.is_dir():
+            continue
+        for entry in sorted(os.scandir(source), key=lambda e: e.name):
+            stem = entry.name[: -len(suffix)] if entry.name.endswith(suffix) else ""
+            if not CHUNK_STEM_RE.match(stem) or not entry.is_file(follow_symlinks=False):
+                continue
+            target = bundle / folder / entry.name
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(entry.path, target, follow_symlinks=False)
+            except OSError:
+                continue  # a chunk not seeded is only written again
+            copied += 1
+    return copied > 0
+
+
+def _prune_chunks(bundle: Path) -> bool:
+    """Remove the seeded chunks the new index does not name; False when the bundle's
+    chunk list cannot be read, or names a file that is not there."""
+    named = bundle_chunks(bundle)
+    if named is None:
+        return False
+    for folder, suffix in CHUNK_SUFFIXES.items():
+        present = {p.name for p in (bundle / folder).glob(f"*{suffix}")}
+        wanted = {f"{stem}{suffix}" for stem in named[folder]}
+        if not wanted <= present:
+            return False
+        for name in sorted(present - wanted):
+            (bundle / folder / name).unlink()
+    return True
+
+
+def bundle_chunks(bundle: Path) -> dict[str, set[str]] | None:
+    """The content-addressed files (stems by folder) a Pagefind bundle's metadata names;
+    None when it does not read as Pagefind 1's format.
+
+    Each language of ``pagefind-entry.json`` has a ``pagefind.<hash>.pf_meta``: the
+    signature ``pagefind_dcd``, then CBOR ``[version, pages, index chunks, filters, sorts,
+    meta fields]``, with pages ``[hash, word count]``, index chunks ``[from, to, hash]``
+    and filters ``[name, hash]`` (gzip-compressed)."""
+    import gzip
+
+    import cbor2
+
+    named: dict[str, set[str]] = {folder: set() for folder in CHUNK_SUFFIXES}
+    try:
+        entry = json.loads((bundle / ENTRY).read_text(encoding="utf-8"))
+        languages = entry["languages"]
+        if not isinstance(languages, dict) or not languages:
+            return None
+        for language in languages.values():
+            meta_hash = language["hash"]
+            if not isinstance(meta_hash, str) or not CHUNK_STEM_RE.match(meta_hash):
+                return None
+            raw = gzip.decompress((bundle / f"pagefind.{meta_hash}.pf_meta").read_bytes())
+            if not raw.startswith(META_SIGNATURE):
+                return None
+            meta = cbor2.loads(raw[len(META_SIGNATURE) :])
+            if not isinstance(meta, list) or len(meta) < 4 or meta[0] != entry["version"]:
+                return None
+            for folder, rows, width in (
+                ("fragment", meta[1], 2),
+                ("index", meta[2], 3),
+                ("filter", meta[3], 2),
+            ):
+                if not isinstance(rows, list):
+                    return None
+                for row in rows:
+                    if not isinstance(row, list) or len(row) != width:
+                        return None
+                    stem = row[0] if folder == "fragment" else row[-1]
+                    if not isinstance(stem, str) or not CHUNK_STEM_RE.match(stem):
+                        return None
+                    named[folder].add(stem)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, cbor2.CBORError):
+        return None
+    return named
 
 
 def _pagefind_command() -> list[str]:
