@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -167,13 +168,18 @@ def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None
     assert report.sessions_rendered == 2
 
 
-def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("turns", [1, 3, 200])
+def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, turns: int) -> None:
+    """Short sessions too: every session keeps its turn fragments."""
     from publisher.render.html import HtmlRenderer
 
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     doc = session_doc(
-        turns=[turn(i, part("user", f"step {i}"), part("text", f"done {i}")) for i in range(1, 201)]
+        turns=[
+            turn(i, part("user", f"step {i}"), part("text", f"done {i}"))
+            for i in range(1, turns + 1)
+        ]
     )
     path = sessions / f"{doc['session_name']}.json"
     path.write_text(json.dumps(doc))
@@ -195,10 +201,10 @@ def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any) ->
         "read_session",
         lambda p, *a: reads.append(p.name) or original_read(p, *a),
     )
-    doc["turns"].append(turn(201, part("user", "one more")))
+    doc["turns"].append(turn(turns + 1, part("user", "one more")))
     path.write_text(json.dumps(doc))
     build(sessions, tmp_path / "site")
-    assert calls == [201]
+    assert calls == [turns + 1]
     assert reads == []  # the render took the session the scan had just parsed
     fresh = tmp_path / "fresh"
     build(sessions, fresh)

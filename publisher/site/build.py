@@ -57,8 +57,6 @@ STATE_DIR = ".polyglav"
 MANIFEST = "manifest.jsonl"
 #: Build state files that earlier versions wrote and this one does not use.
 LEGACY_STATE = ("manifest.json", "index-rows.json")
-#: Sessions with at least this many turns keep a cache of their rendered turns.
-FRAGMENT_CACHE_MIN_TURNS = 20
 #: Files modified this close to the previous scan are reread (their stamp may be stale).
 RACY_NS = 2_000_000_000
 
@@ -276,12 +274,10 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
             redaction = counter.summary()
     facts = PageFacts.from_graph(graph, session.session_name, find_refs(session))
     cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
-    # Only long sessions keep their turn fragments: a short one re-renders in milliseconds,
-    # and caching every session would write a second copy of the whole site. A long one
-    # reads the old fragments one at a time and spools the new ones to the next cache file.
-    cached = len(session.turns) >= FRAGMENT_CACHE_MIN_TURNS
-    cache = FragmentFile.open(out_dir / cache_rel) if cached else None
-    spool = FragmentWriter(prepare_target(out_dir, cache_rel)) if cached else None
+    # The old turn fragments are read one at a time, and the new ones spooled to the next
+    # cache file as they are rendered: an appended turn is the only one rendered.
+    cache = FragmentFile.open(out_dir / cache_rel)
+    spool = FragmentWriter(prepare_target(out_dir, cache_rel))
     outputs: dict[str, str] = {}
     written = 0
 
@@ -298,8 +294,7 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     try:
         render_session_pages(renderer, session, facts, cache, redaction, sink=write, store=spool)
     except BaseException as exc:
-        if spool is not None:
-            spool.abort()
+        spool.abort()
         if isinstance(exc, Exception):
             # Pages already written for this render and unknown to the manifest would be
             # orphans: remove them (the caller lists the session as failed).
@@ -312,12 +307,8 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
         if cache is not None:
             cache.close()
     del session
-    if spool is not None:
-        with contextlib.suppress(WriteError):
-            spool.commit()
-    else:
-        with contextlib.suppress(OSError):
-            (out_dir / cache_rel).unlink()
+    with contextlib.suppress(WriteError):
+        spool.commit()
     return file_name, dict(sorted(outputs.items())), facts.key(), written, None
 
 
