@@ -114,8 +114,13 @@ def test_unwritable_output_one_clear_error_no_leftovers(
     budget = {"writes": 3}
 
     class Failing:
+        """A file whose writes fail once the budget is spent; otherwise the file."""
+
         def __init__(self, handle: Any) -> None:
             self.handle = handle
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.handle, name)
 
         def __enter__(self) -> Failing:
             return self
