@@ -209,3 +209,43 @@ def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, tu
     fresh = tmp_path / "fresh"
     build(sessions, fresh)
     assert tree_digest(tmp_path / "site") == tree_digest(fresh)
+
+
+def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypatch: Any) -> None:
+    """The scan's parsed session goes to the render when one file changed, whatever its
+    size (a second parse of a 95 MB session held its bytes and text on top of the first
+    parse's heap: 297 MB against 220 MB); several files are kept within a byte budget."""
+    import publisher.loader
+    from publisher.site import build as build_module
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    docs = {}
+    for name in ("ses_20260101_000000_aaa001", "ses_20260101_000000_bbb002"):
+        docs[name] = session_doc(name, turns=[turn(1, part("user", "hello"))])
+        (sessions / f"{name}.json").write_text(json.dumps(docs[name]))
+        os.utime(sessions / f"{name}.json", (1_700_000_000, 1_700_000_000))  # not racy
+    build(sessions, tmp_path / "site")
+    monkeypatch.setattr(build_module, "KEEP_SCANNED_BYTES", 0)  # every file is "large"
+    reads: list[str] = []
+    original_read = publisher.loader.read_session
+    monkeypatch.setattr(
+        publisher.loader,
+        "read_session",
+        lambda p, *a: reads.append(p.name) or original_read(p, *a),
+    )
+
+    def append(name: str, index: int) -> None:
+        docs[name]["turns"].append(turn(index, part("user", f"more {index}")))
+        (sessions / f"{name}.json").write_text(json.dumps(docs[name]))
+
+    append("ses_20260101_000000_aaa001", 2)
+    assert build(sessions, tmp_path / "site").sessions_rendered == 1
+    assert reads == []
+    append("ses_20260101_000000_aaa001", 3)
+    append("ses_20260101_000000_bbb002", 2)
+    assert build(sessions, tmp_path / "site").sessions_rendered == 2
+    assert sorted(reads) == sorted(f"{n}.json" for n in docs)  # over the budget: read again
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh)
+    assert tree_digest(tmp_path / "site") == tree_digest(fresh)

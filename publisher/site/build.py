@@ -213,7 +213,8 @@ _WORKER: dict[str, Any] = {}
 _KEPT: dict[str, tuple[Session, str | None]] = {}
 #: At most this many changed files are scanned in the build's own process (no pool).
 IN_PROCESS_SCAN = 8
-#: Their parsed sessions are kept for the render when the files total at most this.
+#: Their parsed sessions are kept for the render when the files total at most this, or
+#: when there is only one (its render holds that session anyway).
 KEEP_SCANNED_BYTES = 64 << 20
 _RENDERERS: dict[tuple[tuple[Path, ...], str], HtmlRenderer] = {}
 
@@ -432,7 +433,12 @@ def _build_site(options: BuildOptions) -> BuildReport:
     else:
         # A few changed files (an append): scanned here, and their parsed sessions kept
         # for the render (in this process, or a forked worker) instead of parsed again.
-        small = sum(file_stamp(job[0])[0] for job in to_scan) <= KEEP_SCANNED_BYTES
+        # One file is always kept, however large: parsing it again for the render would
+        # hold its bytes and text on top of the heap its first parse left (a 95 MB session:
+        # 297 MB at peak against 220 MB kept), and cost a second parse.
+        small = (
+            len(to_scan) == 1 or sum(file_stamp(job[0])[0] for job in to_scan) <= KEEP_SCANNED_BYTES
+        )
         scanned = {}
         for i, (path, folder_, redactor) in enumerate(to_scan, start=1):
             name, state = scan_file(path, folder_, redactor, _KEPT if small else None)
