@@ -168,6 +168,21 @@ def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None
     assert report.sessions_rendered == 2
 
 
+def count_session_reads(monkeypatch: Any) -> list[str]:
+    """The names of the session files the render reads (it reads none when it takes the
+    session the scan parsed)."""
+    import publisher.loader
+
+    reads: list[str] = []
+    original_read = publisher.loader.read_session
+    monkeypatch.setattr(
+        publisher.loader,
+        "read_session",
+        lambda p, *a: reads.append(p.name) or original_read(p, *a),
+    )
+    return reads
+
+
 @pytest.mark.parametrize("turns", [1, 3, 200])
 def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, turns: int) -> None:
     """Short sessions too: every session keeps its turn fragments."""
@@ -192,15 +207,7 @@ def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, tu
         return original(self, session, t, *args, **kwargs)
 
     monkeypatch.setattr(HtmlRenderer, "render_turn", counting)
-    import publisher.loader
-
-    reads: list[str] = []
-    original_read = publisher.loader.read_session
-    monkeypatch.setattr(
-        publisher.loader,
-        "read_session",
-        lambda p, *a: reads.append(p.name) or original_read(p, *a),
-    )
+    reads = count_session_reads(monkeypatch)
     doc["turns"].append(turn(turns + 1, part("user", "one more")))
     path.write_text(json.dumps(doc))
     build(sessions, tmp_path / "site")
@@ -215,7 +222,6 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
     """The scan's parsed session goes to the render when one file changed, whatever its
     size (a second parse of a 95 MB session held its bytes and text on top of the first
     parse's heap: 297 MB against 220 MB); several files are kept within a byte budget."""
-    import publisher.loader
     from publisher.site import build as build_module
 
     sessions = tmp_path / "sessions"
@@ -227,13 +233,7 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
         os.utime(sessions / f"{name}.json", (1_700_000_000, 1_700_000_000))  # not racy
     build(sessions, tmp_path / "site")
     monkeypatch.setattr(build_module, "KEEP_SCANNED_BYTES", 0)  # every file is "large"
-    reads: list[str] = []
-    original_read = publisher.loader.read_session
-    monkeypatch.setattr(
-        publisher.loader,
-        "read_session",
-        lambda p, *a: reads.append(p.name) or original_read(p, *a),
-    )
+    reads = count_session_reads(monkeypatch)
 
     def append(name: str, index: int) -> None:
         docs[name]["turns"].append(turn(index, part("user", f"more {index}")))
