@@ -394,7 +394,13 @@ def test_another_pagefind_binary_reindexes_every_shard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The shard digests name the binary (path, size, mtime), so an upgraded Pagefind, or
-    one chosen with PAGEFIND_BINARY_PATH, indexes again; the same binary does not."""
+    one chosen with PAGEFIND_BINARY_PATH, indexes again (from scratch: chunks another
+    Pagefind made do not seed its runs); the same binary does not."""
+    seeds: list[Path] = []
+    real_seed = search._seed_chunks
+    monkeypatch.setattr(
+        search, "_seed_chunks", lambda i, b, o: seeds.append(i) or real_seed(i, b, o)
+    )
     real = search._pagefind_command()[0]
     out = tmp_path / "site"
     build(SAMPLES, out, search=True)
@@ -411,6 +417,11 @@ def test_another_pagefind_binary_reindexes_every_shard(
     os.utime(copy, ns=(0, 1_000_000_000))  # "upgraded" in place
     assert search.pagefind_version() != version
     assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
+    assert seeds == []
+    expected = tree_digest(out)
+    (out / STATE_DIR / "search.json").unlink()  # which Pagefind made the chunks: unknown
+    assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
+    assert seeds == [] and tree_digest(out) == expected
 
 
 def test_bundle_chunks_names_exactly_the_files_pagefind_wrote(tmp_path: Path) -> None:

@@ -210,7 +210,10 @@ def update_search(
     shards = plan_shards(produced, _page_sizes(out_dir, produced))
     version = pagefind_version()
     wanted = {shard.id: shard.digest(key, version) for shard in shards}
-    old = _load_state(state_path)
+    old, old_version = _load_state(state_path)
+    # Old chunks may seed a new run only when the same Pagefind made them (its chunk names
+    # and bytes could differ in another version).
+    seed = old_version == version
     jobs = [s for s in shards if old.get(s.id) != wanted[s.id] or not _bundle_complete(out_dir, s)]
     # Largest shards first: with a few workers, a big shard started last would run alone.
     jobs.sort(key=lambda s: -_pages_size(out_dir, s))
@@ -222,7 +225,7 @@ def update_search(
     if jobs:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
             futures = [
-                (shard, pool.submit(_index_shard, out_dir, tmp_root, shard)) for shard in jobs
+                (shard, pool.submit(_index_shard, out_dir, tmp_root, shard, seed)) for shard in jobs
             ]
             for shard, future in futures:
                 error = future.result()
@@ -253,8 +256,8 @@ def update_search(
         else:
             entry.unlink()
     state = {sid: digest for sid, digest in wanted.items() if sid not in result.failed}
-    if state != old:
-        _save_state(state_path, state)
+    if state != old or old_version != version:
+        _save_state(state_path, state, version)
     return result
 
 
@@ -291,25 +294,31 @@ def _bundle_complete(out_dir: Path, shard: Shard) -> bool:
     return not shard.primary or (folder / "pagefind.js").is_file()
 
 
-def _load_state(path: Path) -> dict[str, str]:
+def _load_state(path: Path) -> tuple[dict[str, str], str | None]:
+    """The shard digests of the last build, and the Pagefind that indexed them (None when
+    unknown)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return {}, None
     if not isinstance(data, dict) or data.get("format") != SEARCH_FORMAT:
-        return {}
+        return {}, None
     shards = data.get("shards")
     if not isinstance(shards, dict):
-        return {}
-    return {k: v for k, v in shards.items() if isinstance(k, str) and isinstance(v, str)}
+        return {}, None
+    version = data.get("pagefind")
+    return (
+        {k: v for k, v in shards.items() if isinstance(k, str) and isinstance(v, str)},
+        version if isinstance(version, str) else None,
+    )
 
 
-def _save_state(path: Path, shards: dict[str, str]) -> None:
-    data = {"format": SEARCH_FORMAT, "shards": dict(sorted(shards.items()))}
+def _save_state(path: Path, shards: dict[str, str], version: str) -> None:
+    data = {"format": SEARCH_FORMAT, "pagefind": version, "shards": dict(sorted(shards.items()))}
     atomic_write(path, [json.dumps(data, sort_keys=True, indent=1).encode()])
 
 
-def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard) -> str | None:
+def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seed: bool = True) -> str | None:
     """Index one shard into a temporary folder and install it; the error, or None."""
     work = tmp_root / shard.id
     try:
@@ -318,7 +327,7 @@ def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard) -> str | None:
     except (OSError, ValueError) as exc:
         return str(exc)
     bundle = work / "bundle"
-    seeded = _seed_chunks(out_dir / BUNDLE_DIR / shard.id, bundle, out_dir)
+    seeded = seed and _seed_chunks(out_dir / BUNDLE_DIR / shard.id, bundle, out_dir)
     error = run_pagefind(out_dir, glob, bundle, cwd=work)
     if error is None and seeded and not _prune_chunks(bundle):
         # The new bundle's chunks could not be told from the seeded ones: from scratch.
