@@ -23,6 +23,8 @@ Indexing the whole site again after any change cost most of a big build (38 s of
 
 A bundle is installed from a temporary folder: each file is moved into place atomically and
 only when its bytes changed, the entry file last, then files no longer produced are removed.
+A shard indexed again starts from its old bundle's content-addressed chunks, which
+Pagefind does not write again (:func:`_seed_chunks`, :func:`_prune_chunks`).
 """
 
 from __future__ import annotations
