@@ -173,6 +173,7 @@ def render_session_pages(
     # long session being held at once (the build's workers write through one).
     emit: Callable[[str, bytes], None] = sink if sink is not None else out.files.__setitem__
     decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
+    tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
         {"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage
     ]
@@ -192,6 +193,7 @@ def render_session_pages(
             lineage_cycle=facts.lineage_cycle,
             children=children,
             decision_counts=decision_counts,
+            tool_calls=tool_calls,
             root="../../",
             resolve_ref=resolve_ref,
             redaction=redaction,

@@ -43,6 +43,7 @@ def export_html(
         lineage_cycle=False,
         children=[{"name": n, "url": None, "role": ""} for n in session.sub_sessions],
         decision_counts=sorted(Counter(p.decision for p in session.permissions).items()),
+        tool_calls=session.tool_calls,
         root="",
         resolve_ref=None,
         redaction=redaction,
