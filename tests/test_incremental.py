@@ -208,11 +208,19 @@ def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, tu
 
     monkeypatch.setattr(HtmlRenderer, "render_turn", counting)
     reads = count_session_reads(monkeypatch)
+    from publisher.site import build as build_module
+
+    ref_scans: list[str] = []
+    real_find_refs = build_module.find_refs
+    monkeypatch.setattr(
+        build_module, "find_refs", lambda s: ref_scans.append(s.session_name) or real_find_refs(s)
+    )
     doc["turns"].append(turn(turns + 1, part("user", "one more")))
     path.write_text(json.dumps(doc))
     build(sessions, tmp_path / "site")
     assert calls == [turns + 1]
     assert reads == []  # the render took the session the scan had just parsed
+    assert len(ref_scans) == 1  # and the references the scan found in it
     fresh = tmp_path / "fresh"
     build(sessions, fresh)
     assert tree_digest(tmp_path / "site") == tree_digest(fresh)

@@ -134,12 +134,13 @@ def scan_file(
     path: Path,
     folder: Path,
     redactor: Redactor | None = None,
-    keep: dict[str, tuple[Session, str | None]] | None = None,
+    keep: dict[str, tuple[Session, str | None, set[str]]] | None = None,
 ) -> tuple[str, SourceState]:
     """Read, hash and summarise one file (phase 1), redacted first when asked.
 
-    ``keep`` receives the parsed session (and its redaction note) by file name, for a
-    render in the same process to use instead of reading and parsing the file again.
+    ``keep`` receives the parsed session (with its redaction note and references) by file
+    name, for a render in the same process to use instead of reading and parsing the file
+    again.
     """
     size, mtime_ns = file_stamp(path)
     try:
@@ -169,17 +170,12 @@ def scan_file(
         session = redact_session(session, counter)
         redacted = counter.total
         note = counter.summary()
+    refs = find_refs(session)
     if keep is not None:
-        keep[path.name] = (session, note)
+        keep[path.name] = (session, note, refs)
     summary = Summary.of(session, redacted)
     return path.name, SourceState(
-        size,
-        mtime_ns,
-        file_hash,
-        summary,
-        None,
-        sorted(find_refs(session)),
-        digest=summary.digest(),
+        size, mtime_ns, file_hash, summary, None, sorted(refs), digest=summary.digest()
     )
 
 
@@ -210,7 +206,7 @@ def find_refs(session: Session) -> set[str]:
 
 _WORKER: dict[str, Any] = {}
 #: Sessions parsed by this build's scan, by file name, waiting for their render.
-_KEPT: dict[str, tuple[Session, str | None]] = {}
+_KEPT: dict[str, tuple[Session, str | None, set[str]]] = {}
 #: At most this many changed files are scanned in the build's own process (no pool).
 IN_PROCESS_SCAN = 8
 #: Their parsed sessions are kept for the render when the files total at most this, or
@@ -266,14 +262,15 @@ def _render(file_name: str, previous_outputs: dict[str, str]) -> RenderResult:
     kept = _KEPT.pop(file_name, None)
     redaction: str | None = None
     if kept is not None:  # scanned in this process moments ago: the very bytes hashed
-        session, redaction = kept
+        session, redaction, refs = kept
     else:
         session = read_session(_WORKER["folder"] / file_name, _WORKER["folder"])
         if _WORKER["redactor"] is not None:
             counter: Redactor = _WORKER["redactor"].fresh()
             session = redact_session(session, counter)
             redaction = counter.summary()
-    facts = PageFacts.from_graph(graph, session.session_name, find_refs(session))
+        refs = find_refs(session)
+    facts = PageFacts.from_graph(graph, session.session_name, refs)
     cache_rel = f"{STATE_DIR}/fragments/{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
     # The old turn fragments are read one at a time, and the new ones spooled to the next
     # cache file as they are rendered: an appended turn is the only one rendered.
