@@ -443,6 +443,9 @@ def _build_site(options: BuildOptions) -> BuildReport:
             if options.progress:
                 options.progress("read", i, len(to_scan))
     report.files_read = len(scanned)
+    # The sessions kept for the render too: collections in this process, and in workers
+    # forked from it, need not walk them (a worker's walk would copy their pages).
+    freeze_long_lived()
     held: set[str] = set()
 
     def keep_last_good(name: str, reason: str, size: int) -> bool:
