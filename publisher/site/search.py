@@ -209,7 +209,8 @@ def update_search(
     state_path = out_dir / STATE_DIR / STATE_FILE
     if bundles.is_symlink() or (bundles.exists() and not bundles.is_dir()):
         bundles.unlink()  # planted link or stray file: pagefind/ is ours
-    shards = plan_shards(produced, _page_sizes(out_dir, produced))
+    sizes = _page_sizes(out_dir, produced)
+    shards = plan_shards(produced, sizes)
     version = pagefind_version()
     wanted = {shard.id: shard.digest(key, version) for shard in shards}
     old, old_version = _load_state(state_path)
@@ -218,7 +219,7 @@ def update_search(
     seed = old_version == version
     jobs = [s for s in shards if old.get(s.id) != wanted[s.id] or not _bundle_complete(out_dir, s)]
     # Largest shards first: with a few workers, a big shard started last would run alone.
-    jobs.sort(key=lambda s: -_pages_size(out_dir, s))
+    jobs.sort(key=lambda s: -sum(sizes.get(rel, 0) for rel, _ in s.pages))
     result = SearchResult(shards=len(shards))
 
     tmp_root = out_dir / STATE_DIR / TMP_DIR
@@ -279,14 +280,6 @@ def _page_sizes(out_dir: Path, produced: Mapping[str, str]) -> dict[str, int]:
             with contextlib.suppress(OSError):
                 sizes[rel] = os.stat(f"{root}/{rel}").st_size
     return sizes
-
-
-def _pages_size(out_dir: Path, shard: Shard) -> int:
-    total = 0
-    for rel, _ in shard.pages:
-        with contextlib.suppress(OSError):
-            total += (out_dir / rel).stat().st_size
-    return total
 
 
 def _bundle_complete(out_dir: Path, shard: Shard) -> bool:
