@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loader import SessionLoadError, read_session
+from . import refs
+from .loader import SessionLoadError, is_session_file, read_session, session_file_names
 from .model import LoadFailure, Session
 
-ID_RE = re.compile(r"\A[0-9a-z]{1,32}\Z")
 #: A name that can be a file in the folder: no separators, no leading dot, no NUL.
 NAME_RE = re.compile(r"\A[^/\\\x00]+\Z")
 
@@ -40,14 +40,24 @@ def find_sessions_dir(project: Path | None = None, *, start: Path | None = None)
         nested = project / ".polyglav" / "sessions"
         if nested.is_dir():
             return nested
-        if project.name == "sessions" or any(project.glob("*.json")):
+        if project.name == "sessions" or session_file_names(project):
             return project
         raise ArchiveError(f"{project}: holds no .polyglav/sessions/ folder and no session files")
     here = (start or Path.cwd()).resolve()
+    without: list[Path] = []
     for folder in (here, *here.parents):
         candidate = folder / ".polyglav"
-        if candidate.is_dir():
+        if (candidate / "sessions").is_dir():
             return candidate / "sessions"
+        if candidate.is_dir():
+            # e.g. the ./.polyglav/exports/ an export of a bare folder made: not a project
+            without.append(candidate)
+    if without:
+        skipped = ", ".join(str(p) for p in without)
+        raise ArchiveError(
+            f"no .polyglav/sessions/ folder in {here} or above ({skipped} holds no "
+            "sessions/); pass --project DIR"
+        )
     raise ArchiveError(f"no .polyglav/ folder in {here} or above; pass --project DIR")
 
 
@@ -97,16 +107,7 @@ class Archive:
 
     def files(self) -> list[Path]:
         """Every ``*.json`` file, sorted by name (the order is deterministic)."""
-        if not self.folder.is_dir():
-            return []
-        return sorted(
-            (
-                p
-                for p in self.folder.iterdir()
-                if p.name.endswith(".json") and not p.name.startswith(".")
-            ),
-            key=lambda p: p.name,
-        )
+        return [self.folder / name for name in session_file_names(self.folder)]
 
     def read(self, path: Path) -> Session:
         return read_session(path, self.folder)
@@ -135,10 +136,11 @@ class Archive:
         Raises :class:`NotFoundError` (with the reason when the file exists but does not
         load) or :class:`ArchiveError` for an ambiguous id.
         """
-        if target.startswith("#"):
-            return self._by_id(target[1:])
-        if target.startswith("session:"):
-            return self._load_named(target[len("session:") :])
+        ref = refs.parse(target)
+        if ref is not None and ref.kind == "id":
+            return self._by_id(ref.value)
+        if ref is not None:
+            return self._load_named(ref.value)
         path = self.path_for_name(target)
         if path.exists() or path.is_symlink():
             return self._load_named(target)
@@ -147,6 +149,11 @@ class Archive:
         ]
         if by_role:
             return max(by_role, key=lambda s: (s.updated_at, s.session_name))
+        if refs.is_id(target) and any(self.folder.glob(refs.id_glob(target))):
+            raise NotFoundError(
+                f"{target}: no session with that name or role; did you mean '#{target}' "
+                "(a session id)?"
+            )
         raise NotFoundError(f"{target}: no session with that name or role")
 
     def _load_named(self, name: str) -> Session:
@@ -159,14 +166,18 @@ class Archive:
             raise NotFoundError(f"{exc.file_name}: does not load: {exc.reason}") from None
 
     def _by_id(self, ident: str) -> Session:
-        if not ID_RE.match(ident):
-            raise NotFoundError(f"#{ident}: not a session id (base36 letters and digits)")
-        matches = sorted(self.folder.glob(f"*_{ident}.json"), key=lambda p: p.name)
+        if ident.isdigit() and not refs.is_id(ident):
+            raise NotFoundError(
+                f"#{ident}: a run id, and headless there are no live runs "
+                "(a saved session's id has six base36 characters)"
+            )
+        if not refs.is_id(ident):
+            raise NotFoundError(f"#{ident}: not a session id (six base36 letters and digits)")
+        matches = sorted(
+            (p for p in self.folder.glob(refs.id_glob(ident)) if is_session_file(p.name)),
+            key=lambda p: p.name,
+        )
         if not matches:
-            if ident.isdigit():
-                raise NotFoundError(
-                    f"#{ident}: no live run in headless mode and no saved session with that id"
-                )
             raise NotFoundError(f"#{ident}: no session with that id")
         if len(matches) > 1:
             names = ", ".join(p.name for p in matches)
@@ -175,9 +186,11 @@ class Archive:
 
     def latest(self) -> Session:
         """The most recently updated session that loads (by ``updated_at``, then name)."""
-        sessions = [e.session for e in self.entries() if e.session is not None]
+        entries = self.entries()
+        sessions = [e.session for e in entries if e.session is not None]
         if not sessions:
-            raise NotFoundError(f"{self.folder}: no session that loads")
+            what = f"{len(entries)} session files, none loads" if entries else "no session files"
+            raise NotFoundError(f"{self.folder}: {what}")
         return max(sessions, key=lambda s: (s.updated_at, s.session_name))
 
 

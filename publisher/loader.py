@@ -350,6 +350,25 @@ def parse_session_text(text: str, file_name: str) -> Session:
         raise SessionLoadError(file_name, "JSON nested too deep") from None
 
 
+SESSION_SUFFIX = ".json"
+
+
+def is_session_file(name: str) -> bool:
+    """The one rule for which entries of a sessions folder are session files: ``*.json``,
+    not hidden (a leading dot: editors' and agents' temporary files)."""
+    return name.endswith(SESSION_SUFFIX) and not name.startswith(".")
+
+
+def session_file_names(folder: Path | str) -> list[str]:
+    """The session files of ``folder`` (:func:`is_session_file`), sorted by name; an empty
+    list when the folder cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if is_session_file(e.name))
+    except OSError:
+        return []
+
+
 def check_inside(path: Path, folder: Path) -> None:
     """Raise SessionLoadError when ``path`` is not a regular file inside ``folder``."""
     try:

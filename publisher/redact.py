@@ -550,28 +550,30 @@ _TRIGGER_RE = re.compile(
 # The public API.
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Redactor:
-    """Finds and replaces secrets, counting them by kind.
+    """Finds and replaces secrets: the configuration of redaction, immutable.
 
-    Build one with :meth:`create`. ``counts`` accumulates over every text redacted with
-    this instance; use :meth:`fresh` for a per-page count.
+    Build one with :meth:`create`. It keeps no count: :meth:`redact_text` adds what it
+    replaced to the ``counts`` the caller passes, and :func:`redact_session` returns the
+    counts of one session, so one redactor serves any number of sessions, threads or
+    builds.
     """
 
     values: tuple[str, ...] = ()
     """The user-listed values, redacted wherever they appear (exact, case-sensitive)."""
-    counts: Counter[str] = field(default_factory=Counter)
-    """Redactions so far, by kind."""
     _listed: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False)
+    """The patterns of :attr:`values` (and their form-encoded variants)."""
 
     def __post_init__(self) -> None:
-        self.values = _check_values(self.values)
+        values = _check_values(self.values)
         patterns = []
-        for value in self.values:
+        for value in values:
             patterns.append(re.compile(re.escape(value)))
             if " " in value:  # form encoding writes spaces as '+'
                 patterns.append(re.compile(re.escape(value.replace(" ", "+"))))
-        self._listed = tuple(patterns)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "_listed", tuple(patterns))
 
     @classmethod
     def create(cls, extra_values: Iterable[str] = ()) -> Redactor:
@@ -582,21 +584,14 @@ class Redactor:
         """
         return cls(values=tuple(extra_values))
 
-    def fresh(self) -> Redactor:
-        """A redactor with the same values and zero counts."""
-        return Redactor(values=self.values)
+    def identity(self) -> bytes:
+        """What makes two redactors redact alike (part of the site build's key; the values
+        are hashed there, never stored)."""
+        return b"redact\0" + "\0".join(self.values).encode("utf-8", "surrogatepass")
 
-    @property
-    def total(self) -> int:
-        """Total number of redactions so far."""
-        return sum(self.counts.values())
-
-    def summary(self) -> str:
-        """One line for a page or the console, e.g. ``3 secrets redacted (2 openai, 1 jwt)``."""
-        return describe_counts(self.counts)
-
-    def redact_text(self, text: str) -> str:
-        """``text`` with every secret replaced by ``[REDACTED:<kind>]`` (counted)."""
+    def redact_text(self, text: str, counts: Counter[str] | None = None) -> str:
+        """``text`` with every secret replaced by ``[REDACTED:<kind>]``, each one added to
+        ``counts`` by kind when given."""
         for _ in range(MAX_PASSES):
             groups = self._find(text)
             if not groups:
@@ -606,14 +601,15 @@ class Redactor:
             for start, end, prio in groups:
                 pieces.append(text[pos:start])
                 pieces.append(marker(KINDS[prio]))
-                self.counts[KINDS[prio]] += 1
+                if counts is not None:
+                    counts[KINDS[prio]] += 1
                 pos = end
             pieces.append(text[pos:])
             text = "".join(pieces)
         return text
 
     def scan(self, text: str) -> Counter[str]:
-        """The secrets ``text`` holds, by kind, without changing it or ``counts``."""
+        """The secrets ``text`` holds, by kind, without changing it."""
         return Counter(KINDS[prio] for _, _, prio in self._find(text))
 
     def _find(self, text: str) -> list[Span]:
@@ -711,13 +707,15 @@ def describe_counts(counts: Counter[str]) -> str:
 # Sessions.
 
 
-def redact_json(value: JSON, redactor: Redactor) -> JSON:
+def redact_json(value: JSON, redactor: Redactor, counts: Counter[str] | None = None) -> JSON:
     """A redacted copy of a JSON value: string values and object keys, at any depth.
 
     Walks with an explicit stack (no recursion limit). Two keys that redact to the same
     text keep both entries: the later gets `` (2)``, `` (3)``... appended.
     """
-    redact = redactor.redact_text
+
+    def redact(text: str) -> str:
+        return redactor.redact_text(text, counts)
 
     def child(item: JSON, stack: list[tuple[JSON, JSON]]) -> JSON:
         if isinstance(item, str):
@@ -750,39 +748,44 @@ def redact_json(value: JSON, redactor: Redactor) -> JSON:
     return root
 
 
-def _redact_field(value: Any, redactor: Redactor) -> Any:
+def _redact_field(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
     if isinstance(value, str):
-        return redactor.redact_text(value)
+        return redactor.redact_text(value, counts)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _redact_object(value, redactor)
+        return _redact_object(value, redactor, counts)
     if isinstance(value, list) and any(
         dataclasses.is_dataclass(item) and not isinstance(item, type) for item in value
     ):
-        return [_redact_field(item, redactor) for item in value]
+        return [_redact_field(item, redactor, counts) for item in value]
     if isinstance(value, (dict, list)):
-        return redact_json(value, redactor)
+        return redact_json(value, redactor, counts)
     return value  # int, float, bool, None
 
 
-def _redact_object(obj: Any, redactor: Redactor, keep: frozenset[str] = frozenset()) -> Any:
+def _redact_object(
+    obj: Any, redactor: Redactor, counts: Counter[str], keep: frozenset[str] = frozenset()
+) -> Any:
     """A copy of a model dataclass with every field redacted except those in ``keep``."""
     changes = {
-        f.name: _redact_field(getattr(obj, f.name), redactor)
+        f.name: _redact_field(getattr(obj, f.name), redactor, counts)
         for f in dataclasses.fields(obj)
         if f.init and f.name not in keep
     }
     return dataclasses.replace(obj, **changes)
 
 
-def redact_session(session: Session, redactor: Redactor) -> Session:
-    """A new Session with every string redacted but the identifiers (input untouched).
+def redact_session(session: Session, redactor: Redactor) -> tuple[Session, Counter[str]]:
+    """A new Session with every string redacted but the identifiers (input untouched), and
+    what was redacted, by kind.
 
     Fields are found generically (``dataclasses.fields``), so a field added to the model
     later is redacted without changes here. ``session_name``, ``session_id`` and
     ``file_name`` are kept: they are what page paths, links and ``#id`` references are made
     of; :func:`identifier_findings` reports a secret in them.
     """
-    return cast(Session, _redact_object(session, redactor, IDENTIFIER_FIELDS))
+    counts: Counter[str] = Counter()
+    redacted = cast(Session, _redact_object(session, redactor, counts, IDENTIFIER_FIELDS))
+    return redacted, counts
 
 
 def identifier_findings(session: Session, redactor: Redactor) -> list[str]:

@@ -46,6 +46,25 @@ def new_redactor() -> Redactor:
     return Redactor.create(LISTED)
 
 
+class Counting:
+    """A redactor with the counts of everything redacted through it (the redactor itself is
+    immutable and keeps none)."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor or new_redactor()
+        self.counts: Counter[str] = Counter()
+
+    def redact_text(self, text: str) -> str:
+        return self.redactor.redact_text(text, self.counts)
+
+    def scan(self, text: str) -> Counter[str]:
+        return self.redactor.scan(text)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
 # --------------------------------------------------------------------------------------
 # Forms of a secret.
 
@@ -221,12 +240,10 @@ def test_secret_in_every_field_and_form_is_redacted(sample: dict[str, str], form
     expected = sum(s.count(value) for s in all_strings(session, IDENTIFIERS))
     assert expected >= 40  # the value really is in every field
 
-    redactor = new_redactor()
-    redacted = redact_session(session, redactor)
+    redacted, counts = redact_session(session, new_redactor())
 
     assert session == before, "the input session was modified"
-    assert redactor.counts == Counter({sample["kind"]: expected})
-    assert redactor.total == expected
+    assert counts == Counter({sample["kind"]: expected})
     bad = forbidden(sample)
     for text in all_strings(redacted):
         assert not any(piece in text for piece in bad), text
@@ -246,19 +263,19 @@ def test_secret_in_every_field_and_form_is_redacted(sample: dict[str, str], form
 def test_html_export_of_redacted_session_holds_no_secret(form: str) -> None:
     from publisher.site.single import export_html
 
-    redactor = new_redactor()
     values = [FORMS[form](sample) for sample in CORPUS]
     session = session_with("\n\n".join(values))
-    page = "".join(export_html(redact_session(session, redactor)))
+    redacted, counts = redact_session(session, new_redactor())
+    page = "".join(export_html(redacted))
     for sample in CORPUS:
         leaked = sorted(piece for piece in forbidden(sample) if piece in page)
         assert not leaked, f"{sample['kind']} leaked into the HTML page: {leaked[:3]}"
-    assert redactor.total >= len(CORPUS) * 40
+    assert sum(counts.values()) >= len(CORPUS) * 40
 
 
 @pytest.mark.parametrize("sample", CORPUS, ids=lambda s: s["kind"])
 def test_each_sample_gets_its_kind(sample: dict[str, str]) -> None:
-    redactor = new_redactor()
+    redactor = Counting()
     text = f"before {sample['text']} after"
     out = redactor.redact_text(text)
     assert out == text.replace(sample["secret"], marker(sample["kind"]))
@@ -304,7 +321,7 @@ mixed_text = st.lists(any_text | glue | secret_forms, max_size=12).map("".join)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed_text)
 def test_redact_text_is_total_idempotent_and_never_adds_secrets(text: str) -> None:
-    redactor = new_redactor()
+    redactor = Counting()
     once = redactor.redact_text(text)
     total = redactor.total
     assert redactor.redact_text(once) == once
@@ -331,7 +348,7 @@ def test_redact_text_never_raises_on_any_text(text: str) -> None:
 def test_separated_secrets_all_disappear(
     items: list[tuple[dict[str, str], str]], separator: str
 ) -> None:
-    redactor = new_redactor()
+    redactor = Counting()
     out = redactor.redact_text(separator.join(FORMS[form](sample) for sample, form in items))
     for sample, _ in items:
         assert not any(piece in out for piece in forbidden(sample))
@@ -356,9 +373,8 @@ def loadable_samples() -> list[Path]:
 @pytest.mark.parametrize("path", loadable_samples(), ids=lambda p: p.name)
 def test_sample_sessions_come_out_unchanged(path: Path) -> None:
     session = read_session(path)
-    redactor = new_redactor()
-    redacted = redact_session(session, redactor)
-    assert redactor.total == 0, redactor.counts
+    redacted, counts = redact_session(session, new_redactor())
+    assert not counts, counts
     assert redacted == session
     assert list(all_strings(redacted)) == list(all_strings(session))
     assert export_markdown_text(redacted) == export_markdown_text(session)
@@ -401,7 +417,7 @@ ORDINARY = [
 
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_is_left_alone(text: str) -> None:
-    redactor = new_redactor()
+    redactor = Counting()
     assert redactor.redact_text(text) == text
     assert redactor.total == 0
 
@@ -409,7 +425,7 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 def test_wrapped_lines_are_not_glued_to_a_secret() -> None:
     key = next(s["text"] for s in CORPUS if s["note"] == "legacy user key")
     ant = next(s["text"] for s in CORPUS if s["note"] == "API key" and s["kind"] == "anthropic")
-    redactor = new_redactor()
+    redactor = Counting()
     text = f"OPENAI_API_KEY={key}\nANTHROPIC_API_KEY={ant}\n  next: {key}\n    return x\n"
     assert redactor.redact_text(text) == (
         "OPENAI_API_KEY=[REDACTED:openai]\nANTHROPIC_API_KEY=[REDACTED:anthropic]\n"
@@ -422,29 +438,30 @@ def test_wrapped_lines_are_not_glued_to_a_secret() -> None:
 # The API.
 
 
-def test_counts_total_summary_and_fresh() -> None:
+def test_counts_are_the_callers_and_the_redactor_is_immutable() -> None:
     redactor = new_redactor()
-    assert redactor.total == 0
-    assert redactor.summary() == "no secrets redacted"
+    counts: Counter[str] = Counter()
+    assert describe_counts(counts) == "no secrets redacted"
     aws = next(s["text"] for s in CORPUS if s["kind"] == "aws-access-key")
-    redactor.redact_text(f"{aws} and {aws} and {LISTED[0]}")
-    assert redactor.counts == Counter({"aws-access-key": 2, "listed-value": 1})
-    assert redactor.total == 3
-    assert redactor.summary() == "3 secrets redacted (2 aws-access-key, 1 listed-value)"
-    fresh = redactor.fresh()
-    assert fresh.total == 0 and fresh.values == redactor.values
+    text = f"{aws} and {aws} and {LISTED[0]}"
+    redactor.redact_text(text, counts)
+    assert counts == Counter({"aws-access-key": 2, "listed-value": 1})
+    assert describe_counts(counts) == "3 secrets redacted (2 aws-access-key, 1 listed-value)"
+    assert redactor.redact_text(text) == redactor.redact_text(text, Counter())  # no counts kept
+    with pytest.raises(AttributeError):
+        redactor.values = ()  # type: ignore[misc]
     assert describe_counts(Counter({"jwt": 1})) == "1 secret redacted (1 jwt)"
 
 
 def test_scan_reports_without_changing_counts() -> None:
-    redactor = new_redactor()
+    redactor = Counting()
     jwt = next(s["text"] for s in CORPUS if s["kind"] == "jwt")
     assert redactor.scan(f"x {jwt} y") == Counter({"jwt": 1})
     assert redactor.total == 0
 
 
 def test_markers_are_never_redacted_again() -> None:
-    redactor = new_redactor()
+    redactor = Counting()
     text = " ".join(marker(kind) for kind in KINDS)
     assert redactor.redact_text(text) == text
     assert redactor.total == 0
@@ -506,9 +523,9 @@ def test_redact_json_walks_deep_values_without_recursion() -> None:
     value: Any = [key]
     for _ in range(10_000):
         value = {key: value, "n": 1}
-    redactor = new_redactor()
-    out = redact_json(value, redactor)
-    assert redactor.counts == Counter({"github": 10_001})
+    counts: Counter[str] = Counter()
+    out = redact_json(value, new_redactor(), counts)
+    assert counts == Counter({"github": 10_001})
     for _ in range(10_000):
         assert list(out) == [marker("github"), "n"]
         out = out[marker("github")]
@@ -534,14 +551,13 @@ def test_identifiers_are_kept_and_reported() -> None:
     doc = session_doc(f"notes-{key}", turns=[turn(1, part("user", key))])
     session = parse_session_bytes(json.dumps(doc).encode(), f"notes-{key}.json")
     redactor = new_redactor()
-    redacted = redact_session(session, redactor)
+    redacted, counts = redact_session(session, redactor)
     assert redacted.session_name == session.session_name
     assert redacted.file_name == session.file_name
-    assert redactor.counts == Counter({"google-api-key": 1})
+    assert counts == Counter({"google-api-key": 1})
     warnings = identifier_findings(session, redactor)
     assert len(warnings) == 2
     assert all("google-api-key" in w for w in warnings)
-    assert redactor.total == 1  # reporting does not count
 
 
 # --------------------------------------------------------------------------------------
@@ -582,7 +598,7 @@ def test_big_text_with_a_few_secrets() -> None:
     samples = [s for s in CORPUS if s["kind"] != "listed-value"][:6]
     chunk = code * 10_000
     text = chunk + "".join(f"\n{s['text']}\n{chunk}" for s in samples)
-    redactor = new_redactor()
+    redactor = Counting()
     start = time.perf_counter()
     out = redactor.redact_text(text)
     assert time.perf_counter() - start < 20

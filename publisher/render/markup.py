@@ -22,31 +22,12 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from .. import refs
+
 #: Resolves a reference (``#ab12cd`` or ``session:name``) to a URL, or None.
 RefResolver = Callable[[str], str | None]
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-_REF_ID_RE = re.compile(r"#[0-9a-z]{6}\b")
-_REF_NAME_RE = re.compile(r"session:[A-Za-z0-9._-]+[A-Za-z0-9_-]")
-_REF_BLOCKER_RE = re.compile(r"[\w#/&]")
-
-
-def iter_refs(text: str) -> list[tuple[int, int, str]]:
-    """Session references in ``text`` as (start, end, ref), in order.
-
-    ``#<id>`` (six base36 characters) and ``session:<name>``, not preceded by a word
-    character, ``#``, ``/`` or ``&`` (so ``a#abcdef``, URL fragments and entities are not
-    references). Two literal-prefixed scans are ~10× faster than one alternation.
-    """
-    found: list[tuple[int, int, str]] = []
-    for regex in (_REF_ID_RE, _REF_NAME_RE):
-        for match in regex.finditer(text):
-            start = match.start()
-            if start and _REF_BLOCKER_RE.match(text, start - 1):
-                continue
-            found.append((start, match.end(), match.group(0)))
-    found.sort()
-    return found
 
 
 _CONTROL_IN_URL = re.compile(r"[\x00-\x20\x7f]")
@@ -101,12 +82,12 @@ def _session_refs(state: StateCore) -> None:
                 in_link += 1
             elif token.type == "link_close":
                 in_link -= 1
-            refs = iter_refs(token.content) if token.type == "text" and not in_link else []
-            if not refs:
+            found = refs.find(token.content) if token.type == "text" and not in_link else []
+            if not found:
                 children.append(token)
                 continue
             pos = 0
-            for start, end, ref in refs:
+            for start, end, ref in found:
                 url = resolver(ref)
                 if url is None:
                     continue
@@ -158,7 +139,7 @@ _MARKUP_CHARS_RE = re.compile(
 _BLOCK_START_RE = re.compile(r"(?:^|\n) *(?:[-+*>#=]|\d{1,9}[.)]|    )")
 
 
-def _plain_paragraphs(text: str, refs: bool) -> str | None:
+def _plain_paragraphs(text: str, link_refs: bool) -> str | None:
     """The HTML markdown-it gives for prose without any Markdown syntax, or None.
 
     Most of an agent log's prose (prompts, thinking) is plain paragraphs; building them
@@ -168,7 +149,7 @@ def _plain_paragraphs(text: str, refs: bool) -> str | None:
     """
     if _MARKUP_CHARS_RE.search(text) or _BLOCK_START_RE.search(text):
         return None
-    if refs and ("#" in text or "session:" in text):
+    if link_refs and ("#" in text or "session:" in text):
         return None
     paragraphs = []
     for block in re.split(r"\n(?: *\n)+", text.strip("\n ")):
@@ -198,13 +179,13 @@ def _has_surrogate(text: str) -> bool:
 def escape_text(text: str, resolve_ref: RefResolver | None = None) -> str:
     """Plain untrusted text to HTML (for ``<pre>``), linking session references."""
     text = _scrub(text)
-    refs = iter_refs(text) if resolve_ref is not None else []
-    if not refs:
+    found = refs.find(text) if resolve_ref is not None else []
+    if not found:
         return escape(text, quote=False)
     assert resolve_ref is not None
     out: list[str] = []
     pos = 0
-    for start, end, ref in refs:
+    for start, end, ref in found:
         url = resolve_ref(ref)
         if url is None:
             continue
