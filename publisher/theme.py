@@ -7,7 +7,6 @@ file comes from ``default``. A built-in theme is named by its folder under ``the
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,8 +41,6 @@ class Theme:
     """The theme's name (a built-in name or the user folder's name)."""
     dirs: list[Path] = field(default_factory=list)
     """Theme folders, searched in order."""
-    _fingerprint: str | None = field(default=None, init=False, repr=False)
-    """Cached :meth:`fingerprint` (a Theme is loaded anew for every build)."""
 
     @classmethod
     def load(cls, spec: str | Path | None) -> Theme:
@@ -86,17 +83,12 @@ class Theme:
             raise ThemeError(f"theme {self.name}: no asset {name}")
         return path.read_text(encoding="utf-8")
 
-    def fingerprint(self) -> str:
-        """A hash of every file of every folder of the theme (for incremental builds)."""
-        if self._fingerprint is not None:
-            return self._fingerprint
-        digest = hashlib.sha256()
-        for folder in self.dirs:
+    def files(self) -> list[tuple[str, Path]]:
+        """Every file of every folder of the theme, as (``<folder index>/<relative path>``,
+        path), in a stable order: what the theme's cache key is made of."""
+        found = []
+        for number, folder in enumerate(self.dirs):
             for path in sorted(folder.rglob("*")):
                 if path.is_file():
-                    digest.update(path.relative_to(folder).as_posix().encode())
-                    digest.update(b"\0")
-                    digest.update(path.read_bytes())
-                    digest.update(b"\0")
-        self._fingerprint = digest.hexdigest()
-        return self._fingerprint
+                    found.append((f"{number}/{path.relative_to(folder).as_posix()}", path))
+        return found

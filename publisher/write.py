@@ -8,37 +8,60 @@ replaced rather than written through, and a failed write leaves no temp file beh
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-_UMASK: int | None = None
-
-
-def file_mode() -> int:
-    """The mode of a new file under the current umask (0644 under umask 022)."""
-    global _UMASK
-    if _UMASK is None:
-        current = os.umask(0)
-        os.umask(current)
-        _UMASK = current
-    return 0o666 & ~_UMASK
+_TEMP_FLAGS = os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
 class WriteError(Exception):
     """A file could not be written; the message names it and says why."""
 
 
+def open_temp(path: Path, *, readable: bool = False) -> tuple[int, str]:
+    """A new temporary file beside ``path`` for an atomic write: (descriptor, its path).
+
+    It is created with mode 0666 and the kernel applies the umask, so the file gets the
+    ordinary permissions of a new file (0644 under umask 022) without the process reading
+    or caching its umask. ``readable``: opened for reading too."""
+    flags = _TEMP_FLAGS | (os.O_RDWR if readable else os.O_WRONLY)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{path.parent}: cannot create: {exc.strerror or exc}") from exc
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name[:40]}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    raise WriteError(f"{path}: cannot write: no free temporary name")
+
+
+def move_into_place(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target`` atomically, also across file systems (a copy to a
+    temporary file beside ``target``, then a rename)."""
+    try:
+        os.replace(source, target)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    with open(source, "rb") as handle:
+        atomic_write(target, iter(lambda: handle.read(1 << 20), b""))
+    os.unlink(source)
+
+
 def atomic_write(
     path: Path, chunks: Iterable[str] | Iterable[bytes], *, encoding: str = "utf-8"
 ) -> int:
     """Write ``chunks`` to ``path`` atomically; returns the number of bytes written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    fd, tmp = open_temp(path)
     written = 0
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -46,7 +69,6 @@ def atomic_write(
                 data = chunk.encode(encoding) if isinstance(chunk, str) else chunk
                 handle.write(data)
                 written += len(data)
-        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

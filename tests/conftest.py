@@ -58,6 +58,15 @@ def part(ptype: str, text: str = "", **fields: Any) -> dict[str, Any]:
 Writer = Callable[..., Path]
 
 
+@pytest.fixture(autouse=True)
+def _cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's site builds keep their cache in its own folder (the default cache folder
+    is under ``$XDG_CACHE_HOME``), never in the user's."""
+    home = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def archive(tmp_path: Path) -> Path:
     folder = tmp_path / "proj" / ".polyglav" / "sessions"

@@ -6,16 +6,25 @@ import hashlib
 from pathlib import Path
 
 from publisher.site.build import BuildOptions, BuildReport, build_site, iter_site_files
+from publisher.site.context import CachePaths
+
+DEFAULTS: dict[str, object] = {"search": False, "workers": 1}
+"""What :func:`build` passes unless told otherwise (a fixture may set ``tunables``)."""
 
 
 def build(sessions: Path, out: Path, **options: object) -> BuildReport:
-    values: dict[str, object] = {"search": False, "workers": 1}
+    values: dict[str, object] = dict(DEFAULTS)
     values.update(options)
     return build_site(BuildOptions(sessions_dir=sessions, out_dir=out, **values))  # type: ignore[arg-type]
 
 
+def cache_of(out: Path) -> CachePaths:
+    """The default cache folder of the site folder ``out``."""
+    return CachePaths.of(BuildOptions(sessions_dir=out, out_dir=out))
+
+
 def tree_digest(out: Path) -> dict[str, str]:
-    """Relative path → sha256 of every published file (build state excluded)."""
+    """Relative path → sha256 of every file under ``out`` (all of it is published)."""
     return {
         p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in iter_site_files(out)

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from publisher.site import search, urls
+from publisher.site.context import Tunables
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
 from tests.conftest import SAMPLES, Writer, part, session_doc, turn
 from tests.site_helpers import build
@@ -152,7 +153,6 @@ def test_search_merges_every_shard(
 ) -> None:
     """With one session a shard, a word found only in a session of a merged (non-first)
     shard links to its turn, and a word in every session finds pages of every shard."""
-    monkeypatch.setattr(search, "SESSIONS_PER_SHARD", 1)
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     names = [f"ses_20260101_0000{i:02d}_shd0{i:02d}" for i in range(8)]
@@ -163,7 +163,7 @@ def test_search_merges_every_shard(
         ]
         (sessions / f"{name}.json").write_text(json.dumps(session_doc(name, turns=turns)))
     out = tmp_path / "site"
-    build(sessions, out, search=True)
+    build(sessions, out, search=True, tunables=Tunables(sessions_per_shard=1))
     shards = json.loads((out / "pagefind" / "shards.json").read_text())["shards"]
     assert len(shards) >= 2, shards
     count = int(shards[0].rsplit("-", 1)[1])

@@ -171,12 +171,12 @@ def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None
 def count_session_reads(monkeypatch: Any) -> list[str]:
     """The names of the session files the render reads (it reads none when it takes the
     session the scan parsed)."""
-    import publisher.loader
+    import publisher.prepare
 
     reads: list[str] = []
-    original_read = publisher.loader.read_session
+    original_read = publisher.prepare.read_session
     monkeypatch.setattr(
-        publisher.loader,
+        publisher.prepare,
         "read_session",
         lambda p, *a: reads.append(p.name) or original_read(p, *a),
     )
@@ -208,12 +208,14 @@ def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, tu
 
     monkeypatch.setattr(HtmlRenderer, "render_turn", counting)
     reads = count_session_reads(monkeypatch)
-    from publisher.site import build as build_module
+    import publisher.prepare
 
     ref_scans: list[str] = []
-    real_find_refs = build_module.find_refs
+    real_refs = publisher.prepare.session_refs
     monkeypatch.setattr(
-        build_module, "find_refs", lambda s: ref_scans.append(s.session_name) or real_find_refs(s)
+        publisher.prepare,
+        "session_refs",
+        lambda s: ref_scans.append(s.session_name) or real_refs(s),
     )
     doc["turns"].append(turn(turns + 1, part("user", "one more")))
     path.write_text(json.dumps(doc))
@@ -230,7 +232,7 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
     """The scan's parsed session goes to the render when one file changed, whatever its
     size (a second parse of a 95 MB session held its bytes and text on top of the first
     parse's heap: 297 MB against 220 MB); several files are kept within a byte budget."""
-    from publisher.site import build as build_module
+    from publisher.site.context import Tunables
 
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -240,7 +242,7 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
         (sessions / f"{name}.json").write_text(json.dumps(docs[name]))
         os.utime(sessions / f"{name}.json", (1_700_000_000, 1_700_000_000))  # not racy
     build(sessions, tmp_path / "site")
-    monkeypatch.setattr(build_module, "KEEP_SCANNED_BYTES", 0)  # every file is "large"
+    every_file_large = Tunables(keep_scanned_bytes=0)
     reads = count_session_reads(monkeypatch)
 
     def append(name: str, index: int) -> None:
@@ -248,11 +250,11 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
         (sessions / f"{name}.json").write_text(json.dumps(docs[name]))
 
     append("ses_20260101_000000_aaa001", 2)
-    assert build(sessions, tmp_path / "site").sessions_rendered == 1
+    assert build(sessions, tmp_path / "site", tunables=every_file_large).sessions_rendered == 1
     assert reads == []
     append("ses_20260101_000000_aaa001", 3)
     append("ses_20260101_000000_bbb002", 2)
-    assert build(sessions, tmp_path / "site").sessions_rendered == 2
+    assert build(sessions, tmp_path / "site", tunables=every_file_large).sessions_rendered == 2
     assert sorted(reads) == sorted(f"{n}.json" for n in docs)  # over the budget: read again
     fresh = tmp_path / "fresh"
     build(sessions, fresh)

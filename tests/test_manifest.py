@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from publisher.site.context import Warm
 from publisher.site.graph import Summary
-from publisher.site.manifest import FORMAT, Manifest, SourceState, save_manifest
+from publisher.site.manifest import FORMAT, SUMMARY_AT, Manifest, SourceState, save_manifest
 
 
 def summary(name: str, turns: int = 3) -> Summary:
@@ -35,22 +37,26 @@ def summary(name: str, turns: int = 3) -> Summary:
 
 def sources() -> dict[str, SourceState]:
     return {
-        "a.json": SourceState(10, 123, "h1", summary("a"), None, ["#ab12cd"], "fk", {"sessions/a/index.html": "d1"}, "dg"),
+        "a.json": SourceState(10, 123, "h1", summary("a"), None, ["#ab12cd"], "fk", {"sessions/a/index.html": "d1"}, "dg", ["a.json: a warning"]),
         "b.json": SourceState(20, 456, "h2", None, "truncated JSON", [], "", {}, ""),
         "c.json": SourceState(30, 789, "h3", summary("c"), None, [], "fk3", {"sessions/c/index.html": "d3"}, "dg3"),
     }  # fmt: skip
 
 
-def save(path: Path, previous: Manifest, states: dict[str, SourceState]) -> None:
+def save(
+    path: Path, previous: Manifest, states: dict[str, SourceState], warm: Warm | None = None
+) -> None:
     save_manifest(
         path,
         previous,
         key="k",
+        site="/site",
         graph="g",
         scanned_at_ns=99,
         publisher="0.1.0",
         sources=states,
         extra_outputs={"index.html": "di"},
+        warm=warm,
     )
 
 
@@ -58,7 +64,7 @@ def test_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
     loaded = Manifest.load(path)
-    assert (loaded.key, loaded.graph, loaded.scanned_at_ns) == ("k", "g", 99)
+    assert (loaded.key, loaded.site, loaded.graph, loaded.scanned_at_ns) == ("k", "/site", "g", 99)
     assert loaded.sources == sources()
     assert loaded.outputs == {
         "index.html": "di",
@@ -74,7 +80,7 @@ def test_unchanged_sources_keep_their_lines(tmp_path: Path) -> None:
     loaded = Manifest.load(path)
     states = dict(loaded.sources)
     states["c.json"] = SourceState(31, 790, "h4", summary("c", turns=4), None, [], "fk3", {}, "x")
-    states["a.json"].facts_key = "changed in place"
+    states["a.json"] = replace(states["a.json"], facts_key="changed in place")
     save(path, loaded, states)
     second = path.read_text().splitlines()
     assert second[2] == first[2]  # b.json: untouched, the very line
@@ -87,16 +93,25 @@ def damaged(lines: list[str]) -> list[str]:
     header, a, b, c = lines
     row = json.loads(a)
     bad_rows = []
-    for index, value in [(1, True), (1, "10"), (4, 5), (5, "x"), (7, []), (9, {}), (9, [1])]:
+    for index, value in [
+        (1, True),
+        (1, "10"),
+        (4, 5),
+        (5, "x"),
+        (7, []),
+        (9, {}),
+        (9, [1]),
+        (SUMMARY_AT, {}),
+    ]:
         broken = list(row)
         broken[index] = value
         bad_rows.append(json.dumps(broken))
-    summary_row = row[9]
+    summary_row = row[SUMMARY_AT]
     for index, value in [(10, True), (10, 1.5), (9, [1]), (15, [["granted", "3"]]), (0, None)]:
         broken_summary = list(summary_row)
         broken_summary[index] = value
-        bad_rows.append(json.dumps([*row[:9], broken_summary]))
-    bad_rows.append(json.dumps([*row[:9], summary_row[:-1]]))
+        bad_rows.append(json.dumps([*row[:SUMMARY_AT], broken_summary]))
+    bad_rows.append(json.dumps([*row[:SUMMARY_AT], summary_row[:-1]]))
     bad_rows.append(json.dumps(row[:-1]))
     bad_rows.append(json.dumps({"name": "a.json"}))
     bad_rows.append(a[: len(a) // 2])
@@ -137,33 +152,37 @@ def test_the_manifest_written_last_is_kept_in_memory_while_the_file_is_unchanged
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "manifest.jsonl"
-    save(path, Manifest(), sources())
-    first = Manifest.load(path)
+    warm = Warm()
+    save(path, Manifest(), sources(), warm)
+    first = Manifest.load(path, warm)
     assert first.sources == sources()
-    assert first.sources["a.json"] is not sources()["a.json"]
-    again = Manifest.load(path)  # handed out once: the second load reads the file
+    again = Manifest.load(path, warm)  # handed out once: the second load reads the file
     assert again is not first and again.sources == first.sources
     states = again.sources
-    save(path, again, states)
-    kept = Manifest.load(path)
+    save(path, again, states, warm)
+    assert Manifest.load(path).sources["a.json"] is not states["a.json"]  # not warm: decoded
+    save(path, again, states, warm)
+    kept = Manifest.load(path, warm)
     assert kept.sources["a.json"] is states["a.json"]  # from memory, not decoded again
     # Written by someone else (another process, an editor): read from the file again.
-    save(path, Manifest(), sources())
+    save(path, Manifest(), sources(), warm)
     text = path.read_text()
     path.unlink()
     path.write_text(text.replace('"key":"k"', '"key":"other"'))
-    assert Manifest.load(path).key == "other"
+    assert Manifest.load(path, warm).key == "other"
 
 
 def test_a_build_sees_a_manifest_changed_behind_its_back(tmp_path: Path) -> None:
-    from publisher.site.build import MANIFEST, STATE_DIR, BuildOptions, build_site
+    from publisher.site.build import BuildOptions, build_site
+    from publisher.site.context import CachePaths
 
     sessions = Path(__file__).resolve().parent.parent / "sample_sessions"
     options = BuildOptions(sessions, tmp_path / "site", search=False, workers=1)
-    first = build_site(options)
+    warm = Warm()
+    first = build_site(options, warm)
     assert first.files_read == len(list(sessions.glob("*.json")))
-    assert build_site(options).files_read == 0  # the kept manifest: nothing to read
-    manifest = tmp_path / "site" / STATE_DIR / MANIFEST
+    assert build_site(options, warm).files_read == 0  # the kept manifest: nothing to read
+    manifest = CachePaths.of(options).manifest
     manifest.unlink()
     manifest.write_text("not a manifest\n")
-    assert build_site(options).files_read == first.files_read
+    assert build_site(options, warm).files_read == first.files_read

@@ -58,7 +58,7 @@ def test_long_session_site_build_holds_one_page_at_a_time(
     the file size (3.3× with the spool; 2.3× now that the render takes the session the
     scan parsed instead of parsing the file again). What is left is mostly the parse: the
     file's text and its JSON values. ``over-keep-budget``: the file counts as larger than
-    the budget for keeping scanned sessions (KEEP_SCANNED_BYTES), as a 100 MB one does;
+    the budget for keeping scanned sessions (``Tunables.keep_scanned_bytes``), as a 100 MB one does;
     being the only file, it is still parsed once (parsed again: 3.0×, against 2.3×).
     """
     sessions = tmp_path / "sessions"
@@ -82,10 +82,15 @@ def test_long_session_site_build_holds_one_page_at_a_time(
     assert size > 12_000_000
     out = tmp_path / "site"
     used = peak_used(
-        "from pathlib import Path\nfrom publisher.site import build\n"
+        "from pathlib import Path\n"
         "from publisher.site.build import BuildOptions, build_site\n"
-        + (f"build.KEEP_SCANNED_BYTES = {keep_budget}\n" if keep_budget is not None else ""),
-        f"report = build_site(BuildOptions(Path({str(sessions)!r}), Path({str(out)!r}), search=False, workers=1))\n"
+        "from publisher.site.context import Tunables\n"
+        + (
+            f"tunables = Tunables(keep_scanned_bytes={keep_budget})\n"
+            if keep_budget is not None
+            else "tunables = Tunables()\n"
+        ),
+        f"report = build_site(BuildOptions(Path({str(sessions)!r}), Path({str(out)!r}), search=False, workers=1, tunables=tunables))\n"
         "assert report.sessions == 1 and not report.failures, report\n",
     )
     pages = list((out / "sessions").glob("*/page-*.html"))
@@ -134,13 +139,12 @@ def test_a_build_freezes_the_collector_only_while_it_runs(tmp_path: Path) -> Non
     embedding program froze itself is left frozen."""
     import gc
 
-    from publisher.site import build as build_module
-    from publisher.site import memory
     from publisher.site.build import BuildOptions, build_site
+    from publisher.site.stages import index as index_stage
 
     seen: list[int] = []
     fail: list[bool] = []
-    real = build_module.render_index
+    real = index_stage.render_index
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(gc.get_freeze_count())
@@ -148,19 +152,19 @@ def test_a_build_freezes_the_collector_only_while_it_runs(tmp_path: Path) -> Non
             raise RuntimeError("a failure midway")
         return real(*args, **kwargs)
 
-    build_module.render_index = spy  # type: ignore[assignment]
+    index_stage.render_index = spy  # type: ignore[assignment]
     try:
         assert gc.get_freeze_count() == 0
         build_site(BuildOptions(sessions_dir=SAMPLES, out_dir=tmp_path / "a", search=False))
         assert seen[-1] > 0 and gc.get_freeze_count() == 0
         gc.freeze()  # an embedder's own: not unfrozen by the build
         build_site(BuildOptions(sessions_dir=SAMPLES, out_dir=tmp_path / "b", search=False))
-        assert gc.get_freeze_count() > 0 and not memory._froze
+        assert gc.get_freeze_count() > 0  # left to the embedder
         gc.unfreeze()
         fail.append(True)
         with pytest.raises(RuntimeError):
             build_site(BuildOptions(sessions_dir=SAMPLES, out_dir=tmp_path / "c", search=False))
         assert seen[-1] > 0 and gc.get_freeze_count() == 0
     finally:
-        build_module.render_index = real  # type: ignore[assignment]
+        index_stage.render_index = real  # type: ignore[assignment]
         gc.unfreeze()

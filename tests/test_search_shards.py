@@ -11,17 +11,18 @@ from pathlib import Path
 import pytest
 
 from publisher.site import search, urls
-from publisher.site.build import STATE_DIR
+from publisher.site.context import Tunables
 from publisher.site.search import Shard, plan_shards, shard_count, shard_id, shard_of
+from tests import site_helpers
 from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, tree_digest
+from tests.site_helpers import build, cache_of, tree_digest
 
 # --------------------------------------------------------------------------------------
 # Assignment (pure functions).
 
 
 def test_shard_count_is_a_power_of_two_of_the_session_count() -> None:
-    assert search.SESSIONS_PER_SHARD == 32 and search.MAX_SHARDS == 128
+    assert Tunables().sessions_per_shard == 32 and Tunables().max_shards == 128
     expected = {0: 1, 1: 1, 5: 1, 32: 1, 33: 2, 64: 2, 65: 4, 200: 8, 2000: 64, 4096: 128}
     assert {n: shard_count(n) for n in expected} == expected
     assert shard_count(10**6) == 128
@@ -78,12 +79,12 @@ def test_plan_keeps_every_page_of_a_session_in_one_shard() -> None:
         p for p in produced if p.startswith("sessions/") and p.endswith(".html")
     )
     assert sum(len(s.folders) for s in shards) == 41
-    # The digest follows the pages (and the build key), nothing else.
+    # The key follows the pages (and the build key), nothing else.
     changed = plan_shards({**produced, "sessions/big/page-2.html": "other"})
     for before, after in zip(shards, changed, strict=True):
-        same = before.digest("k", "1.5.2") == after.digest("k", "1.5.2")
+        same = before.key("k", "1.5.2") == after.key("k", "1.5.2")
         assert same == ("big" not in before.folders)
-    assert shards[0].digest("k", "1.5.2") != shards[0].digest("k2", "1.5.2")
+    assert shards[0].key("k", "1.5.2") != shards[0].key("k2", "1.5.2")
     assert plan_shards({"index.html": "i"}) == []
 
 
@@ -93,7 +94,7 @@ def test_heavy_sessions_are_shards_of_their_own() -> None:
     produced["sessions/long/page-2.html"] = "l2"
     sizes = dict.fromkeys(produced, 1000)
     assert all(not s.id.startswith("solo-") for s in plan_shards(produced, sizes))
-    sizes["sessions/long/page-2.html"] = search.SOLO_BYTES
+    sizes["sessions/long/page-2.html"] = Tunables().solo_bytes
     shards = plan_shards(produced, sizes)
     solo = shards[-1]
     assert solo.id == search.solo_id("long") and solo.id.startswith("solo-")
@@ -119,7 +120,7 @@ def test_glob_selects_the_shard_folders_and_refuses_unsafe_names() -> None:
 @pytest.fixture
 def small_shards(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Two sessions a shard; yields the list of shards Pagefind indexed, in call order."""
-    monkeypatch.setattr(search, "SESSIONS_PER_SHARD", 2)
+    monkeypatch.setitem(site_helpers.DEFAULTS, "tunables", Tunables(sessions_per_shard=2))
     runs: list[str] = []
     real = search.run_pagefind
 
@@ -298,7 +299,7 @@ def test_a_missing_or_tampered_bundle_is_rebuilt_and_stray_files_removed(
     build(sessions, out, search=True)
     assert tree_digest(out) == expected
     # A lost search state indexes everything again, with the same result.
-    (out / STATE_DIR / "search.json").write_text("{not json")
+    cache_of(out).search_state.write_text("{not json")
     small_shards.clear()
     build(sessions, out, search=True)
     assert sorted(small_shards) == listing
@@ -340,10 +341,10 @@ def test_search_off_removes_the_index_and_its_state(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(SAMPLES, out, search=True)
     assert shard_listing(out) == ["shard-000-of-001"]
-    assert (out / STATE_DIR / "search.json").is_file()
+    assert cache_of(out).search_state.is_file()
     assert build(SAMPLES, out, search=False).search == "off"
-    assert not (out / "pagefind").exists() and not (out / STATE_DIR / "search.json").exists()
-    assert not (out / STATE_DIR / "search-tmp").exists()
+    assert not (out / "pagefind").exists() and not cache_of(out).search_state.exists()
+    assert not cache_of(out).search_tmp.exists()
 
 
 def test_pagefind_config_in_the_working_directory_is_ignored(
@@ -366,7 +367,9 @@ def test_pagefind_config_in_the_working_directory_is_ignored(
 def test_a_session_growing_heavy_moves_to_a_shard_of_its_own(
     small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search, "SOLO_BYTES", 60_000)
+    monkeypatch.setitem(
+        site_helpers.DEFAULTS, "tunables", Tunables(sessions_per_shard=2, solo_bytes=60_000)
+    )
     sessions, out = tmp_path / "sessions", tmp_path / "site"
     write_archive(sessions, NAMES)
     build(sessions, out, search=True)
@@ -419,7 +422,7 @@ def test_another_pagefind_binary_reindexes_every_shard(
     assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
     assert seeds == []
     expected = tree_digest(out)
-    (out / STATE_DIR / "search.json").unlink()  # which Pagefind made the chunks: unknown
+    cache_of(out).search_state.unlink()  # which Pagefind made the chunks: unknown
     assert build(SAMPLES, out, search=True).search == "built 1/1 shards"
     assert seeds == [] and tree_digest(out) == expected
 
@@ -476,18 +479,17 @@ def test_unreadable_chunk_lists_fall_back_to_indexing_from_scratch(
     write_archive(sessions, NAMES)
     build(sessions, out, search=True)
     monkeypatch.setattr(search, "bundle_chunks", lambda bundle: None)  # "another format"
-    monkeypatch.setattr(search, "_seeding", True)
     target = NAMES[6]
     shard = shard_of_session(target, out)
     write_archive(sessions, NAMES, {target: 1})
     small_shards.clear()
     build(sessions, out, search=True)
     assert small_shards == [shard, shard]  # seeded run, then the run from scratch
-    assert search._seeding is False  # not tried again in this process
+    assert json.loads(cache_of(out).search_state.read_text())["seeding"] is False
     write_archive(sessions, NAMES, {target: 2})
     small_shards.clear()
     build(sessions, out, search=True)
-    assert small_shards == [shard]
+    assert small_shards == [shard]  # not tried again: from scratch at once
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
 
 

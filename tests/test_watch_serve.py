@@ -456,6 +456,8 @@ def test_serve_answers_404_outside_the_site(
     secret.write_text("TOP-SECRET\n")
     (out / "link.txt").symlink_to(secret)
     (out / "linkdir").symlink_to(tmp_path, target_is_directory=True)
+    (out / ".polyglav").mkdir(exist_ok=True)  # a hidden folder planted in the site
+    (out / ".polyglav" / "notes.json").write_text("TOP-SECRET sources\n")
     (out / "state").symlink_to(out / ".polyglav", target_is_directory=True)
     (out / "sessions" / ".hidden").write_text("TOP-SECRET\n")
     absolute = str(secret).encode()
@@ -486,10 +488,10 @@ def test_serve_answers_404_outside_the_site(
         b"/link.txt",
         b"/linkdir/secret.txt",
         b"/linkdir/",
-        b"/state/manifest.json",
-        b"/.polyglav/manifest.json",
+        b"/state/notes.json",
+        b"/.polyglav/notes.json",
         b"/.polyglav/",
-        b"/%2epolyglav/manifest.json",
+        b"/%2epolyglav/notes.json",
         b"/sessions/.hidden",
     ]
     answers = {target: http(port, target) for target in targets}

@@ -22,12 +22,11 @@ import contextlib
 import json
 import os
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..render.html import RenderedTurn
-from ..write import WriteError, file_mode
+from ..write import WriteError, open_temp
 
 MAGIC = b"PGFRAG1\n"
 END = b"PGFRAGE\n"
@@ -159,12 +158,7 @@ class FragmentWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
-        except OSError as exc:
-            raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from exc
-        self._tmp = tmp
+        fd, self._tmp = open_temp(path, readable=True)
         self._file = os.fdopen(fd, "w+b")
         self._index: dict[str, Entry] = {}
         self._pos = 0
@@ -205,7 +199,6 @@ class FragmentWriter:
         self._write(_FOOTER.pack(index_at, END))
         try:
             self._file.close()
-            os.chmod(self._tmp, file_mode())
             os.replace(self._tmp, self.path)
         except OSError as exc:
             self.abort()

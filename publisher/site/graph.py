@@ -6,14 +6,13 @@ incremental build can refresh them without rereading the session file.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import pickle
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..model import Session
+from ..refs import RefIndex
+from .staleness import graph_key
 
 
 @dataclass(slots=True, frozen=True)
@@ -83,21 +82,11 @@ class Summary:
         )
 
     def to_json(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in _SUMMARY_FIELDS}
-
-    def digest(self) -> str:
-        """A hash of every field (what an index row shows is a function of it).
-
-        The pickle of the fields (4× faster than JSON): equal summaries hash alike unless
-        their strings are shared differently, which only costs a cache miss.
-        """
-        return hashlib.sha256(
-            pickle.dumps(tuple(getattr(self, n) for n in _SUMMARY_FIELDS), protocol=5)
-        ).hexdigest()
+        return {name: getattr(self, name) for name in SUMMARY_FIELDS}
 
     def to_row(self) -> list[object]:
         """The fields in order, as JSON values (lists, never tuples)."""
-        row: list[object] = [getattr(self, name) for name in _SUMMARY_FIELDS]
+        row: list[object] = [getattr(self, name) for name in SUMMARY_FIELDS]
         row[_SUB_SESSIONS] = list(self.sub_sessions)
         row[_DECISIONS] = [list(d) for d in self.decisions]
         return row
@@ -117,9 +106,10 @@ class Summary:
         return cls(*values)
 
 
-_SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
-_SUB_SESSIONS = _SUMMARY_FIELDS.index("sub_sessions")
-_DECISIONS = _SUMMARY_FIELDS.index("decisions")
+SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+"""The names of a summary's fields, in order (its manifest row)."""
+_SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
+_DECISIONS = SUMMARY_FIELDS.index("decisions")
 _ROW_TYPES = tuple(
     list if f.name in ("sub_sessions", "decisions") else {"str": str, "int": int}[str(f.type)]
     for f in fields(Summary)
@@ -132,13 +122,13 @@ class Graph:
     """The archive's sessions by name, with parent/child links and reference lookup."""
 
     summaries: dict[str, Summary]
-    """Loaded sessions by session name (page names)."""
+    """Published sessions by session name (page names)."""
     file_names: list[str] = field(default_factory=list)
-    """Every ``*.json`` file name in the folder, loaded or not (for ``#id`` lookups)."""
+    """Every session file name of the folder, loaded or not (for ``#id`` lookups)."""
+    refs: RefIndex = field(init=False, repr=False)
+    """Resolves ``#id`` and ``session:name`` as the CLI does."""
     _found_children: dict[str, list[str]] = field(init=False, repr=False)
     """Parent name → names of the sessions whose parent_id names it, sorted."""
-    _files_by_id: dict[str, list[str]] = field(init=False, repr=False)
-    """Trailing ``_<id>`` of a file name → the file names ending so."""
 
     def __post_init__(self) -> None:
         # Indexes built once, so each page's lookups cost O(1), not a pass over the archive.
@@ -146,22 +136,13 @@ class Graph:
         for summary in sorted(self.summaries.values(), key=lambda s: s.name):
             if summary.parent_id:
                 self._found_children.setdefault(summary.parent_id, []).append(summary.name)
-        self._files_by_id = {}
-        for file_name in self.file_names:
-            stem = file_name[:-5] if file_name.endswith(".json") else file_name
-            if "_" in stem:
-                self._files_by_id.setdefault(stem.rsplit("_", 1)[1], []).append(file_name)
+        self.refs = RefIndex(
+            self.file_names, {s.file_name: s.name for s in self.summaries.values()}
+        )
 
-    def fingerprint(self) -> str:
-        """A hash of everything page facts depend on: names, parents, sub-sessions, roles,
-        and the folder's file names (``#id`` lookups). Equal fingerprints: equal facts."""
-        shape = [
-            [s.name, s.parent_id, s.sub_sessions, s.role]
-            for s in sorted(self.summaries.values(), key=lambda s: s.name)
-        ]
-        return hashlib.sha256(
-            json.dumps([shape, self.file_names]).encode("utf-8", "surrogatepass")
-        ).hexdigest()
+    def key(self) -> str:
+        """:func:`.staleness.graph_key` of this graph: equal keys, equal page facts."""
+        return graph_key(self.summaries.values(), self.file_names)
 
     def children(self, name: str) -> list[str]:
         """Sub-sessions: declared ones first, then any session whose parent_id names it."""
@@ -182,20 +163,3 @@ class Graph:
             chain.append(parent)
             current = self.summaries.get(parent)
         return list(reversed(chain)), False
-
-    def by_id(self, ident: str) -> str | None:
-        """The session name for ``#ident`` (the CLI's filename glob), None if absent or ambiguous."""
-        matches = self._files_by_id.get(ident, []) if "_" not in ident else []
-        if len(matches) != 1:
-            return None
-        name = matches[0][:-5]
-        return name if name in self.summaries else None
-
-    def resolve_ref(self, ref: str) -> str | None:
-        """``#id`` or ``session:name`` → the session name it links to, or None."""
-        if ref.startswith("#"):
-            return self.by_id(ref[1:])
-        if ref.startswith("session:"):
-            name = ref[len("session:") :]
-            return name if name in self.summaries else None
-        return None

@@ -1,7 +1,7 @@
 """The index page, and the cache that keeps refreshing it cheap on a large archive.
 
 A row of the index table is a function of one session's :class:`~.graph.Summary`, and the
-delegation tree a function of the archive's shape (:meth:`~.graph.Graph.fingerprint`).
+delegation tree a function of the archive's shape (:func:`.staleness.graph_key`).
 Both are kept between builds (made under the same build key) in one file of the build
 state, so an append to one session renders one row, and the tree only when a session
 appeared, vanished or changed parent, sub-sessions or role.
@@ -27,6 +27,7 @@ from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
 from .graph import Graph
+from .staleness import summary_key
 
 INDEX_CACHE = "index-cache"
 """File name of the cache in the build state folder."""
@@ -122,7 +123,7 @@ def render_index(
     fresh = IndexCache()
     rows_html = []
     for summary in summaries:
-        digest = (digests or {}).get(summary.name) or summary.digest()
+        digest = (digests or {}).get(summary.name) or summary_key(summary)
         row = cache.rows.get(digest)
         if row is None:
             row = renderer.render_index_row(
@@ -130,7 +131,7 @@ def render_index(
             )
         fresh.rows[digest] = row
         rows_html.append(Markup(row))
-    fresh.graph = fingerprint or graph.fingerprint()
+    fresh.graph = fingerprint or graph.key()
     if cache.graph == fresh.graph:
         fresh.tree = cache.tree
     else:

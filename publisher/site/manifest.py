@@ -1,4 +1,4 @@
-"""The build manifest: what the last build read and wrote, kept in ``<out>/.polyglav/``.
+"""The build manifest: what the last build read and wrote, kept in the cache folder.
 
 It is read and written by every build, so its cost grows with the archive: it is JSON
 Lines, a header line then one line per source file (a JSON array, sorted by file name).
@@ -17,16 +17,17 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..write import atomic_write
 from .graph import Summary
+from .staleness import MANIFEST_FORMAT as FORMAT
 
-FORMAT = 3
-"""Bump when the layout changes: an older manifest is then ignored."""
+if TYPE_CHECKING:
+    from .context import Warm
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SourceState:
     """What the manifest remembers of one source file."""
 
@@ -47,7 +48,10 @@ class SourceState:
     outputs: dict[str, str] = field(default_factory=dict)
     """Files it produced (path relative to the site → sha256)."""
     digest: str = ""
-    """The summary's digest (its index row's cache key), computed when it was made."""
+    """The summary's key (:func:`.staleness.summary_key`: its index row's cache key),
+    computed when it was made."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user is told about the file each build (name mismatch, a secret in a name)."""
 
     def to_row(self, name: str, summary_row: list[Any] | None = None) -> list[Any]:
         """The manifest line of this state (JSON values only: lists, never tuples);
@@ -64,6 +68,7 @@ class SourceState:
             self.facts_key,
             self.outputs,
             self.digest,
+            self.warnings,
             summary_row,
         ]
 
@@ -74,14 +79,28 @@ class SourceState:
         if (
             types[:4] != (str, int, int, str)
             or types[4] not in _NONE_OR_STR
-            or types[5:9] != (list, str, dict, str)
-            or types[9] not in _NONE_OR_LIST
-            or len(types) != 10
+            or types[5:10] != (list, str, dict, str, list)
+            or types[10] not in _NONE_OR_LIST
+            or len(types) != 11
         ):
             raise ValueError("a manifest line of the wrong shape")
-        name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, summary = row
-        if not all(type(r) is str for r in refs) or not all(
-            type(v) is str for v in outputs.values()
+        (
+            name,
+            size,
+            mtime_ns,
+            sha256,
+            failure,
+            refs,
+            facts_key,
+            outputs,
+            digest,
+            warnings,
+            summary,
+        ) = row
+        if (
+            not all(type(r) is str for r in refs)
+            or not all(type(v) is str for v in outputs.values())
+            or not all(type(w) is str for w in warnings)
         ):
             raise ValueError("a manifest line of the wrong shape")
         return name, cls(
@@ -94,9 +113,12 @@ class SourceState:
             facts_key=facts_key,
             outputs=dict(outputs),
             digest=digest,
+            warnings=list(warnings),
         )
 
 
+SUMMARY_AT = 10
+"""Where a manifest row holds its summary's row."""
 _NONE_OR_STR = (type(None), str)
 _NONE_OR_LIST = (type(None), list)
 
@@ -107,6 +129,8 @@ class Manifest:
 
     key: str = ""
     """The build key (publisher version, options, theme files)."""
+    site: str = ""
+    """The absolute path of the site folder it describes."""
     graph: str = ""
     """The graph fingerprint of the last build."""
     scanned_at_ns: int = 0
@@ -129,18 +153,19 @@ class Manifest:
         return produced
 
     @classmethod
-    def load(cls, path: Path) -> Manifest:
+    def load(cls, path: Path, warm: Warm | None = None) -> Manifest:
         """The manifest at ``path``; an empty one when it is missing or unusable.
 
-        The manifest this process wrote last is kept in memory and returned while the file
+        The manifest a build of ``warm`` wrote last is returned from memory while the file
         is still the one it wrote (same inode, size and mtime): ``site watch`` does not
         decode it again at each change. It is handed out once (the build changes it); a
-        build that fails before writing a new one leaves nothing cached.
+        build that fails before writing a new one leaves nothing kept.
         """
-        stamp = _stamp(path)
-        cached = _CACHE.pop(os.fspath(path), None)
-        if cached is not None and stamp is not None and cached[0] == stamp:
-            return cached[1]
+        if warm is not None and warm.manifest is not None:
+            kept_path, kept_stamp, kept = warm.manifest
+            warm.manifest = None
+            if kept_path == os.fspath(path) and kept_stamp == _stamp(path):
+                return kept
         with _gc_paused():
             return cls._read(path)
 
@@ -153,6 +178,7 @@ class Manifest:
                 return cls()
             manifest = cls(
                 key=str(header["key"]),
+                site=str(header["site"]),
                 graph=str(header["graph"]),
                 scanned_at_ns=int(header["scanned_at_ns"]),
                 extra_outputs={str(k): str(v) for k, v in dict(header["extra_outputs"]).items()},
@@ -179,7 +205,9 @@ class Manifest:
             kept = self._lines.get(name)
             # A summary read from this line (frozen) has that line's summary row.
             same_summary = kept is not None and kept[2] is not None and state.summary is kept[2]
-            row = state.to_row(name, kept[0][9] if kept is not None and same_summary else None)
+            row = state.to_row(
+                name, kept[0][SUMMARY_AT] if kept is not None and same_summary else None
+            )
             if kept is not None and kept[0] == row:
                 line = kept[1]  # unchanged: the same line, not encoded again
             else:
@@ -193,16 +221,20 @@ def save_manifest(
     previous: Manifest,
     *,
     key: str,
+    site: str,
     graph: str,
     scanned_at_ns: int,
     publisher: str,
     sources: Mapping[str, SourceState],
     extra_outputs: Mapping[str, str],
+    warm: Warm | None = None,
 ) -> None:
-    """Write the manifest of a build atomically (lines of unchanged sources reused)."""
+    """Write the manifest of a build atomically (lines of unchanged sources reused); kept
+    in ``warm`` for the next build of a long-running caller."""
     header = {
         "format": FORMAT,
         "key": key,
+        "site": site,
         "graph": graph,
         "scanned_at_ns": scanned_at_ns,
         "publisher": publisher,
@@ -211,23 +243,19 @@ def save_manifest(
     kept = previous.lines_for(sources)
     lines = [json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))]
     lines.extend(line for _, line, _ in kept.values())
-    _CACHE.clear()
     atomic_write(path, ["\n".join(lines) + "\n"])
     stamp = _stamp(path)
-    if stamp is not None:
+    if warm is not None and stamp is not None:
         manifest = Manifest(
             key=key,
+            site=site,
             graph=graph,
             scanned_at_ns=scanned_at_ns,
             sources=dict(sources),
             extra_outputs=dict(extra_outputs),
             _lines=kept,
         )
-        _CACHE[os.fspath(path)] = (stamp, manifest)
-
-
-_CACHE: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
-"""The manifest this process wrote last, by path, with the stamp of its file."""
+        warm.manifest = (os.fspath(path), stamp, manifest)
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

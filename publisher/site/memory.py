@@ -14,8 +14,8 @@ Windows) this does nothing.
 The manifest of a large archive decodes to some 100,000 objects that live until the build
 ends and form no cycles. Left in the cyclic collector's generations, they are walked again
 by every collection the rest of the build triggers (10-25 ms of a 125 ms append build at
-2,000 sessions). :func:`freeze_long_lived` moves them out of its reach (``gc.freeze``);
-reference counting still frees them, and :func:`thaw` hands them back when the build ends.
+2,000 sessions). :class:`Freezer` moves them out of its reach (``gc.freeze``); reference counting still
+frees them, and it hands them back when the build ends.
 """
 
 from __future__ import annotations
@@ -30,14 +30,10 @@ THRESHOLD = 128 * 1024
 """Blocks of this size and more are mapped and unmapped on their own (glibc's default
 starting value, kept fixed)."""
 
-_done = False
-
 
 def return_large_blocks() -> bool:
-    """Fix glibc's mmap threshold for this process (once); True when it took effect."""
-    global _done
-    if _done:
-        return True
+    """Fix glibc's mmap threshold for this process; True when it took effect. Calling it
+    again sets the same value (it keeps no flag of its own)."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
@@ -45,26 +41,28 @@ def return_large_blocks() -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    _done = bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD) == 1)
-    return _done
+    return bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD) == 1)
 
 
-_froze = False
+class Freezer:
+    """The collector's freeze over one build: :meth:`freeze` moves every object alive now
+    to the permanent generation, :meth:`thaw` hands them back when the build ends.
 
+    Objects an embedding program froze itself are left to it: nothing is done when some
+    are frozen already and not by this freezer."""
 
-def freeze_long_lived() -> None:
-    """Move every object alive now to the collector's permanent generation, until
-    :func:`thaw`. Objects an embedding program froze itself are left to it: nothing is done
-    when some are frozen already and not by this module."""
-    global _froze
-    if _froze or gc.get_freeze_count() == 0:
-        gc.freeze()
-        _froze = True
+    __slots__ = ("froze",)
 
+    def __init__(self) -> None:
+        self.froze = False
+        """True once this freezer has frozen (until :meth:`thaw`)."""
 
-def thaw() -> None:
-    """Undo :func:`freeze_long_lived` (no-op when it did nothing)."""
-    global _froze
-    if _froze:
-        gc.unfreeze()
-        _froze = False
+    def freeze(self) -> None:
+        if self.froze or gc.get_freeze_count() == 0:
+            gc.freeze()
+            self.froze = True
+
+    def thaw(self) -> None:
+        if self.froze:
+            gc.unfreeze()
+            self.froze = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from .build import ProgressHook
+from .context import ProgressHook
 
 
 @contextlib.contextmanager

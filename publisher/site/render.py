@@ -8,24 +8,28 @@ run it in worker processes (or, later, on another engine) and get the same bytes
 
 from __future__ import annotations
 
-import hashlib
-import pickle
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import CommandPart, Session, Turn
+from ..model import Session, Turn
 from ..render import view
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
-from . import urls
+from . import staleness, urls
 from .fragments import FragmentSink, FragmentSource, MemoryFragments
 from .graph import Graph
 
-#: A session page holds at most this many turns or about this many bytes of turns.
-PAGE_MAX_TURNS = 300
-PAGE_MAX_BYTES = 2_000_000
+
+@dataclass(frozen=True, slots=True)
+class PageLimits:
+    """Where a long session is cut into pages (each turn stays whole)."""
+
+    turns: int = 300
+    """At most this many turns a page."""
+    bytes: int = 2_000_000
+    """About this many bytes of turn HTML a page at most."""
 
 
 @dataclass(slots=True)
@@ -51,7 +55,7 @@ class PageFacts:
             children.append((name, summary is not None, summary.role if summary else ""))
         refs = {}
         for ref in sorted(ref_candidates):
-            target = graph.resolve_ref(ref)
+            target = graph.refs.resolve(ref)
             if target is not None:
                 refs[ref] = target
         return cls(
@@ -62,12 +66,8 @@ class PageFacts:
         )
 
     def key(self) -> str:
-        """A digest of the facts, for the incremental build's dependency check."""
-        return hashlib.sha256(
-            pickle.dumps(
-                (self.lineage, self.lineage_cycle, self.children, sorted(self.refs.items()))
-            )
-        ).hexdigest()
+        """:func:`.staleness.facts_key` of these facts."""
+        return staleness.facts_key(self.lineage, self.lineage_cycle, self.children, self.refs)
 
 
 def _rel_session_url(name: str) -> str:
@@ -84,21 +84,6 @@ class SessionOutput:
     """Number of pages."""
 
 
-def turn_key(turn: Turn, facts_key: str, marks: list[view.Boundary], last_index: int) -> str:
-    """Cache key of a turn fragment: everything ``turn.html`` reads.
-
-    That is the turn itself, the reference facts it may link, the context boundaries that
-    start at it, and the session's last turn index (a compaction note names it). The theme
-    and publisher version are not in the key: the build drops the cache when they change.
-    The turn is pickled as it is (2.5× faster than hashing its ``repr``): its bytes are a
-    function of its content, as json.loads shares equal keys within a document the same way
-    every time.
-    """
-    return hashlib.sha256(
-        pickle.dumps((turn, facts_key, marks, last_index), protocol=5)
-    ).hexdigest()
-
-
 def render_session_pages(
     renderer: HtmlRenderer,
     session: Session,
@@ -107,6 +92,7 @@ def render_session_pages(
     redaction: str | None = None,
     sink: Callable[[str, bytes], None] | None = None,
     store: FragmentSink | None = None,
+    limits: PageLimits | None = None,
 ) -> SessionOutput:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
@@ -114,8 +100,10 @@ def render_session_pages(
     this render goes to ``store`` (a :class:`~.fragments.FragmentWriter` keeps them on disk,
     and is the next build's cache) and is read back from it when its page is written, so a
     long session is never held as HTML all at once. ``sink`` takes each file as soon as it
-    is made; without it they are returned in :attr:`SessionOutput.files`.
+    is made; without it they are returned in :attr:`SessionOutput.files`. ``limits``: how
+    many turns and bytes of turns a page holds at most.
     """
+    limits = limits or PageLimits()
     base = urls.session_dir(session.session_name)
     ref_targets = facts.refs
 
@@ -124,7 +112,7 @@ def render_session_pages(
         return _rel_session_url(target) if target is not None else None
 
     marks = view.boundaries(session)
-    facts_key = hashlib.sha256(pickle.dumps(sorted(facts.refs.items()))).hexdigest()
+    refs_key = staleness.refs_key(facts.refs)
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
     store = store if store is not None else MemoryFragments()
@@ -136,12 +124,7 @@ def render_session_pages(
             if seen[turn.index] == 1
             else f"turn-{turn.index}-dup{seen[turn.index]}"
         )
-        # Only a compaction note reads the last index: other turns keep their key on append.
-        reads_last = any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
-        key = (
-            turn_key(turn, facts_key, marks.get(turn.index, []), last_index if reads_last else 0)
-            + anchor
-        )
+        key = staleness.turn_key(turn, refs_key, marks.get(turn.index, []), last_index, anchor)
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
             fragment = renderer.render_turn(
@@ -156,7 +139,7 @@ def render_session_pages(
     size = 0
     for item in rendered:
         item_size = item[2]
-        if groups[-1] and (len(groups[-1]) >= PAGE_MAX_TURNS or size + item_size > PAGE_MAX_BYTES):
+        if groups[-1] and (len(groups[-1]) >= limits.turns or size + item_size > limits.bytes):
             groups.append([])
             size = 0
         groups[-1].append(item)

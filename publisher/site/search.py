@@ -7,15 +7,16 @@ Indexing the whole site again after any change cost most of a big build (38 s of
   of ``K`` shards, by a stable hash of its slug; ``K`` is a power of two that depends only on
   the number of published sessions (:func:`shard_count`), so the index is a pure function
   of the site: an incremental build gives exactly the files a fresh build gives;
-- a session whose pages weigh more than SOLO_BYTES (a long session: Pagefind takes
+- a session whose pages weigh more than ``Tunables.solo_bytes`` (a long session: Pagefind takes
   seconds over it) is a shard of its own, so that the sessions sharing a hashed shard with
   it do not pay for it at each of their changes;
 - each shard is a Pagefind bundle of its own, ``pagefind/<shard>/``, indexed by one Pagefind
   run restricted to its pages, in parallel up to the build's worker count (the memory of a
   run is bounded by its shard);
-- a shard is indexed again only when the digest of its pages (and of what else shapes its
-  bundle) differs from the one kept in ``<out>/.polyglav/search.json``, or its bundle is
-  missing; bundles of shards that no longer exist are removed;
+- a shard is indexed again only when its key (:func:`.staleness.shard_key`: its pages and
+  what else shapes its bundle) differs from the one kept in the build's cache folder
+  (``search.json``), or its bundle is missing; bundles of shards that no longer exist are
+  removed;
 - ``pagefind/shards.json`` lists the bundles; the client (``assets/app.js``) loads the first
   one's ``pagefind.js`` and merges the others (Pagefind's ``mergeIndex``). Only that first
   bundle holds the runtime (``pagefind.js``, its worker and WebAssembly); merged bundles are
@@ -43,22 +44,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..write import WriteError, atomic_write, is_inside, prepare_target, write_if_changed
+from ..write import (
+    WriteError,
+    atomic_write,
+    is_inside,
+    move_into_place,
+    prepare_target,
+    write_if_changed,
+)
+from .context import Tunables
+from .staleness import SEARCH_FORMAT, shard_key
 
-STATE_DIR = ".polyglav"  # same as build.STATE_DIR (not imported: build imports this module)
-#: Bumped when the layout or the Pagefind options change: every shard is indexed again.
-SEARCH_FORMAT = 1
-#: A shard holds at most this many sessions on average (until MAX_SHARDS is reached).
-SESSIONS_PER_SHARD = 32
-MAX_SHARDS = 128
-#: A session whose pages weigh more than this (bytes of HTML) is a shard of its own:
-#: Pagefind takes seconds over such a session, which every session sharing its shard
-#: would pay again at each of their changes.
-SOLO_BYTES = 2_000_000
+DEFAULT_TUNABLES = Tunables()
+"""The shard sizes of a build that names none."""
+
 BUNDLE_DIR = "pagefind"
 SHARDS_FILE = "shards.json"
-STATE_FILE = "search.json"
-TMP_DIR = "search-tmp"
 ENTRY = "pagefind-entry.json"
 #: The files the primary bundle needs to run a search; merged bundles need none of them.
 RUNTIME_RE = re.compile(r"\A(pagefind\.js|pagefind-worker\.js|wasm\.[A-Za-z0-9_-]+\.pagefind)\Z")
@@ -73,11 +74,12 @@ TIMEOUT_S = 600
 ProgressHook = Callable[[str, int, int], None]
 
 
-def shard_count(sessions: int) -> int:
+def shard_count(sessions: int, tunables: Tunables = DEFAULT_TUNABLES) -> int:
     """The number of shards for an archive of ``sessions`` published sessions: the smallest
-    power of two giving at most SESSIONS_PER_SHARD sessions a shard, capped at MAX_SHARDS."""
+    power of two giving at most ``sessions_per_shard`` sessions a shard, capped at
+    ``max_shards``."""
     count = 1
-    while count < MAX_SHARDS and sessions > count * SESSIONS_PER_SHARD:
+    while count < tunables.max_shards and sessions > count * tunables.sessions_per_shard:
         count *= 2
     return count
 
@@ -97,22 +99,20 @@ def shard_id(index: int, count: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Shard:
-    """One shard to publish: its session folders and their pages (rel path, sha256)."""
+    """One shard to publish: its session folders and their pages."""
 
     id: str
+    """Its folder under ``pagefind/``."""
     folders: tuple[str, ...]
+    """The session folders (slugs) it indexes."""
     pages: tuple[tuple[str, str], ...]
+    """Their pages: (path in the site, sha256)."""
     primary: bool
+    """True for the first shard, the one that carries Pagefind's runtime."""
 
-    def digest(self, key: str, pagefind_version: str) -> str:
-        """Everything the shard's bundle depends on."""
-        h = hashlib.sha256()
-        h.update(
-            f"{SEARCH_FORMAT}\0{pagefind_version}\0{key}\0{self.id}\0{self.primary}\0".encode()
-        )
-        for rel, page_digest in self.pages:
-            h.update(f"{rel}\0{page_digest}\n".encode("utf-8", "surrogatepass"))
-        return h.hexdigest()
+    def key(self, build_key: str, pagefind_version: str) -> str:
+        """:func:`.staleness.shard_key` of this shard."""
+        return shard_key(self.id, self.primary, self.pages, build_key, pagefind_version)
 
     def glob(self) -> str:
         """Pagefind's ``--glob`` selecting exactly this shard's session folders."""
@@ -125,27 +125,33 @@ class Shard:
 
 
 def solo_id(folder: str) -> str:
-    """The folder name of the shard of its own of a heavy session (see SOLO_BYTES)."""
+    """The folder name of the shard of its own of a heavy session (see ``Tunables.solo_bytes``)."""
     return "solo-" + hashlib.sha256(folder.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def plan_shards(produced: Mapping[str, str], sizes: Mapping[str, int] | None = None) -> list[Shard]:
+def plan_shards(
+    produced: Mapping[str, str],
+    sizes: Mapping[str, int] | None = None,
+    tunables: Tunables = DEFAULT_TUNABLES,
+) -> list[Shard]:
     """The non-empty shards of a site whose outputs are ``produced`` (rel path -> sha256),
     in order; the first is the primary (it carries the search runtime).
 
     ``sizes`` (rel path -> bytes) puts every session whose pages weigh more than
-    SOLO_BYTES in a shard of its own, listed after the hashed shards."""
+    ``tunables.solo_bytes`` in a shard of its own, listed after the hashed shards: Pagefind
+    takes seconds over such a session, which every session sharing its shard would pay
+    again at each of their changes."""
     by_folder: dict[str, list[tuple[str, str]]] = {}
     for rel, digest in produced.items():
         match = PAGE_RE.match(rel)
         if match:
             by_folder.setdefault(match[1], []).append((rel, digest))
-    count = shard_count(len(by_folder))
+    count = shard_count(len(by_folder), tunables)
     members: dict[int, list[str]] = {}
     solos: list[str] = []
     for folder, folder_pages in by_folder.items():
         weight = sum(sizes.get(rel, 0) for rel, _ in folder_pages) if sizes is not None else 0
-        if weight > SOLO_BYTES:
+        if weight > tunables.solo_bytes:
             solos.append(folder)
         else:
             members.setdefault(shard_of(folder, count), []).append(folder)
@@ -196,39 +202,62 @@ def pagefind_version() -> str:
     return f"{' '.join(command)}\0{st.st_size}\0{st.st_mtime_ns}"
 
 
+@dataclass(slots=True)
+class SearchPaths:
+    """Where search keeps its state: in the build's cache folder, never in the site."""
+
+    state: Path
+    """Each shard's key and the Pagefind that indexed them (JSON)."""
+    tmp: Path
+    """Where Pagefind writes bundles before they are installed."""
+
+
+@dataclass(slots=True)
+class _Seeding:
+    """Whether old chunks may seed Pagefind runs: True until a bundle's chunks could not be
+    read back (another Pagefind format), after which every run indexes from scratch without
+    a wasted first run; kept in the search state until another Pagefind is used."""
+
+    allowed: bool = True
+
+
 def update_search(
     out_dir: Path,
     produced: Mapping[str, str],
     *,
     workers: int,
     key: str,
+    paths: SearchPaths,
+    tunables: Tunables = DEFAULT_TUNABLES,
     progress: ProgressHook | None = None,
 ) -> SearchResult:
     """Bring ``out_dir/pagefind/`` up to date with the session pages in ``produced``."""
     bundles = out_dir / BUNDLE_DIR
-    state_path = out_dir / STATE_DIR / STATE_FILE
+    state_path = paths.state
     if bundles.is_symlink() or (bundles.exists() and not bundles.is_dir()):
         bundles.unlink()  # planted link or stray file: pagefind/ is ours
     sizes = _page_sizes(out_dir, produced)
-    shards = plan_shards(produced, sizes)
+    shards = plan_shards(produced, sizes, tunables)
     version = pagefind_version()
-    wanted = {shard.id: shard.digest(key, version) for shard in shards}
-    old, old_version = _load_state(state_path)
+    wanted = {shard.id: shard.key(key, version) for shard in shards}
+    old, old_version, old_seeding = _load_state(state_path)
     # Old chunks may seed a new run only when the same Pagefind made them (its chunk names
-    # and bytes could differ in another version).
-    seed = old_version == version
+    # and bytes could differ in another version), and unless its chunk lists could not be
+    # read back before (then every run starts from scratch, without a wasted first run).
+    seeding = _Seeding(allowed=old_version == version and old_seeding)
     jobs = [s for s in shards if old.get(s.id) != wanted[s.id] or not _bundle_complete(out_dir, s)]
     # Largest shards first: with a few workers, a big shard started last would run alone.
     jobs.sort(key=lambda s: -sum(sizes.get(rel, 0) for rel, _ in s.pages))
     result = SearchResult(shards=len(shards))
 
-    tmp_root = out_dir / STATE_DIR / TMP_DIR
-    _remove_tree(tmp_root, out_dir)
+    tmp_root = paths.tmp
+    _remove_tree(tmp_root, tmp_root.parent)
     done = 0
     if jobs:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
             futures = [
-                (shard, pool.submit(_index_shard, out_dir, tmp_root, shard, seed)) for shard in jobs
+                (shard, pool.submit(_index_shard, out_dir, tmp_root, shard, seeding))
+                for shard in jobs
             ]
             for shard, future in futures:
                 error = future.result()
@@ -239,7 +268,7 @@ def update_search(
                 done += 1
                 if progress:
                     progress("search", done, len(jobs))
-    _remove_tree(tmp_root, out_dir)
+    _remove_tree(tmp_root, tmp_root.parent)
 
     listed = [s.id for s in shards if (bundles / s.id / ENTRY).is_file()]
     listing = json.dumps({"format": SEARCH_FORMAT, "shards": listed}, indent=1) + "\n"
@@ -259,17 +288,18 @@ def update_search(
         else:
             entry.unlink()
     state = {sid: digest for sid, digest in wanted.items() if sid not in result.failed}
-    if state != old or old_version != version:
-        _save_state(state_path, state, version)
+    seeds = seeding.allowed or old_version != version
+    if state != old or old_version != version or seeds != old_seeding:
+        _save_state(state_path, state, version, seeds)
     return result
 
 
-def remove_search(out_dir: Path) -> None:
+def remove_search(out_dir: Path, paths: SearchPaths) -> None:
     """Search is off: no bundle and no search state."""
     _remove_tree(out_dir / BUNDLE_DIR, out_dir)
-    _remove_tree(out_dir / STATE_DIR / TMP_DIR, out_dir)
+    _remove_tree(paths.tmp, paths.tmp.parent)
     with contextlib.suppress(OSError):
-        (out_dir / STATE_DIR / STATE_FILE).unlink()
+        paths.state.unlink()
 
 
 def _page_sizes(out_dir: Path, produced: Mapping[str, str]) -> dict[str, int]:
@@ -289,31 +319,38 @@ def _bundle_complete(out_dir: Path, shard: Shard) -> bool:
     return not shard.primary or (folder / "pagefind.js").is_file()
 
 
-def _load_state(path: Path) -> tuple[dict[str, str], str | None]:
-    """The shard digests of the last build, and the Pagefind that indexed them (None when
-    unknown)."""
+def _load_state(path: Path) -> tuple[dict[str, str], str | None, bool]:
+    """The shard keys of the last build, the Pagefind that indexed them (None when
+    unknown), and whether its bundles' chunks can seed a run (False once they could not be
+    read back)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}, None
+        return {}, None, True
     if not isinstance(data, dict) or data.get("format") != SEARCH_FORMAT:
-        return {}, None
+        return {}, None, True
     shards = data.get("shards")
     if not isinstance(shards, dict):
-        return {}, None
+        return {}, None, True
     version = data.get("pagefind")
     return (
         {k: v for k, v in shards.items() if isinstance(k, str) and isinstance(v, str)},
         version if isinstance(version, str) else None,
+        data.get("seeding", True) is not False,
     )
 
 
-def _save_state(path: Path, shards: dict[str, str], version: str) -> None:
-    data = {"format": SEARCH_FORMAT, "pagefind": version, "shards": dict(sorted(shards.items()))}
+def _save_state(path: Path, shards: dict[str, str], version: str, seeding: bool) -> None:
+    data = {
+        "format": SEARCH_FORMAT,
+        "pagefind": version,
+        "seeding": seeding,
+        "shards": dict(sorted(shards.items())),
+    }
     atomic_write(path, [json.dumps(data, sort_keys=True, indent=1).encode()])
 
 
-def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seed: bool = True) -> str | None:
+def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seeding: _Seeding) -> str | None:
     """Index one shard into a temporary folder and install it; the error, or None."""
     work = tmp_root / shard.id
     try:
@@ -322,23 +359,22 @@ def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seed: bool = True)
     except (OSError, ValueError) as exc:
         return str(exc)
     bundle = work / "bundle"
-    seeded = seed and _seed_chunks(out_dir / BUNDLE_DIR / shard.id, bundle, out_dir)
+    seeded = seeding.allowed and _seed_chunks(out_dir / BUNDLE_DIR / shard.id, bundle, out_dir)
     error = run_pagefind(out_dir, glob, bundle, cwd=work)
     if error is None and seeded and not _prune_chunks(bundle):
         # The new bundle's chunks could not be told from the seeded ones: from scratch.
-        global _seeding
-        _seeding = False
-        _remove_tree(bundle, out_dir)
+        seeding.allowed = False
+        _remove_tree(bundle, tmp_root)
         error = run_pagefind(out_dir, glob, bundle, cwd=work)
     if error is not None:
-        _remove_tree(work, out_dir)
+        _remove_tree(work, tmp_root)
         return error
     try:
         install_bundle(bundle, out_dir, f"{BUNDLE_DIR}/{shard.id}", shard.primary)
     except (OSError, WriteError) as exc:
         return f"cannot install the bundle: {exc}"
     finally:
-        _remove_tree(work, out_dir)
+        _remove_tree(work, tmp_root)
     return None
 
 
@@ -348,9 +384,6 @@ def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seed: bool = True)
 CHUNK_SUFFIXES = {"fragment": ".pf_fragment", "index": ".pf_index", "filter": ".pf_filter"}
 CHUNK_STEM_RE = re.compile(r"\A[A-Za-z0-9_-]{1,100}\Z")
 META_SIGNATURE = b"pagefind_dcd"
-_seeding = True
-"""False once a bundle's chunks could not be read back (another Pagefind format): shards
-are then indexed from scratch for the rest of the process, without the wasted first run."""
 
 
 def _seed_chunks(installed: Path, bundle: Path, out_dir: Path) -> bool:
@@ -363,7 +396,7 @@ def _seed_chunks(installed: Path, bundle: Path, out_dir: Path) -> bool:
     shard). Those that the new index no longer names are removed after the run
     (:func:`_prune_chunks`). Copies, not links: Pagefind must never write to the site.
     """
-    if not _seeding or installed.is_symlink() or not installed.is_dir():
+    if installed.is_symlink() or not installed.is_dir():
         return False
     if not is_inside(installed, out_dir):
         return False
@@ -526,7 +559,7 @@ def install_bundle(source: Path, out_dir: Path, rel_dir: str, primary: bool) -> 
             shutil.rmtree(target)
         if _same_file_bytes(keep[rel], target):
             continue
-        os.replace(keep[rel], target)
+        move_into_place(keep[rel], target)
         replaced += 1
     folder = out_dir / rel_dir
     for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
@@ -548,8 +581,9 @@ def _same_file_bytes(a: Path, b: Path) -> bool:
         return False
 
 
-def _remove_tree(folder: Path, out_dir: Path) -> None:
+def _remove_tree(folder: Path, within: Path) -> None:
+    """Remove ``folder`` when it lies in ``within`` (a link planted there: only the link)."""
     if folder.is_symlink():
         folder.unlink()
-    elif folder.is_dir() and is_inside(folder, out_dir):
+    elif folder.is_dir() and is_inside(folder, within):
         shutil.rmtree(folder)

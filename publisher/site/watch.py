@@ -48,20 +48,11 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from ..archive import ArchiveError
-from ..loader import SessionLoadError
-from ..theme import Theme, ThemeError
-from ..write import WriteError
-from .build import (
-    MANIFEST,
-    STATE_DIR,
-    BuildOptions,
-    BuildReport,
-    PendingSearch,
-    build_site,
-    finish_search,
-)
-from .manifest import Manifest
+from ..errors import describe
+from ..loader import is_session_file
+from ..theme import Theme
+from .build import BuildOptions, BuildReport, PendingSearch, Warm, build_site, finish_search
+from .stages.state import last_outputs
 
 ChangeHook = Callable[[list[str]], None]
 
@@ -208,15 +199,6 @@ def _log(line: str) -> None:
     print(f"polyglav: {line}", file=sys.stderr, flush=True)
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ArchiveError | SessionLoadError | WriteError | ThemeError):
-        return str(exc)
-    if isinstance(exc, OSError):
-        where = f"{exc.filename}: " if exc.filename else ""
-        return f"{where}{exc.strerror or exc}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _summarise(changed: list[str], limit: int = 4) -> str:
     shown = ", ".join(changed[:limit])
     return f"{shown} and {len(changed) - limit} more" if len(changed) > limit else shown
@@ -238,21 +220,19 @@ class Watcher:
         sessions = options.sessions_dir.absolute()
         out = options.out_dir.absolute()
 
-        def is_session_file(path: Path) -> bool:
-            return (
-                path.parent == sessions
-                and path.name.endswith(".json")
-                and not path.name.startswith(".")
-            )
+        def in_sessions(path: Path) -> bool:
+            return path.parent == sessions and is_session_file(path.name)
 
         def is_theme_file(path: Path) -> bool:
             return not path.is_relative_to(out)
 
-        self.roots = [_Root(sessions, False, is_session_file)] + [
+        self.roots = [_Root(sessions, False, in_sessions)] + [
             _Root(folder.absolute(), True, is_theme_file)
             for folder in Theme.load(options.theme).dirs
         ]
-        self.outputs: dict[str, str] = self._outputs()
+        self.warm = Warm()
+        """Compiled templates and the last manifest, kept from build to build."""
+        self.outputs: dict[str, str] = last_outputs(self.options)
         self.next_rescan = 0.0
         self.retry_at: float | None = None
         self.last_error: str | None = None
@@ -335,7 +315,7 @@ class Watcher:
                     event_filter=EVENT_FILTER,
                 )
             except OSError as exc:  # gone again, or out of inotify watches: retried
-                reason = _describe(exc)
+                reason = describe(exc)
                 if reason != root.failure:
                     _log(f"warning: cannot watch {root.path}: {reason}")
                 root.failure = reason
@@ -355,9 +335,9 @@ class Watcher:
             return  # said by _check_roots; built again once the folder is back
         started = time.perf_counter()
         try:
-            report = build_site(self.options)
+            report = build_site(self.options, self.warm)
         except Exception as exc:  # a build error must never stop the watch
-            message = _describe(exc)
+            message = describe(exc)
             if message != self.last_error:
                 _log(f"error: build failed: {message}; retrying")
             self.last_error = message
@@ -390,7 +370,7 @@ class Watcher:
         try:
             result = finish_search(pending)
         except Exception as exc:  # like a build error: logged, redone by the next build
-            message = _describe(exc)
+            message = describe(exc)
             _log(f"error: search index not updated: {message}; retrying")
             self.retry_at = time.monotonic() + self.watch.retry_delay
             return
@@ -403,10 +383,6 @@ class Watcher:
         if changed and not self.watch.quiet and result != "unchanged":
             elapsed_ms = (time.perf_counter() - started) * 1000
             _log(f"[{time.strftime('%H:%M:%S')}] search {result} in {elapsed_ms:.0f} ms")
-
-    def _outputs(self) -> dict[str, str]:
-        """Site path → content hash, as the last build's manifest records them."""
-        return Manifest.load(self.options.out_dir / STATE_DIR / MANIFEST).outputs
 
     def _report(
         self, report: BuildReport, elapsed_ms: float, changed: list[str], held: dict[str, str]

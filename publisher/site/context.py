@@ -1,0 +1,231 @@
+"""What a site build is given and what it carries from stage to stage.
+
+- :class:`BuildOptions`: what the user asked for (the CLI fills it).
+- :class:`Tunables`: the sizes that shape the work (worker batches, pages, search shards),
+  with documented defaults; tests and benchmarks pass their own instead of patching
+  module constants.
+- :class:`CachePaths`: where the build keeps its state. Never in the published folder:
+  the site folder holds exactly what is published (a static host, a bucket sync or a CI
+  artifact takes all of it), as Sphinx keeps ``_build/doctrees`` beside ``_build/html``.
+- :class:`Warm`: what a long-running caller (``site watch``, ``site serve``) keeps from
+  one build to the next: compiled templates and the manifest it wrote last. A plain
+  ``site build`` starts cold. Nothing of a build lives in module globals, so two builds in
+  one process share nothing by accident.
+- :class:`BuildContext`: all of the above, resolved once at the start of a build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..archive import ArchiveError
+from ..redact import Redactor
+from ..theme import Theme
+from ..write import is_inside
+from . import staleness
+
+if TYPE_CHECKING:
+    from ..render.html import HtmlRenderer
+    from .manifest import Manifest
+
+ProgressHook = Callable[[str, int, int], None]
+"""Called with (stage, done, total) as work proceeds."""
+HoldHook = Callable[[str, str], bool]
+"""Called with (file name, reason) for a file that stopped loading; True keeps its pages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tunables:
+    """Sizes that shape a build's work, not its output (except where said)."""
+
+    in_process_scan: int = 8
+    """At most this many changed files are scanned in the build's own process (no pool)."""
+    keep_scanned_bytes: int = 64 << 20
+    """Sessions scanned in-process are kept for their render when the changed files total
+    at most this, or when there is only one (its render holds that session anyway)."""
+    page_turns: int = 300
+    """A session page holds at most this many turns (shapes the output)."""
+    page_bytes: int = 2_000_000
+    """... and about this many bytes of turns at most (shapes the output)."""
+    sessions_per_shard: int = 32
+    """Search: a shard holds at most this many sessions on average (until max_shards)."""
+    max_shards: int = 128
+    """Search: at most this many hashed shards."""
+    solo_bytes: int = 2_000_000
+    """Search: a session whose pages weigh more than this is a shard of its own."""
+
+
+@dataclass(slots=True)
+class BuildOptions:
+    """What to build and how."""
+
+    sessions_dir: Path
+    """The sessions folder (read only)."""
+    out_dir: Path
+    """The site folder: it receives exactly the published files."""
+    cache_dir: Path | None = None
+    """Where the build state goes; None for :func:`default_cache_dir`."""
+    theme: str | None = None
+    """Built-in theme name or a theme folder; None for default."""
+    search: bool = True
+    """Build the Pagefind search index when Pagefind is installed."""
+    workers: int | None = None
+    """Worker processes for rendering; None for every core, 1 to render in-process."""
+    progress: ProgressHook | None = None
+    """Called with (stage, done, total) as work proceeds."""
+    hold: HoldHook | None = None
+    """Called with (file name, reason) when a file whose pages were built no longer loads
+    (an agent may be rewriting it); True keeps its last good pages and cached summary, and
+    the next build reads the file again. None: it is a failure like any other."""
+    redactor: Redactor | None = None
+    """Redact secrets before anything is rendered (``--redact``)."""
+    defer_search: bool = False
+    """Leave re-indexing the search to the caller (:func:`.build.finish_search` with
+    :attr:`.build.BuildReport.pending_search`): ``site watch`` reloads pages before it."""
+    tunables: Tunables = field(default_factory=Tunables)
+    """Sizes that shape the work."""
+
+
+def default_cache_dir(out_dir: Path) -> Path:
+    """The cache folder of a site folder when none is named: under the user's cache folder
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), ``polyglav/site-<hash of the site folder's
+    absolute path>``, so each site folder has its own and none is ever published."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    where = os.path.abspath(out_dir).encode("utf-8", "surrogatepass")
+    return Path(base) / "polyglav" / f"site-{hashlib.sha256(where).hexdigest()[:16]}"
+
+
+@dataclass(frozen=True, slots=True)
+class CachePaths:
+    """The files of a build's cache folder."""
+
+    root: Path
+    """The cache folder."""
+
+    @classmethod
+    def of(cls, options: BuildOptions) -> CachePaths:
+        """The cache of a build: the folder named, else :func:`default_cache_dir`."""
+        return cls(options.cache_dir or default_cache_dir(options.out_dir))
+
+    @property
+    def manifest(self) -> Path:
+        """What the last build read and wrote (:mod:`.manifest`)."""
+        return self.root / "manifest.jsonl"
+
+    @property
+    def fragments(self) -> Path:
+        """Turn fragments, one file a session (:mod:`.fragments`)."""
+        return self.root / "fragments"
+
+    @property
+    def index_cache(self) -> Path:
+        """Index rows and the delegation tree (:mod:`.index`)."""
+        return self.root / "index-cache"
+
+    @property
+    def search_state(self) -> Path:
+        """Each search shard's key and the Pagefind that indexed it (:mod:`.search`)."""
+        return self.root / "search.json"
+
+    @property
+    def search_tmp(self) -> Path:
+        """Where Pagefind writes a shard before it is installed."""
+        return self.root / "search-tmp"
+
+
+LEGACY_STATE = ("manifest.jsonl", "manifest.json", "index-rows.json", "index-cache", "search.json")
+"""Files that earlier versions kept in ``<out>/.polyglav/`` (with ``fragments/`` and
+``search-tmp/``): removed from the site folder by a build."""
+
+
+@dataclass(slots=True)
+class Warm:
+    """What a long-running caller keeps between builds (see the module docstring)."""
+
+    renderers: dict[str, HtmlRenderer] = field(default_factory=dict)
+    """The renderer of the last theme state (its key → renderer): templates compiled once."""
+    manifest: tuple[str, tuple[int, int, int], Manifest] | None = None
+    """The manifest the last build wrote: its path, its file's stamp, the manifest. Handed
+    out once, while the file is still the one written (the build changes it)."""
+
+    def renderer(self, theme: Theme, theme_key: str) -> HtmlRenderer:
+        """The renderer of ``theme`` in the state ``theme_key``; a changed theme file gives
+        a new one (and the old one is dropped)."""
+        renderer = self.renderers.get(theme_key)
+        if renderer is None:
+            from ..render.html import HtmlRenderer
+
+            self.renderers.clear()
+            renderer = self.renderers[theme_key] = HtmlRenderer(theme)
+        return renderer
+
+
+@dataclass(slots=True)
+class BuildContext:
+    """Everything a stage needs, resolved once at the start of a build."""
+
+    options: BuildOptions
+    """What was asked for."""
+    theme: Theme
+    """The theme's folders."""
+    key: str
+    """The build key (:func:`.staleness.build_key`)."""
+    renderer: HtmlRenderer
+    """Templates and the configured markdown-it."""
+    cache: CachePaths
+    """Where the build state lives."""
+    workers: int
+    """Processes (and Pagefind runs) at a time."""
+    warm: Warm
+    """What carries over to the next build of a long-running caller."""
+
+    @property
+    def folder(self) -> Path:
+        """The sessions folder."""
+        return self.options.sessions_dir
+
+    @property
+    def out(self) -> Path:
+        """The site folder."""
+        return self.options.out_dir
+
+    @property
+    def tunables(self) -> Tunables:
+        return self.options.tunables
+
+    @classmethod
+    def open(cls, options: BuildOptions, warm: Warm | None = None) -> BuildContext:
+        """Check the folders, load the theme, compute the key."""
+        folder, out = options.sessions_dir, options.out_dir
+        if not folder.is_dir():
+            raise ArchiveError(f"{folder}: the sessions folder does not exist")
+        if is_inside(out, folder):
+            raise ArchiveError(f"{out}: refusing to write the site inside the sessions folder")
+        if out.exists() and not out.is_dir():
+            raise ArchiveError(f"{out}: not a folder (the site folder)")
+        cache = CachePaths.of(options).root
+        if is_inside(cache, folder):
+            raise ArchiveError(f"{cache}: refusing to keep the cache inside the sessions folder")
+        if is_inside(cache, out):
+            raise ArchiveError(
+                f"{cache}: the cache folder must not be inside the site folder (it is published)"
+            )
+        theme = Theme.load(options.theme)
+        theme_key = staleness.theme_key(theme)
+        warm = warm if warm is not None else Warm()
+        return cls(
+            options=options,
+            theme=theme,
+            key=staleness.build_key(
+                search=options.search, redactor=options.redactor, theme=theme_key
+            ),
+            renderer=warm.renderer(theme, theme_key),
+            cache=CachePaths(cache),
+            workers=options.workers or os.cpu_count() or 1,
+            warm=warm,
+        )

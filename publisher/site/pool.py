@@ -1,0 +1,62 @@
+"""Run a stage's jobs in a process pool (or in this process when that is cheaper).
+
+The one place that chooses how work is spread: ``fork`` where the process has no other
+thread, ``forkserver`` where it has (``site watch`` and ``site serve`` run observers and a
+server: forking a process with running threads can deadlock a child on a lock another
+thread held).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from .context import ProgressHook
+
+R = TypeVar("R")
+
+
+def forking() -> bool:
+    """True when a pool would fork this process (no other thread is running)."""
+    return threading.active_count() <= 1
+
+
+def run_jobs(
+    func: Callable[..., R],
+    jobs: Sequence[tuple[Any, ...]],
+    *,
+    workers: int,
+    progress: ProgressHook | None,
+    stage: str,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
+) -> list[R]:
+    """``func(*job)`` for every job, in order, over up to ``workers`` processes.
+
+    ``initializer(*initargs)`` runs once in each worker before its jobs. The caller runs
+    the jobs itself when there are fewer than two, or one worker (then no initializer
+    runs: the caller holds what it would set up)."""
+    results: list[R] = []
+    if not jobs:
+        return results
+    if workers <= 1 or len(jobs) < 2:
+        for done, job in enumerate(jobs, start=1):
+            results.append(func(*job))
+            if progress:
+                progress(stage, done, len(jobs))
+        return results
+    kwargs: dict[str, Any] = {"max_workers": min(workers, len(jobs))}
+    if not forking():
+        kwargs["mp_context"] = multiprocessing.get_context("forkserver")
+    if initializer is not None:
+        kwargs.update(initializer=initializer, initargs=initargs)
+    with ProcessPoolExecutor(**kwargs) as pool:
+        futures = [pool.submit(func, *job) for job in jobs]
+        for done, future in enumerate(futures, start=1):
+            results.append(future.result())
+            if progress:
+                progress(stage, done, len(jobs))
+    return results

@@ -1,0 +1,216 @@
+"""Stage 3, render: every planned session's pages, written as they are made.
+
+Each session is a pure function of its file, the theme and the facts its pages show
+(:func:`..render.render_session_pages`), so sessions render in a process pool. What a
+worker needs is one :class:`RenderSetup`, handed to each worker once when it starts;
+jobs carry only a file name. A session that fails to load or to render is reported, not
+raised: one bad file never stops the build. A write error (a full disk) does stop it.
+
+Turn fragments are read from the session's fragment file of the last build and spooled
+to a new one as they are made (:mod:`..fragments`): an appended turn is the only one
+rendered, and a long session's HTML is never held at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...loader import SessionLoadError
+from ...prepare import Prepared, prepare_file
+from ...redact import Redactor
+from ...render.html import HtmlRenderer
+from ...theme import Theme
+from ...write import WriteError, is_inside, prepare_target, write_if_changed
+from .. import urls
+from ..context import BuildContext
+from ..fragments import SUFFIX as FRAGMENT_SUFFIX
+from ..fragments import FragmentFile, FragmentWriter
+from ..graph import Graph
+from ..memory import return_large_blocks
+from ..pool import forking, run_jobs
+from ..render import PageFacts, PageLimits, render_session_pages
+from .plan import Plan, RenderJob
+from .scan import Scan
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """What rendering one session did."""
+
+    file_name: str
+    """Its file in the sessions folder."""
+    outputs: dict[str, str]
+    """Every file it produced (path in the site → sha256), sorted."""
+    facts_key: str
+    """The key of the facts its pages show (:func:`.staleness.facts_key`)."""
+    written: int
+    """Files actually written (bytes changed)."""
+    error: str | None
+    """Why it could not be rendered (then nothing else is set)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSetup:
+    """Everything a render worker needs besides the job (sent to each worker once)."""
+
+    graph: Graph
+    """The archive's sessions and links."""
+    theme: Theme
+    """The theme (a worker started without ``renderer`` compiles it)."""
+    renderer: HtmlRenderer | None
+    """The build's renderer, for workers forked from the build (nothing is pickled)."""
+    folder: Path
+    """The sessions folder."""
+    out: Path
+    """The site folder."""
+    fragments: Path
+    """The fragment files' folder in the cache."""
+    redactor: Redactor | None
+    """Redaction, as in the scan."""
+    limits: PageLimits
+    """Where long sessions are cut into pages."""
+    kept: dict[str, Prepared]
+    """Sessions the scan prepared, by file name: not read again."""
+
+
+class SessionRenderer:
+    """Renders sessions with one setup (in a worker, or in the build's own process)."""
+
+    def __init__(self, setup: RenderSetup, renderer: HtmlRenderer) -> None:
+        self.setup = setup
+        self.renderer = renderer
+        self.kept = dict(setup.kept)
+
+    def __call__(self, job: RenderJob) -> Rendered:
+        """Render one session and write its files; never raises for a bad session."""
+        try:
+            return self._render(job)
+        except SessionLoadError as exc:
+            return Rendered(job.file_name, {}, "", 0, exc.reason)
+        except WriteError:
+            raise  # the output is the problem (read-only, disk full): stop the build
+        except Exception as exc:  # a renderer bug must not stop the whole build
+            reason = f"could not be rendered: {type(exc).__name__}: {exc}"
+            return Rendered(job.file_name, {}, "", 0, reason)
+
+    def _render(self, job: RenderJob) -> Rendered:
+        setup = self.setup
+        prepared = self.kept.pop(job.file_name, None)
+        if prepared is None:
+            prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
+        session = prepared.session
+        facts = PageFacts.from_graph(setup.graph, session.session_name, set(prepared.refs))
+        fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
+        # The old fragments are read one at a time, the new ones spooled to the next cache
+        # file as they are rendered.
+        cache = FragmentFile.open(fragment_file)
+        spool = FragmentWriter(fragment_file)
+        outputs: dict[str, str] = {}
+        written = 0
+
+        def write(rel: str, data: bytes) -> None:
+            nonlocal written
+            digest = hashlib.sha256(data).hexdigest()
+            outputs[rel] = digest
+            target = prepare_target(setup.out, rel)
+            same = job.previous_outputs.get(rel) == digest
+            if same and target.is_file() and not target.is_symlink():
+                return
+            if write_if_changed(target, data):
+                written += 1
+
+        try:
+            render_session_pages(
+                self.renderer,
+                session,
+                facts,
+                cache,
+                prepared.redaction_note,
+                sink=write,
+                store=spool,
+                limits=setup.limits,
+            )
+        except BaseException as exc:
+            spool.abort()
+            if isinstance(exc, Exception):
+                # Pages already written for this render and unknown to the manifest would
+                # be orphans: remove them (the caller lists the session as failed).
+                for rel in outputs.keys() - job.previous_outputs.keys():
+                    with contextlib.suppress(OSError):
+                        (setup.out / rel).unlink()
+                        remove_empty_parents((setup.out / rel).parent, setup.out)
+            raise
+        finally:
+            if cache is not None:
+                cache.close()
+        del session, prepared
+        with contextlib.suppress(WriteError):
+            spool.commit()
+        return Rendered(job.file_name, dict(sorted(outputs.items())), facts.key(), written, None)
+
+
+def render(ctx: BuildContext, planned: Plan, scanned: Scan) -> list[Rendered]:
+    """Stage 3 (see the module docstring)."""
+    jobs = planned.jobs
+    setup = RenderSetup(
+        graph=planned.graph,
+        theme=ctx.theme,
+        renderer=ctx.renderer if forking() else None,
+        folder=ctx.folder,
+        out=ctx.out,
+        fragments=ctx.cache.fragments,
+        redactor=ctx.options.redactor,
+        limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
+        kept={
+            job.file_name: scanned.kept[job.file_name]
+            for job in jobs
+            if job.file_name in scanned.kept
+        },
+    )
+    progress = ctx.options.progress
+    if ctx.workers <= 1 or len(jobs) < 2:
+        local = SessionRenderer(setup, ctx.renderer)
+        results = []
+        for done, job in enumerate(jobs, start=1):
+            results.append(local(job))
+            if progress:
+                progress("render", done, len(jobs))
+        return results
+    return run_jobs(
+        _render_in_worker,
+        [(job,) for job in jobs],
+        workers=ctx.workers,
+        progress=progress,
+        stage="render",
+        initializer=_start_worker,
+        initargs=(setup,),
+    )
+
+
+_worker: SessionRenderer | None = None
+"""The session renderer of a pool worker process, set once by :func:`_start_worker` when
+the worker starts. Never set in the build's own process, which passes its renderer along."""
+
+
+def _start_worker(setup: RenderSetup) -> None:
+    global _worker
+    return_large_blocks()
+    _worker = SessionRenderer(setup, setup.renderer or HtmlRenderer(setup.theme))
+
+
+def _render_in_worker(job: RenderJob) -> Rendered:
+    assert _worker is not None, "a render job ran in a process the pool did not start"
+    return _worker(job)
+
+
+def remove_empty_parents(folder: Path, stop: Path) -> None:
+    """Remove ``folder`` and its parents up to ``stop`` while they are empty."""
+    while folder != stop and is_inside(folder, stop):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

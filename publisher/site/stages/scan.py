@@ -1,0 +1,202 @@
+"""Stage 1, scan: what each session file is now, reading only the files that changed.
+
+Every session file is stat'ed. A file whose stamp the manifest trusts
+(:func:`.staleness.stamp_trusted`) keeps its recorded state and is not read. The others
+are read, hashed, prepared (:func:`publisher.prepare.prepare`: redaction, references,
+warnings) and summarised; a file with the same hash as before keeps what it rendered. Many
+changed files are scanned in the process pool; a few (an append) in this process, and
+their prepared sessions are kept for the render stage instead of being parsed again.
+
+A file that rendered before and stops loading may keep its last good pages
+(:class:`Holds`, asked through :attr:`.context.BuildOptions.hold`): ``site watch`` uses it
+while an agent rewrites a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...loader import (
+    SessionLoadError,
+    check_inside,
+    decode_session_bytes,
+    file_stamp,
+    parse_session_text,
+    session_file_names,
+)
+from ...model import LoadFailure
+from ...prepare import Prepared, prepare
+from ...redact import Redactor
+from ..context import BuildContext, HoldHook
+from ..graph import Summary
+from ..manifest import Manifest, SourceState
+from ..memory import Freezer, return_large_blocks
+from ..pool import run_jobs
+from ..staleness import stamp_trusted, summary_key
+
+
+@dataclass(slots=True)
+class Holds:
+    """Files that stopped loading but keep their last good pages this build."""
+
+    previous: dict[str, SourceState]
+    """The last build's states (the ones to go back to)."""
+    hook: HoldHook | None
+    """Asked whether to hold a file; None holds nothing."""
+    names: set[str] = field(default_factory=set)
+    """The files held."""
+    failures: list[LoadFailure] = field(default_factory=list)
+    """Why each held file does not load now."""
+
+    def hold(self, name: str, reason: str, size: int) -> SourceState | None:
+        """The last good state of ``name`` when it is held (its old stamp makes the next
+        build read the file again), else None."""
+        old = self.previous.get(name)
+        if old is None or old.summary is None or not old.outputs or self.hook is None:
+            return None
+        if not self.hook(name, reason):
+            return None
+        self.names.add(name)
+        self.failures.append(LoadFailure(file_name=name, reason=reason, size=size))
+        return old
+
+
+@dataclass(slots=True)
+class Scan:
+    """What the scan found."""
+
+    names: list[str]
+    """Every session file of the folder, sorted."""
+    sources: dict[str, SourceState]
+    """Each file's state for this build (unchanged files keep the manifest's, unmodified)."""
+    changed: set[str]
+    """Files whose content differs from what the last build rendered (or that are new)."""
+    holds: Holds
+    """Files that keep their last good pages."""
+    files_read: int
+    """How many files were read."""
+    kept: dict[str, Prepared]
+    """Sessions prepared in this process, by file name, for the render to reuse."""
+    started_ns: int
+    """When the scan began: the next build's reference for racy stamps."""
+
+
+def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
+    """Stage 1 (see the module docstring)."""
+    started_ns = time.time_ns()
+    same_key = previous.key == ctx.key
+    # States made under another key (e.g. without redaction) are not reused.
+    old: dict[str, SourceState] = previous.sources if same_key else {}
+    names = session_file_names(ctx.folder)
+    sources: dict[str, SourceState] = {}
+    to_read: list[str] = []
+    folder = os.fspath(ctx.folder)  # plain strings: one stat per file, no Path objects
+    for name in names:
+        state = old.get(name)
+        stamp = file_stamp(f"{folder}/{name}")
+        if state is not None and stamp_trusted(
+            (state.size, state.mtime_ns), stamp, previous.scanned_at_ns
+        ):
+            sources[name] = state
+        else:
+            to_read.append(name)
+    scanned, kept = _read(ctx, to_read)
+    freezer.freeze()  # the kept sessions too: later collections need not walk them
+    holds = Holds(old, ctx.options.hold)
+    changed: set[str] = set()
+    for name, state in scanned.items():
+        if state.summary is None:
+            held = holds.hold(name, state.failure or "", state.size)
+            if held is not None:
+                sources[name] = held
+                kept.pop(name, None)
+                continue
+        before = old.get(name)
+        if (
+            before is not None
+            and before.sha256
+            and before.sha256 == state.sha256
+            and before.failure == state.failure
+        ):
+            # Touched but identical: keep what was rendered.
+            state = dataclasses.replace(state, facts_key=before.facts_key, outputs=before.outputs)
+        else:
+            changed.add(name)
+        sources[name] = state
+    return Scan(names, sources, changed, holds, len(scanned), kept, started_ns)
+
+
+def _read(
+    ctx: BuildContext, names: list[str]
+) -> tuple[dict[str, SourceState], dict[str, Prepared]]:
+    """Scan ``names``: in the pool when there are many, else here, keeping the sessions."""
+    folder, redactor, tunables = ctx.folder, ctx.options.redactor, ctx.tunables
+    progress = ctx.options.progress
+    if len(names) > tunables.in_process_scan:
+        jobs = [(folder / name, folder, redactor) for name in names]
+        results = run_jobs(_scan_job, jobs, workers=ctx.workers, progress=progress, stage="read")
+        return dict(results), {}
+    # A few changed files (an append): scanned here, and their prepared sessions kept for
+    # the render instead of parsed again. One file is always kept, however large: parsing
+    # it again would hold its bytes and text on top of the heap its first parse left (a
+    # 95 MB session: 297 MB at peak against 220 MB kept), and cost a second parse.
+    keep = len(names) == 1 or (
+        sum(file_stamp(folder / name)[0] for name in names) <= tunables.keep_scanned_bytes
+    )
+    scanned: dict[str, SourceState] = {}
+    kept: dict[str, Prepared] = {}
+    for done, name in enumerate(names, start=1):
+        state, prepared = scan_file(folder / name, folder, redactor)
+        scanned[name] = state
+        if keep and prepared is not None:
+            kept[name] = prepared
+        if progress:
+            progress("read", done, len(names))
+    return scanned, kept
+
+
+def _scan_job(path: Path, folder: Path, redactor: Redactor | None) -> tuple[str, SourceState]:
+    return_large_blocks()  # a pool worker (a forked one has it from the build already)
+    return path.name, scan_file(path, folder, redactor)[0]
+
+
+def scan_file(
+    path: Path, folder: Path, redactor: Redactor | None
+) -> tuple[SourceState, Prepared | None]:
+    """Read, hash, prepare and summarise one file; its state, and the prepared session
+    when it loads."""
+    size, mtime_ns = file_stamp(path)
+    try:
+        check_inside(path, folder)
+        data = path.read_bytes()
+    except SessionLoadError as exc:
+        return SourceState(size, mtime_ns, "", None, exc.reason), None
+    except OSError as exc:
+        return SourceState(size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}"), None
+    file_hash = hashlib.sha256(data).hexdigest()
+    read_size = len(data)
+    try:
+        text = decode_session_bytes(data, path.name)
+        del data  # not held while the JSON is parsed
+        session = parse_session_text(text, path.name)
+    except SessionLoadError as exc:
+        return SourceState(read_size, mtime_ns, file_hash, None, exc.reason), None
+    del text
+    prepared = prepare(session, redactor)
+    summary = Summary.of(prepared.session, prepared.redacted_total)
+    state = SourceState(
+        size,
+        mtime_ns,
+        file_hash,
+        summary,
+        None,
+        sorted(prepared.refs),
+        digest=summary_key(summary),
+        warnings=list(prepared.warnings),
+    )
+    return state, prepared

@@ -1,0 +1,58 @@
+"""The build state: loaded before the scan, saved as the last stage.
+
+The manifest (:mod:`..manifest`) is in the cache folder. One made for another site folder
+(a cache folder shared by mistake) is not used: a lost or foreign state costs a full
+build, never a wrong page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ... import __version__
+from ..context import BuildContext, BuildOptions, CachePaths
+from ..manifest import Manifest, SourceState, save_manifest
+
+
+def site_id(out: Path) -> str:
+    """How a manifest names the site folder it describes."""
+    return os.path.abspath(out)
+
+
+def load_state(ctx: BuildContext) -> Manifest:
+    """The last build's manifest for this site folder, or an empty one."""
+    manifest = Manifest.load(ctx.cache.manifest, ctx.warm)
+    return manifest if manifest.site == site_id(ctx.out) else Manifest()
+
+
+def last_outputs(options: BuildOptions) -> dict[str, str]:
+    """What the last build of ``options`` published (site path → sha256), or nothing."""
+    manifest = Manifest.load(CachePaths.of(options).manifest)
+    return manifest.outputs if manifest.site == site_id(options.out_dir) else {}
+
+
+def save_state(
+    ctx: BuildContext,
+    previous: Manifest,
+    *,
+    graph_key: str,
+    scanned_at_ns: int,
+    names: list[str],
+    sources: Mapping[str, SourceState],
+    extra_outputs: Mapping[str, str],
+) -> None:
+    """Write this build's manifest (lines of unchanged sources reused)."""
+    save_manifest(
+        ctx.cache.manifest,
+        previous,
+        key=ctx.key,
+        site=site_id(ctx.out),
+        graph=graph_key,
+        scanned_at_ns=scanned_at_ns,
+        publisher=__version__,
+        sources={name: sources[name] for name in names},
+        extra_outputs=extra_outputs,
+        warm=ctx.warm,
+    )

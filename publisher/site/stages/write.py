@@ -1,0 +1,123 @@
+"""Stage 4, write: the theme's assets, and the removal of what is no longer published.
+
+Files are written atomically and only when their bytes changed (:mod:`publisher.write`).
+Outputs of the last build that this one did not produce (a deleted or renamed session, a
+page a shorter session no longer has) are removed, with the fragment files of sessions
+that are gone. When the cache was lost, the last build's outputs are unknown: a site
+folder that holds a site of ours (its ``index.html`` says so) is swept of session pages
+and assets this build did not produce, so a lost cache costs time, never stale pages.
+State files that earlier versions kept in ``<out>/.polyglav/`` are removed from the site.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from ...write import is_inside, prepare_target, write_if_changed
+from .. import urls
+from ..context import LEGACY_STATE, BuildContext
+from ..fragments import SUFFIX as FRAGMENT_SUFFIX
+from ..manifest import Manifest
+from .render import remove_empty_parents
+
+GENERATOR_MARK = b'<meta name="generator" content="polyglav-publisher'
+"""How a site folder's ``index.html`` shows the site was built by this publisher."""
+OWN_FOLDERS = ("sessions", "assets")
+"""The folders of the site that hold only what a build writes (besides ``pagefind/``, which
+search keeps in step itself)."""
+
+
+def write_files(
+    ctx: BuildContext, files: Mapping[str, bytes], previous: Mapping[str, str]
+) -> tuple[dict[str, str], int]:
+    """Write ``files`` (site path → bytes); their hashes, and how many were written.
+
+    A file the last build wrote with the same hash (``previous``) and still there is not
+    even read."""
+    produced: dict[str, str] = {}
+    written = 0
+    for rel, data in files.items():
+        digest = hashlib.sha256(data).hexdigest()
+        produced[rel] = digest
+        target = prepare_target(ctx.out, rel)
+        if previous.get(rel) == digest and target.is_file() and not target.is_symlink():
+            continue
+        if write_if_changed(target, data):
+            written += 1
+    return produced, written
+
+
+def assets(ctx: BuildContext) -> dict[str, bytes]:
+    """The theme's assets, as site files."""
+    return {f"assets/{rel}": path.read_bytes() for rel, path in ctx.theme.assets().items()}
+
+
+def remove_stale(
+    ctx: BuildContext, previous: Manifest, produced: Mapping[str, str], published: set[str]
+) -> int:
+    """Remove what the last build published and this one does not, and the fragment files
+    of sessions no longer published (``published``: session names); the number of files
+    removed from the site."""
+    out = ctx.out
+    removed = 0
+    old_outputs = previous.outputs
+    for rel in sorted(set(old_outputs) - set(produced)):
+        removed += _remove(out, out / rel)
+    if not previous.sources and not previous.extra_outputs:
+        removed += _sweep(out, produced)
+    old_names = {s.summary.name for s in previous.sources.values() if s.summary}
+    for name in old_names - published:
+        with contextlib.suppress(OSError):
+            (ctx.cache.fragments / f"{urls.slug(name)}{FRAGMENT_SUFFIX}").unlink()
+    _remove_legacy_state(out)
+    return removed
+
+
+def _remove(out: Path, target: Path) -> int:
+    if is_inside(target, out) and (target.is_file() or target.is_symlink()):
+        target.unlink()
+        remove_empty_parents(target.parent, out)
+        return 1
+    return 0
+
+
+def _sweep(out: Path, produced: Mapping[str, str]) -> int:
+    """Remove files under :data:`OWN_FOLDERS` that ``produced`` does not name, when the
+    folder holds a site of ours."""
+    try:
+        with open(out / "index.html", "rb") as handle:
+            ours = GENERATOR_MARK in handle.read(4096)
+    except OSError:
+        ours = False
+    if not ours:
+        return 0
+    removed = 0
+    for folder in OWN_FOLDERS:
+        root = out / folder
+        if root.is_symlink() or not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*"), reverse=True):
+            rel = path.relative_to(out).as_posix()
+            if (path.is_file() or path.is_symlink()) and rel not in produced:
+                removed += _remove(out, path)
+    return removed
+
+
+def _remove_legacy_state(out: Path) -> None:
+    """The build state of earlier versions, ``<out>/.polyglav/``: out of the site."""
+    legacy = out / ".polyglav"
+    if legacy.is_symlink() or not legacy.is_dir():
+        return
+    for name in LEGACY_STATE:
+        with contextlib.suppress(OSError):
+            (legacy / name).unlink()
+    for name in ("fragments", "search-tmp"):
+        folder = legacy / name
+        if folder.is_dir() and not folder.is_symlink() and is_inside(folder, out):
+            shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        legacy.rmdir()  # only when nothing else is there

@@ -1,0 +1,191 @@
+"""Every cache key of the site build, and the rules for what a change invalidates.
+
+This module is the one home of those rules: the stages compute their keys here and
+nowhere else. The caches live in the build's cache folder (never in the published site,
+see :mod:`.context`); losing any of them costs only time.
+
+========================  ==========================================  =====================
+what is kept              its key (all of it is hashed)               rebuilt when
+========================  ==========================================  =====================
+everything below          :func:`build_key`: publisher version,        any of those changes:
+                          manifest format, search on/off, the          every page rendered,
+                          redaction values, every theme file           fragments dropped,
+                          (:func:`theme_key`)                          rows and shards redone
+a source's scan           its stamp (size, mtime), trusted only        the stamp changed, or
+(summary, refs)           when the file was already that old when      the file was written
+                          the last scan began (:func:`stamp_trusted`)  within RACY_NS of it;
+                                                                       the content hash then
+                                                                       decides
+a session's pages         the file's content hash, and                 content or facts
+                          :func:`facts_key` of what its pages show     changed, or an output
+                          of others (parent chain, sub-sessions,       file is missing
+                          reference targets); recomputed only when
+                          :func:`graph_key` changed
+a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
+                          of the references it may link, the           what it links or
+                          context boundaries starting at it, the       shows did
+                          last turn index when it shows a
+                          compaction note
+an index row              :func:`summary_key` of its session           that session's summary
+the delegation tree       :func:`graph_key`                            a session appeared,
+                                                                       vanished, or changed
+                                                                       parent, sub-sessions
+                                                                       or role; a file was
+                                                                       added or removed
+a search shard            :func:`shard_key`: search format, the        one of its pages
+                          Pagefind binary, the build key, the          changed, or the shard
+                          shard's id and role, its pages' hashes       set did
+========================  ==========================================  =====================
+
+Hashes of Python values use ``pickle`` (several times faster than JSON or ``repr``): equal
+values pickle alike here because they come from the same decoder in the same order, and
+when two equal values pickle differently (shared strings), the cost is one cache miss,
+never a wrong page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from .. import __version__
+
+if TYPE_CHECKING:
+    from ..model import Turn
+    from ..redact import Redactor
+    from ..render.view import Boundary
+    from ..theme import Theme
+    from .graph import Summary
+
+RACY_NS = 2_000_000_000
+"""A file modified this close (ns) before the previous scan began is read again: it could
+have changed a second time within the same mtime tick ("racy git")."""
+MANIFEST_FORMAT = 4
+"""Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
+SEARCH_FORMAT = 1
+"""Bumped when the search layout or Pagefind's options change: every shard is redone."""
+
+
+def stamp_trusted(old: tuple[int, int] | None, now: tuple[int, int], last_scan_ns: int) -> bool:
+    """True when a source need not be read: its (size, mtime_ns) stamp ``now`` is the one
+    recorded (``old``), it is a real stamp, and the file was already that old when the last
+    scan began (``last_scan_ns``) minus RACY_NS."""
+    return old == now and now != (0, 0) and now[1] < last_scan_ns - RACY_NS
+
+
+def theme_key(theme: Theme) -> str:
+    """A hash of every file of every folder of the theme (names and bytes)."""
+    digest = hashlib.sha256()
+    for rel, path in theme.files():
+        digest.update(rel.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def build_key(*, search: bool, redactor: Redactor | None, theme: str) -> str:
+    """The key of everything a build keeps: when it changes, nothing is reused.
+
+    ``theme`` is :func:`theme_key`. The redaction values are hashed, never stored."""
+    digest = hashlib.sha256()
+    digest.update(f"{__version__}\0{MANIFEST_FORMAT}\0{search}\0".encode())
+    if redactor is not None:
+        digest.update(redactor.identity())
+    digest.update(theme.encode())
+    return digest.hexdigest()
+
+
+def summary_key(summary: Summary) -> str:
+    """The key of a session's index row: a hash of every field of its summary."""
+    from .graph import SUMMARY_FIELDS
+
+    values = tuple(getattr(summary, name) for name in SUMMARY_FIELDS)
+    return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
+
+
+def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
+    """A hash of the archive's shape, everything the facts of any page depend on: names,
+    parents, sub-sessions, roles, and the folder's file names (``#id`` lookups)."""
+    shape = [
+        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role]
+        for s in sorted(summaries, key=lambda s: s.name)
+    ]
+    return hashlib.sha256(
+        json.dumps([shape, list(file_names)]).encode("utf-8", "surrogatepass")
+    ).hexdigest()
+
+
+def facts_key(lineage: object, lineage_cycle: bool, children: object, refs: dict[str, str]) -> str:
+    """The key of what a session's pages show about other sessions."""
+    return hashlib.sha256(
+        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items())))
+    ).hexdigest()
+
+
+def refs_key(refs: dict[str, str]) -> str:
+    """The key of the reference targets a session's turns may link."""
+    return hashlib.sha256(pickle.dumps(sorted(refs.items()))).hexdigest()
+
+
+def turn_key(
+    turn: Turn, refs: str, boundaries: list[Boundary], last_index: int, anchor: str
+) -> str:
+    """The key of a turn fragment: everything ``turn.html`` reads.
+
+    That is the turn itself (pickled as it is: its bytes are a function of its content),
+    the reference targets (``refs``: :func:`refs_key`), the context boundaries that start
+    at it, the session's last turn index when it holds a compaction note (the note names
+    it; other turns keep their key when a turn is appended), and its anchor. The theme and
+    the publisher version are not in it: the build key drops the whole cache for those.
+    """
+    shown_last = last_index if reads_last_index(turn) else 0
+    digest = hashlib.sha256(pickle.dumps((turn, refs, boundaries, shown_last), protocol=5))
+    return digest.hexdigest() + anchor
+
+
+def reads_last_index(turn: Turn) -> bool:
+    """True when a turn's HTML shows the session's last turn index (a compaction note)."""
+    from ..model import CommandPart
+
+    return any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
+
+
+def shard_key(
+    shard_id: str,
+    primary: bool,
+    pages: Iterable[tuple[str, str]],
+    build: str,
+    pagefind: str,
+) -> str:
+    """The key of a search shard's bundle: the search format, the Pagefind binary
+    (``pagefind``), the build key, the shard's id and whether it carries the runtime, and
+    its pages' (path, hash)."""
+    digest = hashlib.sha256()
+    digest.update(f"{SEARCH_FORMAT}\0{pagefind}\0{build}\0{shard_id}\0{primary}\0".encode())
+    for rel, page_digest in pages:
+        digest.update(f"{rel}\0{page_digest}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def session_stale(
+    *,
+    same_key: bool,
+    content_changed: bool,
+    same_graph: bool,
+    facts_then: str,
+    facts_now: Callable[[], str],
+    outputs_present: Callable[[], bool],
+) -> bool:
+    """The rule for rendering a session's pages again: the build key changed, the file's
+    content changed, the archive's shape changed and with it the facts its pages show
+    (``facts_now()`` differs from ``facts_then``: computed only when the graph changed), or
+    one of its output files is missing."""
+    return (
+        not same_key
+        or content_changed
+        or (not same_graph and facts_now() != facts_then)
+        or not outputs_present()
+    )
