@@ -8,18 +8,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from .archive import Archive, ArchiveError, default_export_path, find_sessions_dir, read_config
+from .archive import (
+    Archive,
+    ArchiveError,
+    default_export_path,
+    find_sessions_dir,
+    project_root,
+    read_config,
+)
+from .errors import UsageError
 from .model import Session
-from .redact import Redactor, identifier_findings, load_values_file, redact_session
+from .prepare import prepare
+from .redact import Redactor, load_values_file
 from .render import console
 from .render.markdown import export_markdown
 from .write import atomic_write, is_inside
 
 PRINT_TARGET_RE = re.compile(r"\A(\d+)(?:\.(\d+))?\Z")
-
-
-class UsageError(Exception):
-    """A command line that is well-formed for the parser but means nothing (exit 2)."""
 
 
 @dataclass(slots=True)
@@ -34,6 +39,36 @@ class Context:
 
     def session(self, target: str | None) -> Session:
         return self.archive.resolve(target) if target else self.archive.latest()
+
+
+def open_target(project: Path | None, name: str) -> tuple[Context, str]:
+    """The archive to read and the target in it, for a command naming one session.
+
+    ``name`` may also be the path of a session file: without ``--project`` its folder is
+    the archive; with ``--project`` it must be a file of that archive."""
+    path = Path(name)
+    if name.endswith(".json") and ("/" in name or "\\" in name) and path.is_file():
+        if project is None:
+            return Context(Archive(path.parent)), path.name
+        ctx = Context.open(project)
+        if path.resolve().parent != ctx.archive.folder.resolve():
+            raise ArchiveError(
+                f"{name}: not a file of {ctx.archive.folder} (--project); give its name, "
+                "or the file without --project"
+            )
+        return ctx, path.name
+    return Context.open(project), name
+
+
+def site_out(sessions_dir: Path, out: Path | None) -> Path:
+    """The site folder: ``--out``, else ``.polyglav/site/`` of the project (of the current
+    folder for a bare folder of session files, which is never written to)."""
+    if out is not None:
+        return out
+    root = project_root(sessions_dir)
+    if root == sessions_dir:
+        return Path(".polyglav") / "site"
+    return root / ".polyglav" / "site"
 
 
 def make_redactor(redact: bool, values_file: Path | None) -> Redactor | None:
@@ -55,7 +90,8 @@ class ExportResult:
     redaction: str | None = None
     """``3 secrets redacted (…)`` when redaction was on."""
     warnings: list[str] = field(default_factory=list)
-    """Secrets found in identifiers (kept as written)."""
+    """What prepare says of the session: a file name that is not its session name, secrets
+    found in identifiers (kept as written)."""
 
 
 def export(
@@ -67,13 +103,11 @@ def export(
     redactor: Redactor | None = None,
 ) -> ExportResult:
     """Export one session to a file or stdout, redacted first when ``redactor`` is given."""
-    session = ctx.archive.resolve(name)
-    result = ExportResult(path=None)
-    if redactor is not None:
-        counter = redactor.fresh()
-        session = redact_session(session, counter)
-        result.redaction = counter.summary()
-        result.warnings = identifier_findings(session, counter)
+    prepared = prepare(ctx.archive.resolve(name), redactor)
+    session = prepared.session
+    result = ExportResult(
+        path=None, redaction=prepared.redaction_note, warnings=list(prepared.warnings)
+    )
     if fmt == "html":
         from .site.single import export_html
 
@@ -100,7 +134,7 @@ def export(
     return result
 
 
-def parse_history_args(args: list[str]) -> tuple[str | None, str | None]:
+def parse_history_args(args: list[str]) -> tuple[int | None, str | None]:
     """Split ``[n|all] [--thoughts [all]]`` in either order (``all`` after --thoughts binds to it)."""
     count: str | None = None
     thoughts: str | None = None
@@ -124,33 +158,39 @@ def parse_history_args(args: list[str]) -> tuple[str | None, str | None]:
         else:
             raise UsageError(f"history: unexpected argument {arg!r}")
         i += 1
-    return count, thoughts
+    return history_count(count), thoughts
+
+
+def history_count(count: str | None) -> int | None:
+    """``N`` or ``all`` (None: every turn); 10 when not given."""
+    if count is None:
+        return 10
+    if count == "all":
+        return None
+    if count.isdigit():
+        return int(count)
+    raise UsageError(f"history: expected a number or 'all', got {count!r}")
 
 
 def history(
-    ctx: Context, count: str | None, thoughts: str | None, run: str | None, color: bool
+    session: Session, count: int | None, thoughts: str | None, color: bool
 ) -> Iterator[str]:
-    if count is None:
-        n: int | None = 10
-    elif count == "all":
-        n = None
-    elif count.isdigit():
-        n = int(count)
-    else:
-        raise UsageError(f"history: expected a number or 'all', got {count!r}")
+    """The ``/history`` lines of the last ``count`` turns (None: all)."""
     if thoughts not in (None, "excerpt", "all"):
         raise UsageError(f"--thoughts takes no value or 'all', got {thoughts!r}")
-    session = ctx.session(run)
-    yield from console.history_lines(session, n, thoughts, color)
+    yield from console.history_lines(session, count, thoughts, color)
 
 
-def print_turn(ctx: Context, target: str, full: bool, run: str | None) -> Iterator[str]:
+def parse_print_target(target: str) -> tuple[int, int | None]:
+    """``N`` or ``N.M`` → (turn index, part number or None)."""
     match = PRINT_TARGET_RE.match(target)
     if not match:
         raise UsageError(f"print: expected N or N.M, got {target!r}")
-    index = int(match.group(1))
-    part = int(match.group(2)) if match.group(2) else None
-    session = ctx.session(run)
+    return int(match.group(1)), int(match.group(2)) if match.group(2) else None
+
+
+def print_turn(ctx: Context, session: Session, target: str, full: bool) -> Iterator[str]:
+    index, part = parse_print_target(target)
     turn = session.turn(index)
     if turn is None:
         last = session.turns[-1].index if session.turns else 0
@@ -172,8 +212,17 @@ def print_max_chars(ctx: Context) -> int:
 
 def sessions(ctx: Context) -> tuple[list[str], list[str]]:
     """The listing lines, and one warning line per file that does not load."""
+    from .prepare import name_warnings
+
     entries = ctx.archive.entries()
-    warnings = [f"{e.file_name}: {e.failure.reason}" for e in entries if e.failure is not None]
+    warnings = []
+    for entry in entries:
+        if entry.failure is not None:
+            warnings.append(f"{entry.file_name}: {entry.failure.reason}")
+        elif entry.session is not None:
+            warnings.extend(name_warnings(entry.session))
+    if not entries:
+        warnings.append(f"{ctx.archive.folder}: no session files")
     return list(console.sessions_table(entries)), warnings
 
 

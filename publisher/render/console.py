@@ -119,7 +119,8 @@ def print_lines(session: Session, turn: Turn, part_number: int | None, limit: in
 
 
 def sessions_table(entries: list[Entry]) -> Iterator[str]:
-    """The ``/sessions`` listing; sub-sessions annotated with their parent."""
+    """The ``/sessions`` listing, by file name (what ``#id`` and ``session:`` resolve);
+    sub-sessions annotated with their parent, a differing session_name noted."""
     header = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
@@ -133,7 +134,7 @@ def sessions_table(entries: list[Entry]) -> Iterator[str]:
         rows.append(
             (
                 s.kind,
-                terminal_safe(s.session_name),
+                terminal_safe(entry.file_name[:-5]),
                 _v(s.session_id),
                 _v(s.role),
                 _v(s.version),
@@ -141,7 +142,12 @@ def sessions_table(entries: list[Entry]) -> Iterator[str]:
                 _v(s.updated_at),
             )
         )
-        notes.append(f"parent: {terminal_safe(s.parent_id)}" if s.parent_id else "")
+        row_notes = []
+        if entry.file_name != f"{s.session_name}.json":
+            row_notes.append(f"session_name: {terminal_safe(s.session_name)}")
+        if s.parent_id:
+            row_notes.append(f"parent: {terminal_safe(s.parent_id)}")
+        notes.append("; ".join(row_notes))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     yield "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
     for row, note in zip(rows, notes, strict=True):

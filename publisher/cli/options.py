@@ -1,0 +1,98 @@
+"""Every option of the command line, declared once (typer ``Annotated`` types)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Debug = Annotated[
+    bool,
+    typer.Option("--debug", help="Show tracebacks on errors (before or after the command)."),
+]
+Project = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        "-p",
+        help="Project folder (holding .polyglav/) or a folder of session files. "
+        "Default: the nearest folder upwards holding .polyglav/.",
+        show_default=False,
+    ),
+]
+Run = Annotated[
+    str | None,
+    typer.Option(
+        "--run",
+        help="Session to read: #<id>, session:<name>, a name or a role. "
+        "Default: the most recently updated session (said on stderr).",
+        show_default=False,
+    ),
+]
+SessionName = Annotated[
+    str,
+    typer.Argument(help="Session: #<id>, session:<name>, a name, a role, or a session file."),
+]
+Redact = Annotated[
+    bool,
+    typer.Option(
+        "--redact",
+        help="Replace secrets (API keys, tokens, private keys, URL passwords…) with "
+        "[REDACTED:<kind>] before rendering; the output says how many.",
+    ),
+]
+RedactValues = Annotated[
+    Path | None,
+    typer.Option(
+        "--redact-values",
+        help="A file listing more values to redact, one per line (# comments); implies --redact.",
+        show_default=False,
+    ),
+]
+SiteOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Site folder: receives exactly the published files. "
+        "Default: .polyglav/site/ of the project.",
+        show_default=False,
+    ),
+]
+CacheDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Where the build keeps its state between builds (never published; losing it "
+        "costs only time). Default: ~/.cache/polyglav/site-<hash of the site folder>.",
+        show_default=False,
+    ),
+]
+Theme = Annotated[
+    str | None,
+    typer.Option(
+        "--theme",
+        "-t",
+        help="Built-in theme name (default, paper) or a folder overriding some templates.",
+        show_default=False,
+    ),
+]
+Search = Annotated[
+    bool, typer.Option("--search/--no-search", help="Build the Pagefind full-text search index.")
+]
+BuildQuiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bar and no summary line.")
+]
+WatchQuiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No line per build (warnings and errors still).")
+]
+QuietWindow = Annotated[
+    float,
+    typer.Option("--quiet-window", min=0.0, help="Seconds without changes before rebuilding."),
+]
+Strict = Annotated[
+    bool, typer.Option("--strict", help="Fail (exit 1) when any file does not load or warns.")
+]
+Port = Annotated[int, typer.Option("--port", min=0, max=65535, help="Port; 0 picks a free one.")]
+Bind = Annotated[str, typer.Option("--bind", help="Address to listen on.")]

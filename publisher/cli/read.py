@@ -1,0 +1,116 @@
+"""``polyglav sessions``, ``sessions preview``, ``history`` and ``print``: reading an
+archive headless, as the agent's ``/sessions``, ``/history`` and ``/print`` do."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .app import app, emit, guarded, sessions_app, warn
+from .options import Debug, Project, Run, SessionName
+
+
+@sessions_app.callback()
+def sessions_list(ctx: typer.Context, project: Project = None, debug: Debug = False) -> None:
+    """List saved sessions: kind, name, id, role, version, turns, updated.
+
+    Sub-sessions are annotated with their parent; files that do not load are listed with
+    why, and warned about on stderr.
+
+    Example: polyglav sessions --project sample_sessions
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from .. import commands
+
+    lines, warnings = guarded(ctx, debug, lambda: commands.sessions(commands.Context.open(project)))
+    emit(lines)
+    for warning in warnings:
+        warn(warning)
+
+
+@sessions_app.command("preview")
+def sessions_preview(
+    ctx: typer.Context, name: SessionName, project: Project = None, debug: Debug = False
+) -> None:
+    """Structural preview: turn count, part kinds, tool names, parent and sub-sessions.
+
+    Example: polyglav sessions preview '#ab12cd' --project sample_sessions
+    """
+    from .. import commands
+
+    emit(guarded(ctx, debug, lambda: list(commands.preview(commands.Context.open(project), name))))
+
+
+@app.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    options_metavar="[--thoughts [all]] [OPTIONS]",
+)
+def history(
+    ctx: typer.Context, run: Run = None, project: Project = None, debug: Debug = False
+) -> None:
+    """Numbered turn index: #<index> [<status>] <duration> <tool count> <prompt>.
+
+    Arguments: [N|all] how many of the last turns (default 10), or all.
+    --thoughts adds a first-line excerpt of each turn's thinking; --thoughts all prints
+    all of it.
+
+    Example: polyglav history all --thoughts --run '#ab12cd' --project sample_sessions
+    """
+    from .. import commands
+
+    args = list(ctx.args)
+    if "--debug" in args:  # after the arguments typer leaves to us
+        args.remove("--debug")
+        debug = True
+    count, thoughts = guarded(ctx, debug, lambda: commands.parse_history_args(args))
+
+    def action() -> list[str]:
+        reading = commands.Context.open(project)
+        session = reading.session(run)
+        if run is None:
+            warn_latest(session.session_name)
+        color = sys.stdout.isatty()
+        return list(commands.history(session, count, thoughts, color))
+
+    emit(guarded(ctx, debug, action))
+
+
+@app.command("print")
+def print_(
+    ctx: typer.Context,
+    target: Annotated[
+        str, typer.Argument(metavar="N[.M]", help="Turn index, or N.M for its M-th part.")
+    ],
+    full: Annotated[
+        bool, typer.Option("--full", help="Do not cap each part at print_max_chars.")
+    ] = False,
+    run: Run = None,
+    project: Project = None,
+    debug: Debug = False,
+) -> None:
+    """Reprint a turn in full (metadata block and every part), or only one part.
+
+    Example: polyglav print 3.2 --full --run session:release-notes --project sample_sessions
+    """
+    from .. import commands
+
+    def action() -> list[str]:
+        commands.parse_print_target(target)  # a usage error before anything is read
+        reading = commands.Context.open(project)
+        session = reading.session(run)
+        if run is None:
+            warn_latest(session.session_name)
+        return list(commands.print_turn(reading, session, target, full))
+
+    emit(guarded(ctx, debug, action))
+
+
+def warn_latest(name: str) -> None:
+    """Say which session a command without ``--run`` reads."""
+    typer.echo(
+        f"polyglav: reading {name}, the most recently updated session (--run to choose)",
+        err=True,
+    )

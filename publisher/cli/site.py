@@ -1,0 +1,175 @@
+"""``polyglav site build|watch|serve``: the static website of an archive."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from .app import fail, guarded, site_app, warn
+from .options import (
+    Bind,
+    BuildQuiet,
+    CacheDir,
+    Debug,
+    Port,
+    Project,
+    QuietWindow,
+    Redact,
+    RedactValues,
+    Search,
+    SiteOut,
+    Strict,
+    Theme,
+    WatchQuiet,
+)
+
+if TYPE_CHECKING:
+    from ..site.build import BuildOptions, BuildReport
+
+
+def build_options(
+    project: Path | None,
+    out: Path | None,
+    cache_dir: Path | None,
+    theme: str | None,
+    search: bool,
+    redact: bool,
+    redact_values: Path | None,
+) -> BuildOptions:
+    """The build options of a ``site`` command line."""
+    from ..archive import find_sessions_dir
+    from ..commands import make_redactor, site_out
+    from ..site.build import BuildOptions
+
+    sessions_dir = find_sessions_dir(project)
+    return BuildOptions(
+        sessions_dir=sessions_dir,
+        out_dir=site_out(sessions_dir, out),
+        cache_dir=cache_dir,
+        theme=theme,
+        search=search,
+        redactor=make_redactor(redact, redact_values),
+    )
+
+
+def summary_line(report: BuildReport, out: Path) -> str:
+    parts = [
+        f"{report.sessions} sessions",
+        f"{len(report.failures)} not loaded",
+        f"{report.sessions_rendered} rendered",
+        f"{report.files_written} files written",
+    ]
+    if report.files_removed:
+        parts.append(f"{report.files_removed} removed")
+    parts.append(f"search {report.search}")
+    return f"built {out}: " + ", ".join(parts)
+
+
+@site_app.command("build")
+def build(
+    ctx: typer.Context,
+    project: Project = None,
+    out: SiteOut = None,
+    cache_dir: CacheDir = None,
+    theme: Theme = None,
+    search: Search = True,
+    strict: Strict = False,
+    quiet: BuildQuiet = False,
+    redact: Redact = False,
+    redact_values: RedactValues = None,
+    debug: Debug = False,
+) -> None:
+    """Build the site: one page per session, the index, search.
+
+    Files that do not load are listed on the index and warned about; the build still
+    succeeds unless --strict.
+
+    Example: polyglav site build --project sample_sessions --out /tmp/site
+    """
+
+    def action() -> tuple[BuildReport, BuildOptions]:
+        from ..site.build import build_site
+        from ..site.progress import progress_hook
+
+        options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
+        with progress_hook(enabled=not quiet and sys.stderr.isatty()) as hook:
+            options.progress = hook
+            return build_site(options), options
+
+    report, options = guarded(ctx, debug, action)
+    for warning in report.warnings:
+        warn(warning)
+    if report.search.startswith("unavailable"):
+        warn(f"search {report.search}")
+    if not quiet:
+        typer.echo(summary_line(report, options.out_dir), err=True)
+    if strict and report.warnings:
+        fail(f"--strict: {len(report.warnings)} warnings", 1)
+
+
+@site_app.command("watch")
+def watch(
+    ctx: typer.Context,
+    project: Project = None,
+    out: SiteOut = None,
+    cache_dir: CacheDir = None,
+    theme: Theme = None,
+    search: Search = True,
+    quiet: WatchQuiet = False,
+    quiet_window: QuietWindow = 0.3,
+    redact: Redact = False,
+    redact_values: RedactValues = None,
+    debug: Debug = False,
+) -> None:
+    """Build the site, then rebuild what changed whenever the sessions or the theme change.
+
+    A file being rewritten keeps its last good page until it loads again; a sessions
+    folder deleted and recreated is watched again. Ctrl-C stops it.
+
+    Example: polyglav site watch --project sample_sessions --out /tmp/site
+    """
+
+    def action() -> None:
+        from ..site.watch import WatchOptions, watch_site
+
+        options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
+        watch_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet))
+
+    guarded(ctx, debug, action)
+
+
+@site_app.command("serve")
+def serve(
+    ctx: typer.Context,
+    project: Project = None,
+    out: SiteOut = None,
+    cache_dir: CacheDir = None,
+    theme: Theme = None,
+    search: Search = True,
+    port: Port = 8000,
+    bind: Bind = "127.0.0.1",
+    quiet: WatchQuiet = False,
+    quiet_window: QuietWindow = 0.3,
+    redact: Redact = False,
+    redact_values: RedactValues = None,
+    debug: Debug = False,
+) -> None:
+    """Serve the site locally while watching; open pages reload after each build.
+
+    Pages reload only once a build has written them, at the turn the reader was at.
+    Paths outside the site answer 404. Ctrl-C stops it.
+
+    Example: polyglav site serve --project sample_sessions --out /tmp/site --port 8000
+    """
+
+    def action() -> None:
+        from ..site.serve import serve_site
+        from ..site.watch import WatchOptions
+
+        options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
+        serve_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet), bind, port)
+
+    guarded(ctx, debug, action)
