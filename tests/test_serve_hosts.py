@@ -3,16 +3,28 @@
 DNS rebinding: a page at ``http://evil.example:PORT/`` whose name the attacker points at
 127.0.0.1 is same-origin with the served archive as far as the browser knows; only the
 ``Host`` header tells. The rule itself (:class:`HostPolicy`) is tested directly with many
-forms.
+forms; then ``python -m publisher site serve`` is driven over raw sockets (arbitrary
+``Host`` headers, absolute-form request lines, HTTP/1.0 without ``Host``) and in Chromium,
+whose resolver is told to map ``evil.example`` to 127.0.0.1. All traffic goes to 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
+from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
 
-from publisher.site.serve import HostPolicy, Refusal, allowed_host
+from publisher.site.serve import HostPolicy, Refusal, allowed_host, inject_reload
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import ROOT
+from tests.test_watch_serve import MAIN, NOTES, Running, edited, watch_args
 
 PORT = 8791
 LOCAL = HostPolicy.create("127.0.0.1", "127.0.0.1", PORT)
@@ -239,3 +251,272 @@ def test_origin_must_be_the_served_one(
 ) -> None:
     hosts = [] if host is None else [host]
     assert status_of(LOCAL.check_origin(origins, "/__polyglav/events", hosts)) is expected
+
+
+# --------------------------------------------------------------------------------------
+# The server
+
+
+def raw(port: int, head: bytes, timeout: float = 5) -> tuple[int, dict[str, str], bytes]:
+    """Send ``head`` (request line and headers, as is) and read the answer until the
+    server closes the connection (a stream it wrongly opened times out)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head + b"\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head_part, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head_part.decode("latin-1").split("\r\n")
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, body
+
+
+def get(
+    port: int, target: str, host: str | None, *extra: str, method: str = "GET", version: str = "1.0"
+) -> tuple[int, dict[str, str], bytes]:
+    lines = [f"{method} {target} HTTP/{version}"]
+    if host is not None:
+        lines.append(f"Host: {host}")
+    lines += [*extra, "Connection: close"]
+    return raw(port, "".join(f"{line}\r\n" for line in lines).encode("latin-1"))
+
+
+class Server:
+    """A ``site serve --port 0`` subprocess after its first build."""
+
+    def __init__(self, running: Running, out: Path) -> None:
+        self.running = running
+        self.out = out
+        url = running.line("serving http://", stream="out")
+        self.port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        running.line("built in")
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Starts ``site serve`` on a copy of two sample sessions, with more arguments."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for name in (MAIN, NOTES):
+        (folder / f"{name}.json").write_bytes(edited(name, "SERVED"))
+    started: list[Running] = []
+
+    def run(*extra: str, search: bool = False) -> Server:
+        out = tmp_path / f"site{len(started)}"
+        args = watch_args(folder, out)[1:]
+        if search:
+            args.remove("--no-search")
+        running = Running(tmp_path, "serve", *args, "--port", "0", *extra)
+        started.append(running)
+        return Server(running, out)
+
+    yield run
+    for running in started:
+        if running.proc.poll() is None:
+            running.proc.kill()
+            running.proc.wait()
+
+
+def assert_refused(answer: tuple[int, dict[str, str], bytes], method: str = "GET") -> None:
+    """4xx, one line of plain text (none of the site), the connection closed."""
+    status, headers, body = answer
+    assert 400 <= status < 500, answer
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    assert headers["connection"] == "close"
+    assert not any(name.startswith("access-control-") for name in headers)
+    if method == "HEAD":
+        assert body == b""
+        return
+    assert body.startswith(f"{status} ".encode()) and body.endswith(b"\n"), body
+    assert body.count(b"\n") == 1 and len(body) < 200, body
+    assert b"SERVED" not in body and b"<" not in body and b"retry:" not in body
+
+
+def test_serve_refuses_foreign_hosts_on_every_kind_of_path(serve: Callable[..., Server]) -> None:
+    server = serve(search=True)
+    server.running.line("search built")
+    port, out = server.port, server.out
+    pagefind = sorted((out / "pagefind").rglob("*.pf_meta"))[0].relative_to(out).as_posix()
+    targets = [
+        "/",
+        "/index.html",
+        f"/sessions/{MAIN}/",
+        "/assets/style.css",
+        "/pagefind/shards.json",
+        f"/{pagefind}",
+        "/__polyglav/reload.js",
+        "/__polyglav/events",
+        "/no-such-page",
+    ]
+    for target in targets:  # the paths serve as they should with a known host
+        expected = 404 if target == "/no-such-page" else 200
+        if target != "/__polyglav/events":
+            assert get(port, target, f"127.0.0.1:{port}")[0] == expected, target
+    foreign = [
+        "evil.example",
+        f"evil.example:{port}",
+        f"EVIL.EXAMPLE:{port}",
+        f"evil.example.:{port}",
+        "evil.example.",
+        f"localhost.:{port}",
+        f"10.0.0.1:{port}",
+        "10.0.0.1",
+        f"127.0.0.2:{port}",
+        f"[2001:db8::1]:{port}",
+        "[::2]",
+        f"a@127.0.0.1:{port}",
+        f"localhost:{port + 1 if port < 65535 else 1}",
+    ]
+    for host in foreign:
+        for target in targets:
+            assert_refused(get(port, target, host))
+        assert_refused(get(port, "/index.html", host, method="HEAD"), "HEAD")
+        assert_refused(get(port, "/index.html", host, version="1.1"))
+    # Absolute-form request lines are judged by their host, whatever the Host header says.
+    for target in ("/index.html", "/__polyglav/events", f"/{pagefind}"):
+        assert_refused(get(port, f"http://evil.example:{port}{target}", f"127.0.0.1:{port}"))
+        assert_refused(get(port, f"http://evil.example{target}", None))
+    # Several Host headers, even known ones; HTTP/1.1 without Host.
+    assert_refused(get(port, "/index.html", f"127.0.0.1:{port}", "Host: evil.example"))
+    assert_refused(get(port, "/index.html", "localhost", f"Host: 127.0.0.1:{port}"))
+    assert_refused(get(port, "/index.html", None, version="1.1"))
+    assert server.running.stop()[0] == 0
+    assert "Traceback" not in server.running.log()
+
+
+def test_serve_answers_localhost_and_127_0_0_1(serve: Callable[..., Server]) -> None:
+    server = serve()
+    port, out = server.port, server.out
+    page = inject_reload((out / "index.html").read_bytes())
+    for host in (
+        f"127.0.0.1:{port}",
+        "127.0.0.1",
+        f"localhost:{port}",
+        f"LocalHost:{port}",
+        f"[::1]:{port}",
+        None,  # HTTP/1.0 without Host, on a loopback bind
+    ):
+        status, headers, body = get(port, "/index.html", host)
+        assert (status, body) == (200, page), host
+        assert not any(name.startswith("access-control-") for name in headers)
+    assert get(port, "/index.html", f"localhost:{port}", version="1.1")[0] == 200
+    assert get(port, f"http://localhost:{port}/", f"localhost:{port}")[0] == 404  # as before
+    assert "readable from the network" not in server.running.log()
+    assert server.running.stop()[0] == 0
+
+
+def test_serve_allow_host_adds_names(serve: Callable[..., Server]) -> None:
+    server = serve("--allow-host", "archive.example", "--allow-host", "Box.Local")
+    port = server.port
+    for host in ("archive.example", f"ARCHIVE.example:{port}", f"box.local:{port}", "localhost"):
+        assert get(port, "/index.html", host)[0] == 200, host
+    for host in ("other.example", f"x.archive.example:{port}", f"box.local.:{port}"):
+        assert_refused(get(port, "/index.html", host))
+    assert server.running.stop()[0] == 0
+
+
+@pytest.mark.parametrize("value", ["", "a b", "a/b", "box:80", "http://box"])
+def test_serve_allow_host_that_is_not_a_host_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "publisher", "site", "serve", "--allow-host", value],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("polyglav: error: --allow-host")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+def test_serve_event_stream_refuses_other_origins_and_sends_no_cors(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve()
+    port = server.port
+    here = f"127.0.0.1:{port}"
+    for origin in (f"http://evil.example:{port}", f"http://localhost:{port}", "null"):
+        answer = get(port, "/__polyglav/events", here, f"Origin: {origin}")
+        assert answer[0] == 403, answer
+        assert_refused(answer)
+    # The served origin (or none) gets the stream.
+    for extra in ([f"Origin: http://{here}"], []):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            head = f"GET /__polyglav/events HTTP/1.1\r\nHost: {here}\r\n"
+            sock.sendall((head + "".join(f"{e}\r\n" for e in extra) + "\r\n").encode())
+            stream = sock.makefile("rb")
+            assert b" 200 " in stream.readline()
+            headers = b"".join(iter(stream.readline, b"\r\n")).lower()
+            assert b"text/event-stream" in headers and b"access-control-" not in headers
+            assert stream.readline() == b"retry: 1000\n"
+    # Cross-origin reads of anything else are left to the browser: no CORS header allows them.
+    origin = "Origin: http://evil.example"
+    for answer in (
+        get(port, "/index.html", here, origin),
+        get(port, "/assets/style.css", here, origin),
+        get(port, "/__polyglav/reload.js", here, origin),
+        get(
+            port,
+            "/index.html",
+            here,
+            origin,
+            "Access-Control-Request-Method: GET",
+            method="OPTIONS",
+        ),
+    ):
+        assert not any(name.startswith("access-control-") for name in answer[1]), answer
+    assert server.running.stop()[0] == 0
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_serve_warns_when_bound_beyond_loopback(serve: Callable[..., Server], redact: bool) -> None:
+    server = serve("--bind", "0.0.0.0", *(["--redact"] if redact else []))
+    warning = server.running.line("polyglav: warning: --bind 0.0.0.0")
+    assert "readable from the network" in warning and f"port {server.port}" in warning
+    assert ("redacted with --redact" in warning) is redact
+    assert ("not redacted" in warning) is not redact
+    assert server.running.err.index(warning) == 0  # before the first build's line
+    port = server.port
+    assert get(port, "/index.html", f"127.0.0.1:{port}")[0] == 200
+    assert get(port, "/index.html", f"0.0.0.0:{port}")[0] == 200  # the bound address
+    assert_refused(get(port, "/index.html", f"evil.example:{port}"))
+    assert_refused(get(port, "/index.html", None))  # no Host: only on a loopback bind
+    assert server.running.stop()[0] == 0
+
+
+# --------------------------------------------------------------------------------------
+# In a browser: the rebinding itself
+
+
+def test_browser_on_a_rebound_name_gets_nothing_of_the_site(serve: Callable[..., Server]) -> None:
+    """Chromium resolves evil.example to 127.0.0.1, as after a DNS rebinding: the page, its
+    script and its event stream are refused; the same server at 127.0.0.1 still serves."""
+    server = serve()
+    port = server.port
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: bash scripts/setup-tests.sh"
+    rules = "--host-resolver-rules=MAP evil.example 127.0.0.1"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, rules])
+        page = browser.new_page()
+        response = page.goto(f"http://evil.example:{port}/sessions/{MAIN}/")
+        assert response is not None and response.status == 421
+        assert "SERVED" not in page.content() and "not known as" in page.inner_text("body")
+        stolen = page.evaluate(
+            """async () => Promise.all(
+                 ['/index.html', '/__polyglav/reload.js', '/sessions/'].map(
+                   path => fetch(path).then(r => r.status + ' ' + r.headers.get('content-type'))))"""
+        )
+        assert all(s.startswith("421 text/plain") for s in stolen), stolen
+        response = page.goto(f"http://127.0.0.1:{port}/sessions/{MAIN}/")
+        assert response is not None and response.status == 200 and "SERVED" in page.content()
+        browser.close()
+    assert server.running.stop()[0] == 0

@@ -10,7 +10,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from ..archive import find_sessions_dir, project_root
-from ..commands import make_redactor
+from ..commands import UsageError, make_redactor
 from ..redact import Redactor
 from .build import BuildOptions, BuildReport, build_site
 
@@ -199,6 +199,16 @@ def register(
             int, typer.Option("--port", min=0, max=65535, help="Port; 0 picks a free one.")
         ] = 8000,
         bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "127.0.0.1",
+        allow_host: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allow-host",
+                help="Also answer requests naming this host (a reverse proxy's name, a .local"
+                " name, a LAN address); repeatable. Known anyway: localhost, 127.0.0.1, [::1]"
+                " and the --bind address.",
+                show_default=False,
+            ),
+        ] = None,
         quiet: WatchQuiet = False,
         quiet_window: QuietWindow = 0.3,
         redact: Redact = False,
@@ -207,16 +217,22 @@ def register(
         """Serve the site locally while watching; open pages reload after each build.
 
         Pages reload only once a build has written them, at the turn the reader was at.
-        Paths outside the site answer 404. Ctrl-C stops it.
+        Paths outside the site answer 404; requests naming another host (DNS rebinding)
+        answer 421. Ctrl-C stops it.
 
         Example: polyglav site serve --project sample_sessions --out /tmp/site --port 8000
         """
-        from .serve import serve_site
+        from .serve import allowed_host, serve_site
         from .watch import WatchOptions
 
         def action() -> None:
+            try:
+                hosts = [allowed_host(name) for name in allow_host or []]
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
             options = options_for(project, out, theme, search, make_redactor(redact, redact_values))
-            serve_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet), bind, port)
+            watch = WatchOptions(quiet_window=quiet_window, quiet=quiet)
+            serve_site(options, watch, bind, port, hosts)
 
         guarded(action)
 

@@ -12,6 +12,11 @@ listens on ``/__polyglav/events`` (server-sent events); after each build that ch
 site, the server sends one ``reload`` event listing the changed site paths, and a page that
 is among them (or uses a changed asset) reloads at the turn the reader was looking at. The
 page's Content-Security-Policy allows same-origin scripts only, hence an external script.
+
+Host check: before anything else, every request must name the server by a host it is known
+by (:class:`HostPolicy`): a web page whose own host name was pointed at 127.0.0.1 (DNS
+rebinding) gets 421 and nothing of the site. No response carries CORS headers, and the
+event stream also refuses an ``Origin`` other than the served one.
 """
 
 from __future__ import annotations
@@ -438,7 +443,14 @@ class SiteServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, bind: str, port: int, root: Path, broadcaster: Broadcaster) -> None:
+    def __init__(
+        self,
+        bind: str,
+        port: int,
+        root: Path,
+        broadcaster: Broadcaster,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         family, _, _, _, address = socket.getaddrinfo(
             bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
@@ -446,6 +458,10 @@ class SiteServer(ThreadingHTTPServer):
         self.root = root
         self.broadcaster = broadcaster
         super().__init__((str(address[0]), port), SiteRequestHandler)
+        self.policy = HostPolicy.create(
+            bind, str(address[0]), self.server_address[1], allowed_hosts
+        )
+        """Which hosts requests may name (the port is the bound one, also with port 0)."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away is not an error worth a traceback."""
@@ -478,7 +494,15 @@ class SiteRequestHandler(BaseHTTPRequestHandler):
         """Requests are not logged (the watch loop logs the builds)."""
 
     def _respond(self, send_body: bool) -> None:
+        policy = self.server.policy
+        hosts = self.headers.get_all("Host") or []
         path = self.path.split("?", 1)[0]
+        refusal = policy.check_host(self.path, self.request_version, hosts)
+        if refusal is None and path == EVENTS_PATH:
+            refusal = policy.check_origin(self.headers.get_all("Origin") or [], self.path, hosts)
+        if refusal is not None:
+            self._refuse(refusal, send_body)
+            return
         if path == EVENTS_PATH:
             if send_body:
                 self._stream_events()
@@ -498,6 +522,16 @@ class SiteRequestHandler(BaseHTTPRequestHandler):
         else:
             assert found.file is not None
             self._send_file(found.file, send_body)
+
+    def _refuse(self, refusal: Refusal, send_body: bool) -> None:
+        """The refusal's status and one line of text; the connection is closed."""
+        self.close_connection = True
+        body = f"{refusal.status.value} {refusal.reason}\n".encode()
+        self._headers(refusal.status, CONTENT_TYPES[".txt"], len(body))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
 
     def _headers(self, status: HTTPStatus, content_type: str, length: int | None) -> None:
         self.send_response(status)
@@ -560,19 +594,45 @@ class SiteRequestHandler(BaseHTTPRequestHandler):
             self.server.broadcaster.unsubscribe(client)
 
 
-def serve_site(options: BuildOptions, watch: WatchOptions, bind: str, port: int) -> None:
+def network_warning(bind: str, port: int, redacted: bool) -> str:
+    """The warning of a server that listens beyond this machine (a non-loopback ``--bind``)."""
+    secrets = (
+        "redacted with --redact: secrets it recognises are hidden"
+        if redacted
+        else "not redacted: any secret in a session is shown; consider --redact"
+    )
+    return (
+        f"--bind {bind}: the archive is readable from the network by anyone who can reach"
+        f" port {port} of this machine ({secrets}); other machines must name it with"
+        " --allow-host NAME"
+    )
+
+
+def serve_site(
+    options: BuildOptions,
+    watch: WatchOptions,
+    bind: str,
+    port: int,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
     """Serve ``options.out_dir`` on ``bind``:``port`` (0: any free port) while watching.
 
-    Prints the URL on stdout, then runs :func:`~.watch.watch_site` (call from the main
-    thread); returns after Ctrl-C or SIGTERM, once the server is shut down.
+    Requests must name one of the hosts of :class:`HostPolicy` (``allowed_hosts`` are the
+    ``--allow-host`` values, checked beforehand with :func:`allowed_host`). Warns on stderr
+    if the server listens beyond this machine, prints the URL on stdout, then runs
+    :func:`~.watch.watch_site` (call from the main thread); returns after Ctrl-C or
+    SIGTERM, once the server is shut down.
     """
     broadcaster = Broadcaster()
     try:
-        server = SiteServer(bind, port, options.out_dir, broadcaster)
+        server = SiteServer(bind, port, options.out_dir, broadcaster, allowed_hosts)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), f"{bind}:{port}") from None
     thread = threading.Thread(target=server.serve_forever, name="polyglav-serve", daemon=True)
     thread.start()
+    if not server.policy.loopback:
+        warning = network_warning(bind, server.policy.port, options.redactor is not None)
+        print(f"polyglav: warning: {warning}", file=sys.stderr, flush=True)
     print(f"serving {server.url} (Ctrl-C to stop)", flush=True)
     try:
         watch_site(options, replace(watch, on_change=broadcaster.publish))
