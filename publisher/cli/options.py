@@ -96,3 +96,13 @@ Strict = Annotated[
 ]
 Port = Annotated[int, typer.Option("--port", min=0, max=65535, help="Port; 0 picks a free one.")]
 Bind = Annotated[str, typer.Option("--bind", help="Address to listen on.")]
+AllowHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-host",
+        help="Also answer requests naming this host (a reverse proxy's name, a .local"
+        " name, a LAN address); repeatable. Known anyway: localhost, 127.0.0.1, [::1]"
+        " and the --bind address.",
+        show_default=False,
+    ),
+]

@@ -10,6 +10,7 @@ import typer
 
 from .app import fail, guarded, site_app, warn
 from .options import (
+    AllowHost,
     Bind,
     BuildQuiet,
     CacheDir,
@@ -151,6 +152,7 @@ def serve(
     search: Search = True,
     port: Port = 8000,
     bind: Bind = "127.0.0.1",
+    allow_host: AllowHost = None,
     quiet: WatchQuiet = False,
     quiet_window: QuietWindow = 0.3,
     redact: Redact = False,
@@ -160,16 +162,23 @@ def serve(
     """Serve the site locally while watching; open pages reload after each build.
 
     Pages reload only once a build has written them, at the turn the reader was at.
-    Paths outside the site answer 404. Ctrl-C stops it.
+    Paths outside the site answer 404; requests naming another host (DNS rebinding)
+    answer 421. Ctrl-C stops it.
 
     Example: polyglav site serve --project sample_sessions --out /tmp/site --port 8000
     """
 
     def action() -> None:
-        from ..site.serve import serve_site
+        from ..errors import UsageError
+        from ..site.serve import allowed_host, serve_site
         from ..site.watch import WatchOptions
 
+        try:
+            hosts = [allowed_host(name) for name in allow_host or []]
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
-        serve_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet), bind, port)
+        watch = WatchOptions(quiet_window=quiet_window, quiet=quiet)
+        serve_site(options, watch, bind, port, hosts)
 
     guarded(ctx, debug, action)

@@ -4,7 +4,7 @@ A :class:`ThreadingHTTPServer` serves the site folder from a background thread w
 calling (main) thread runs the watch loop of :mod:`.watch`. Only files of the site are
 served: any path that leaves it (``..`` in any encoding, encoded slashes, backslashes, NUL,
 symlinks pointing outside) or names a hidden entry (a segment starting with a dot, such as
-the build state in ``/.polyglav/``) answers 404.
+a planted ``/.polyglav/``) answers 404.
 
 Live reload: HTML responses get ``<script src="/__polyglav/reload.js" defer>`` inserted
 before ``</head>`` on the way out (the files on disk are those of a plain build). The script
@@ -12,10 +12,17 @@ listens on ``/__polyglav/events`` (server-sent events); after each build that ch
 site, the server sends one ``reload`` event listing the changed site paths, and a page that
 is among them (or uses a changed asset) reloads at the turn the reader was looking at. The
 page's Content-Security-Policy allows same-origin scripts only, hence an external script.
+
+Host check: before anything else, every request must name the server by a host it is known
+by (:class:`HostPolicy`): a web page whose own host name was pointed at 127.0.0.1 (DNS
+rebinding) gets 421 and nothing of the site. No response carries CORS headers, and the
+event stream also refuses an ``Origin`` other than the served one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import json
 import os
 import queue
@@ -25,6 +32,7 @@ import socket
 import stat
 import sys
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -199,6 +207,204 @@ def inject_reload(html: bytes) -> bytes:
     return html[: match.start()] + RELOAD_TAG + html[match.start() :]
 
 
+# --------------------------------------------------------------------------------------
+# Which Host a request may name
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""Known by every server, whatever its bind address."""
+_NAME_RE = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
+_PORT_RE = re.compile(r"[0-9]{1,5}")
+_ABSOLUTE_FORM_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
+_ORIGIN_RE = re.compile(r"(https?)://([^/?#]*)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Authority:
+    """The ``host[:port]`` of a ``Host`` header, an absolute URL or an ``Origin``."""
+
+    host: str
+    """Lower case; an IP address in its canonical form, IPv6 without brackets (``::1``)."""
+    port: int | None
+    """None when the authority gives no port."""
+
+
+def parse_authority(text: str) -> Authority | None:
+    """``text`` (``name``, ``name:port``, ``1.2.3.4[:port]``, ``[v6][:port]``), or None.
+
+    Malformed, hence None: empty, user info (``a@b``), paths, spaces, anything but letters,
+    digits, ``-``, ``_`` and dots in a name, empty labels, an IPv6 address without brackets
+    or with a zone, an empty or out-of-range port. One trailing dot is kept: ``localhost.``
+    parses, and is a different name from ``localhost``.
+    """
+    host, port = text, None
+    if text.startswith("["):
+        literal, bracket, rest = text[1:].partition("]")
+        if not bracket or "%" in literal:
+            return None
+        try:
+            host = str(ipaddress.IPv6Address(literal))
+        except ValueError:
+            return None
+        if rest:
+            if not rest.startswith(":"):
+                return None
+            port = _port(rest[1:])
+            if port is None:
+                return None
+        return Authority(host, port)
+    name, colon, rest = text.partition(":")
+    if colon:
+        port = _port(rest)
+        if port is None:
+            return None
+    name = name.lower()
+    if not name.isascii() or _NAME_RE.fullmatch(name) is None:
+        return None
+    with contextlib.suppress(ValueError):  # else a name (127.1 too: never a known one)
+        name = str(ipaddress.IPv4Address(name))
+    return Authority(name, port)
+
+
+def _port(text: str) -> int | None:
+    if _PORT_RE.fullmatch(text) is None or not 0 < int(text) <= 65535:
+        return None
+    return int(text)
+
+
+def allowed_host(value: str) -> str:
+    """An ``--allow-host`` value in the form the policy compares, or ValueError.
+
+    A host name (``archive.example``, ``box.local``) or an IP address (``192.168.1.5``,
+    ``fe80::1`` with or without brackets); no port, which is always the served one.
+    """
+    with contextlib.suppress(ValueError):
+        if "%" not in value:
+            return str(ipaddress.IPv6Address(value))
+    found = parse_authority(value)
+    if found is None:
+        raise ValueError(f"--allow-host {value!r}: not a host name or IP address")
+    if found.port is not None:
+        raise ValueError(
+            f"--allow-host {value!r}: give the name without a port (the served port applies)"
+        )
+    return found.host
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a request is refused: its status and a one-line reason for the body."""
+
+    status: HTTPStatus
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """Which ``Host`` (and ``Origin``) the server answers: the one home of that rule.
+
+    A request is answered only if it names the server by a host it is known by: the
+    loopback names (``localhost``, ``127.0.0.1``, ``[::1]``), the bind address (as given
+    and as bound) and the ``--allow-host`` names; with no port or the served port. Names
+    compare case-insensitively and exactly otherwise: ``localhost.`` (trailing dot) is not
+    ``localhost`` and other addresses (``127.0.0.2``, ``10.0.0.1``) are foreign. An
+    absolute-form request line (``GET http://host/...``) is judged by its host, as well as
+    any ``Host`` header. A request without ``Host`` is answered only if it is HTTP/1.0 and
+    the server listens on a loopback address. The rule exists against DNS rebinding: a
+    page at ``http://evil.example:PORT/`` whose name resolves to 127.0.0.1 is same-origin
+    with its own requests as far as the browser knows, but they say ``Host: evil.example``.
+    """
+
+    port: int
+    """The served port."""
+    known: frozenset[str]
+    """The known hosts, in the form of :attr:`Authority.host`."""
+    loopback: bool
+    """Whether the server listens on a loopback address only."""
+
+    @classmethod
+    def create(cls, bind: str, address: str, port: int, allowed: Iterable[str] = ()) -> HostPolicy:
+        """The policy of a server bound (``--bind bind``) to ``address``:``port``.
+
+        ``allowed`` are ``--allow-host`` values; ValueError if one is not a host.
+        """
+        known = {*LOOPBACK_HOSTS, *(allowed_host(name) for name in allowed)}
+        for name in (bind, address):
+            with contextlib.suppress(ValueError):  # --bind "" (every address) names no host
+                known.add(allowed_host(name))
+        try:
+            loopback = ipaddress.ip_address(address).is_loopback
+        except ValueError:
+            loopback = False
+        return cls(port=port, known=frozenset(known), loopback=loopback)
+
+    def check_host(self, target: str, version: str, hosts: Sequence[str]) -> Refusal | None:
+        """None if a request for ``target`` with these ``Host`` header values is answered."""
+        hosts = _trimmed(hosts)
+        if len(hosts) > 1:
+            return Refusal(HTTPStatus.BAD_REQUEST, "several Host headers")
+        absolute = _ABSOLUTE_FORM_RE.match(target)
+        named = [*hosts]
+        if absolute is not None:
+            if absolute[1].lower() != "http":
+                return Refusal(HTTPStatus.BAD_REQUEST, "only http:// URLs are served")
+            named.append(absolute[2])
+        elif not hosts:
+            if version not in ("HTTP/1.0", "HTTP/0.9"):
+                return Refusal(HTTPStatus.BAD_REQUEST, "an HTTP/1.1 request needs a Host header")
+            if not self.loopback:
+                return Refusal(
+                    HTTPStatus.MISDIRECTED_REQUEST,
+                    "a request without a Host header is answered on a loopback address only",
+                )
+        for text in named:
+            refusal = self._judge(text)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def check_origin(
+        self, origins: Sequence[str], target: str, hosts: Sequence[str]
+    ) -> Refusal | None:
+        """None if a request with these ``Origin`` values comes from the served origin.
+
+        No ``Origin``: answered. Otherwise it must be ``http://`` (or ``https://``, behind a
+        TLS proxy) and the host and port the request named (``Host`` or absolute form).
+        Call only once :meth:`check_host` accepted the request.
+        """
+        hosts, origins = _trimmed(hosts), _trimmed(origins)
+        if not origins:
+            return None
+        absolute = _ABSOLUTE_FORM_RE.match(target)
+        served = parse_authority(absolute[2] if absolute else hosts[0] if hosts else "")
+        match = _ORIGIN_RE.fullmatch(origins[0]) if len(origins) == 1 else None
+        origin = parse_authority(match[2]) if match else None
+        if served is None or origin is None or origin != served:
+            return Refusal(HTTPStatus.FORBIDDEN, "cross-origin requests are refused")
+        return None
+
+    def _judge(self, text: str) -> Refusal | None:
+        found = parse_authority(text)
+        if found is None:
+            return Refusal(HTTPStatus.BAD_REQUEST, f"malformed host {_shown(text)}")
+        if found.host not in self.known or found.port not in (None, self.port):
+            return Refusal(
+                HTTPStatus.MISDIRECTED_REQUEST,
+                f"this server is not known as {_shown(text)}"
+                " (polyglav site serve --allow-host NAME adds names)",
+            )
+        return None
+
+
+def _trimmed(values: Sequence[str]) -> list[str]:
+    """Header values without the optional white space around them (RFC 9110, 5.5)."""
+    return [value.strip(" \t") for value in values]
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a one-line reason: printable ASCII, at most 80 characters."""
+    return ascii(text[:80] + ("..." if len(text) > 80 else ""))
+
+
 class Broadcaster:
     """Hands each build notification to every open event stream."""
 
@@ -237,7 +443,14 @@ class SiteServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, bind: str, port: int, root: Path, broadcaster: Broadcaster) -> None:
+    def __init__(
+        self,
+        bind: str,
+        port: int,
+        root: Path,
+        broadcaster: Broadcaster,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         family, _, _, _, address = socket.getaddrinfo(
             bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
@@ -245,6 +458,10 @@ class SiteServer(ThreadingHTTPServer):
         self.root = root
         self.broadcaster = broadcaster
         super().__init__((str(address[0]), port), SiteRequestHandler)
+        self.policy = HostPolicy.create(
+            bind, str(address[0]), self.server_address[1], allowed_hosts
+        )
+        """Which hosts requests may name (the port is the bound one, also with port 0)."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away is not an error worth a traceback."""
@@ -277,7 +494,15 @@ class SiteRequestHandler(BaseHTTPRequestHandler):
         """Requests are not logged (the watch loop logs the builds)."""
 
     def _respond(self, send_body: bool) -> None:
+        policy = self.server.policy
+        hosts = self.headers.get_all("Host") or []
         path = self.path.split("?", 1)[0]
+        refusal = policy.check_host(self.path, self.request_version, hosts)
+        if refusal is None and path == EVENTS_PATH:
+            refusal = policy.check_origin(self.headers.get_all("Origin") or [], self.path, hosts)
+        if refusal is not None:
+            self._refuse(refusal, send_body)
+            return
         if path == EVENTS_PATH:
             if send_body:
                 self._stream_events()
@@ -297,6 +522,16 @@ class SiteRequestHandler(BaseHTTPRequestHandler):
         else:
             assert found.file is not None
             self._send_file(found.file, send_body)
+
+    def _refuse(self, refusal: Refusal, send_body: bool) -> None:
+        """The refusal's status and one line of text; the connection is closed."""
+        self.close_connection = True
+        body = f"{refusal.status.value} {refusal.reason}\n".encode()
+        self._headers(refusal.status, CONTENT_TYPES[".txt"], len(body))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
 
     def _headers(self, status: HTTPStatus, content_type: str, length: int | None) -> None:
         self.send_response(status)
@@ -359,19 +594,45 @@ class SiteRequestHandler(BaseHTTPRequestHandler):
             self.server.broadcaster.unsubscribe(client)
 
 
-def serve_site(options: BuildOptions, watch: WatchOptions, bind: str, port: int) -> None:
+def network_warning(bind: str, port: int, redacted: bool) -> str:
+    """The warning of a server that listens beyond this machine (a non-loopback ``--bind``)."""
+    secrets = (
+        "redacted with --redact: secrets it recognises are hidden"
+        if redacted
+        else "not redacted: any secret in a session is shown; consider --redact"
+    )
+    return (
+        f"--bind {bind}: the archive is readable from the network by anyone who can reach"
+        f" port {port} of this machine ({secrets}); other machines must name it with"
+        " --allow-host NAME"
+    )
+
+
+def serve_site(
+    options: BuildOptions,
+    watch: WatchOptions,
+    bind: str,
+    port: int,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
     """Serve ``options.out_dir`` on ``bind``:``port`` (0: any free port) while watching.
 
-    Prints the URL on stdout, then runs :func:`~.watch.watch_site` (call from the main
-    thread); returns after Ctrl-C or SIGTERM, once the server is shut down.
+    Requests must name one of the hosts of :class:`HostPolicy` (``allowed_hosts`` are the
+    ``--allow-host`` values, checked beforehand with :func:`allowed_host`). Warns on stderr
+    if the server listens beyond this machine, prints the URL on stdout, then runs
+    :func:`~.watch.watch_site` (call from the main thread); returns after Ctrl-C or
+    SIGTERM, once the server is shut down.
     """
     broadcaster = Broadcaster()
     try:
-        server = SiteServer(bind, port, options.out_dir, broadcaster)
+        server = SiteServer(bind, port, options.out_dir, broadcaster, allowed_hosts)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), f"{bind}:{port}") from None
     thread = threading.Thread(target=server.serve_forever, name="polyglav-serve", daemon=True)
     thread.start()
+    if not server.policy.loopback:
+        warning = network_warning(bind, server.policy.port, options.redactor is not None)
+        print(f"polyglav: warning: {warning}", file=sys.stderr, flush=True)
     print(f"serving {server.url} (Ctrl-C to stop)", flush=True)
     try:
         watch_site(options, replace(watch, on_change=broadcaster.publish))
