@@ -1,4 +1,7 @@
-"""What each CLI command does, as plain functions over the library (no typer here)."""
+"""What each CLI command does, as plain functions over the library (no typer here).
+
+The renderers and the redaction rules are imported by the functions that use them: the
+read commands (``sessions``, ``history``, ``print``) start without them."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .archive import (
     Archive,
@@ -18,11 +21,11 @@ from .archive import (
 )
 from .errors import UsageError
 from .model import Session
-from .prepare import prepare
-from .redact import Redactor, load_values_file
 from .render import console
-from .render.markdown import export_markdown
 from .write import atomic_write, is_inside
+
+if TYPE_CHECKING:
+    from .redact import Redactor
 
 PRINT_TARGET_RE = re.compile(r"\A(\d+)(?:\.(\d+))?\Z")
 
@@ -39,6 +42,15 @@ class Context:
 
     def session(self, target: str | None) -> Session:
         return self.archive.resolve(target) if target else self.archive.latest()
+
+
+def open_run(project: Path | None, run: str | None) -> tuple[Context, Session]:
+    """The archive and the session ``--run`` names (the latest one without it)."""
+    if run is None:
+        ctx = Context.open(project)
+        return ctx, ctx.archive.latest()
+    ctx, target = open_target(project, run)
+    return ctx, ctx.archive.resolve(target)
 
 
 def open_target(project: Path | None, name: str) -> tuple[Context, str]:
@@ -75,6 +87,8 @@ def make_redactor(redact: bool, values_file: Path | None) -> Redactor | None:
     """The redactor for ``--redact`` / ``--redact-values FILE`` (which implies it), or None."""
     if not redact and values_file is None:
         return None
+    from .redact import Redactor, load_values_file
+
     try:
         return Redactor.create(load_values_file(values_file) if values_file else ())
     except ValueError as exc:
@@ -103,6 +117,9 @@ def export(
     redactor: Redactor | None = None,
 ) -> ExportResult:
     """Export one session to a file or stdout, redacted first when ``redactor`` is given."""
+    from .prepare import prepare
+    from .render.markdown import export_markdown
+
     prepared = prepare(ctx.archive.resolve(name), redactor)
     session = prepared.session
     result = ExportResult(

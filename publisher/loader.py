@@ -320,14 +320,6 @@ def session_from_json(doc: JSON, file_name: str) -> Session:
     return session
 
 
-def parse_session_bytes(data: bytes, file_name: str) -> Session:
-    """Parse the bytes of a session file named ``file_name``."""
-    try:
-        return parse_session_text(_decode_text(data), file_name)
-    except _FormatError as exc:
-        raise SessionLoadError(file_name, str(exc)) from None
-
-
 def decode_session_bytes(data: bytes, file_name: str) -> str:
     """The text of a session file's bytes, for :func:`parse_session_text`.
 

@@ -130,10 +130,6 @@ class RefIndex:
             if ident is not None:
                 self._by_id.setdefault(ident, []).append(file_name)
 
-    def files_with_id(self, ident: str) -> list[str]:
-        """The file names ``#<ident>`` matches (the glob of :func:`id_glob`)."""
-        return list(self._by_id.get(ident, []))
-
     def resolve(self, ref: str) -> str | None:
         """``#id`` or ``session:name`` (as written) → the name of the session it opens, or
         None: ``session:<name>`` is the file ``<name>.json``, ``#<id>`` the one file

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,7 +32,7 @@ def open_temp(path: Path, *, readable: bool = False) -> tuple[int, str]:
     except OSError as exc:
         raise WriteError(f"{path.parent}: cannot create: {exc.strerror or exc}") from exc
     for _ in range(100):
-        tmp = os.path.join(path.parent, f".{path.name[:40]}.{secrets.token_hex(4)}.tmp")
+        tmp = os.path.join(path.parent, f".{path.name[:40]}.{os.urandom(4).hex()}.tmp")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:

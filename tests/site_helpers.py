@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
-from publisher.site.build import BuildOptions, BuildReport, build_site, iter_site_files
+from publisher.site.build import BuildOptions, BuildReport, build_site
 from publisher.site.context import CachePaths
 
 DEFAULTS: dict[str, object] = {"search": False, "workers": 1}
@@ -21,6 +22,13 @@ def build(sessions: Path, out: Path, **options: object) -> BuildReport:
 def cache_of(out: Path) -> CachePaths:
     """The default cache folder of the site folder ``out``."""
     return CachePaths.of(BuildOptions(sessions_dir=out, out_dir=out))
+
+
+def iter_site_files(out: Path) -> Iterator[Path]:
+    """Every file under ``out``, sorted."""
+    for path in sorted(out.rglob("*")):
+        if path.is_file():
+            yield path
 
 
 def tree_digest(out: Path) -> dict[str, str]:

@@ -9,9 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from publisher.loader import parse_session_bytes
-from publisher.render.markdown import export_markdown_text
-from tests.conftest import part, session_doc, turn
+from tests.conftest import export_markdown_text, parse_session_bytes, part, session_doc, turn
 
 # Every code point, lone surrogates included.
 any_char = st.characters(codec=None, exclude_categories=())

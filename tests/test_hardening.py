@@ -20,14 +20,20 @@ from markupsafe import escape
 from typer.testing import CliRunner
 
 from publisher.cli import app
-from publisher.loader import SessionLoadError, parse_session_bytes
+from publisher.loader import SessionLoadError
 from publisher.render.html import HtmlRenderer
-from publisher.render.markdown import export_markdown_text
 from publisher.site import urls
 from publisher.site.graph import Graph, Summary
 from publisher.site.render import PageFacts, render_session_pages
 from publisher.theme import Theme
-from tests.conftest import SAMPLES, part, session_doc, turn
+from tests.conftest import (
+    SAMPLES,
+    export_markdown_text,
+    parse_session_bytes,
+    part,
+    session_doc,
+    turn,
+)
 from tests.site_helpers import build, tree_digest
 
 runner = CliRunner()

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from publisher.loader import SessionLoadError, parse_session_bytes, read_session
+from publisher.loader import SessionLoadError, read_session
 from publisher.model import CommandPart, Session
 from publisher.redact import (
     KINDS,
@@ -32,8 +32,15 @@ from publisher.redact import (
     redact_json,
     redact_session,
 )
-from publisher.render.markdown import export_markdown_text
-from tests.conftest import ROOT, SAMPLES, part, session_doc, turn
+from tests.conftest import (
+    ROOT,
+    SAMPLES,
+    export_markdown_text,
+    parse_session_bytes,
+    part,
+    session_doc,
+    turn,
+)
 
 CORPUS: list[dict[str, str]] = json.loads(
     (ROOT / "tests" / "data" / "secrets.json").read_text(encoding="utf-8")

@@ -41,7 +41,11 @@ def sessions_preview(
     """
     from .. import commands
 
-    emit(guarded(ctx, debug, lambda: list(commands.preview(commands.Context.open(project), name))))
+    def action() -> list[str]:
+        reading, target = commands.open_target(project, name)
+        return list(commands.preview(reading, target))
+
+    emit(guarded(ctx, debug, action))
 
 
 @app.command(
@@ -68,8 +72,7 @@ def history(
     count, thoughts = guarded(ctx, debug, lambda: commands.parse_history_args(args))
 
     def action() -> list[str]:
-        reading = commands.Context.open(project)
-        session = reading.session(run)
+        reading, session = commands.open_run(project, run)
         if run is None:
             warn_latest(session.session_name)
         color = sys.stdout.isatty()
@@ -99,8 +102,7 @@ def print_(
 
     def action() -> list[str]:
         commands.parse_print_target(target)  # a usage error before anything is read
-        reading = commands.Context.open(project)
-        session = reading.session(run)
+        reading, session = commands.open_run(project, run)
         if run is None:
             warn_latest(session.session_name)
         return list(commands.print_turn(reading, session, target, full))

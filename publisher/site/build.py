@@ -7,9 +7,7 @@ what a change invalidates is decided in one module (:mod:`.staleness`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from ..model import LoadFailure
 from .context import BuildContext, BuildOptions, Warm
@@ -134,10 +132,3 @@ def settle(
             state, outputs=result.outputs, facts_key=result.facts_key
         )
     return settled
-
-
-def iter_site_files(out_dir: Path) -> Iterable[Path]:
-    """Every file of the site folder, sorted."""
-    for path in sorted(out_dir.rglob("*")):
-        if path.is_file():
-            yield path
