@@ -42,14 +42,16 @@ def main() -> int:
     args = parser.parse_args()
     bare = [sys.executable, "-c", "pass"]
     times: dict[str, list[float]] = {name: [] for name in ["python -c pass", *COMMANDS]}
-    for name, command in COMMANDS.items():  # warm the file cache and compiled bytecode
+    for command in COMMANDS.values():  # warm the file cache and compiled bytecode
         wall([sys.executable, "-m", "publisher", *command])
     for _ in range(args.runs):
         for name, command in COMMANDS.items():
             times["python -c pass"].append(wall(bare))
             times[name].append(wall([sys.executable, "-m", "publisher", *command]))
     base = statistics.median(times["python -c pass"])
-    print(f"{'command':<18} {'median':>9} {'ratio':>7}   (target: read commands within {TARGET:g}×)")
+    print(
+        f"{'command':<18} {'median':>9} {'ratio':>7}   (target: read commands within {TARGET:g}×)"
+    )
     missed = []
     for name, values in times.items():
         median = statistics.median(values)

@@ -72,7 +72,7 @@ def history(
     count, thoughts = guarded(ctx, debug, lambda: commands.parse_history_args(args))
 
     def action() -> list[str]:
-        reading, session = commands.open_run(project, run)
+        _, session = commands.open_run(project, run)
         if run is None:
             warn_latest(session.session_name)
         color = sys.stdout.isatty()
