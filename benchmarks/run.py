@@ -344,14 +344,13 @@ def measure_watch(
     ``polyglav`` is the command prefix (default ``python -m publisher``).
     """
     from publisher.site import urls
-    from publisher.site.build import MANIFEST, STATE_DIR
 
     result = WatchResult()
     watch_py = SOURCE / "publisher" / "site" / "watch.py"
     if not watch_py.is_file():
         result.status = "unavailable: publisher/site/watch.py does not exist"
         return result
-    manifest = site / STATE_DIR / MANIFEST
+    manifest = manifest_path(sessions, site)
     cmd = [
         *(polyglav or [sys.executable, "-m", "publisher"]),
         "site",
@@ -422,6 +421,17 @@ def measure_watch(
         out.close()
         result.peak_pss_mb = sampler.peak_kb / 1024
         result.max_rss_mb = sampler.peak_hwm_kb / 1024
+
+
+def manifest_path(sessions: Path, site: Path) -> Path:
+    """Where the measured publisher keeps the manifest of ``site``: its cache folder (under
+    ``$XDG_CACHE_HOME``, which ``main`` points into the archives), or ``<site>/.polyglav/``
+    for versions that kept it in the site."""
+    try:
+        from publisher.site.context import BuildOptions, CachePaths
+    except ImportError:
+        return site / ".polyglav" / "manifest.jsonl"
+    return CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site)).manifest
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
@@ -1068,6 +1078,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     if opts.report:
         return report(opts.report)
+    # Build caches of the measured steps go with the archives, not the user's cache folder.
+    os.environ["XDG_CACHE_HOME"] = str(generate.ARCHIVES / "cache")
     sizes = [int(x) for x in opts.sizes.split(",") if x]
     opts.size_list = sizes
 

@@ -178,15 +178,23 @@ PHASES = [
     ("publisher.render.markup", "render_markdown", "Markdown (markdown-it-py)"),
     ("publisher.render.markup", "escape_text", "escape_text: <pre> text, session-ref regex"),
     ("publisher.render.markup", "highlight_json", "highlight_json: tool inputs"),
-    ("publisher.site.build", "find_refs", "find_refs: REF_RE over every text (scan and render)"),
-    ("publisher.site.build", "parse_session_text", "JSON parse + model (scan phase)"),
-    ("publisher.loader", "parse_session_text", "JSON parse + model (render phase)"),
+    ("publisher.prepare", "session_refs", "session_refs: references in every text (scan)"),
+    ("publisher.site.stages.scan", "parse_session_text", "JSON parse + model (scan phase)"),
+    ("publisher.prepare", "read_session", "read + JSON parse + model (render phase)"),
     (
         "publisher.render.html",
         "HtmlRenderer.render_turn",
         "render_turn: all turn HTML (includes the above)",
     ),
     ("publisher.render.html", "HtmlRenderer.render_session", "render_session: page shells"),
+    ("publisher.site.staleness", "turn_key", "turn_key: fragment cache key per turn"),
+    ("publisher.site.stages.render", "write_if_changed", "write_if_changed"),
+    ("publisher.site.stages.scan", "scan_file", "scan_file: read, hash, parse, summary, refs"),
+    ("publisher.site.stages.index", "render_index", "render_index"),
+    # Before the stages (commits up to 0a97f61):
+    ("publisher.site.build", "find_refs", "find_refs: REF_RE over every text (scan and render)"),
+    ("publisher.site.build", "parse_session_text", "JSON parse + model (scan phase)"),
+    ("publisher.loader", "parse_session_text", "JSON parse + model (render phase)"),
     ("publisher.site.render", "turn_key", "turn_key: fragment cache key per turn"),
     ("publisher.site.build", "write_if_changed", "write_if_changed"),
     ("publisher.site.build", "scan_file", "scan_file: read, hash, parse, summary, refs"),
@@ -222,7 +230,10 @@ def step_phases(args: dict[str, Any]) -> dict[str, Any]:
         setattr(owner, attr, timed)
 
     for module_name, path, label in PHASES:
-        owner: Any = importlib.import_module(module_name)
+        try:
+            owner: Any = importlib.import_module(module_name)
+        except ImportError:
+            continue
         *parents, attr = path.split(".")
         for name in parents:
             owner = getattr(owner, name, None)
