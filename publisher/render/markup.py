@@ -173,7 +173,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _has_surrogate(text: str) -> bool:
-    return _SURROGATE.search(text) is not None
+    # isascii() reads a word at a time: most texts (shell output, JSON) are ASCII.
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def escape_text(text: str, resolve_ref: RefResolver | None = None) -> str:
