@@ -139,6 +139,97 @@ def main_options(
     _state["debug"] = debug
 
 
+# -- CI: --fail-on, --summary, --link-base and `polyglav check` (issue 16; docs/ci.md) -------
+FailOn = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        metavar="KINDS",
+        help="Exit 1 when any of these happened (comma list): error (an errors entry or a "
+        "turn with status error), tool-error, denied, declined, truncated, cancelled, running; "
+        "one stderr line per kind names the turn. An export is still written.",
+        show_default=False,
+    ),
+]
+SubSessions = Annotated[
+    bool,
+    typer.Option(
+        "--sub-sessions/--no-sub-sessions",
+        help="Count the sub-sessions (delegations, at any depth) with their parent.",
+    ),
+]
+SummaryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--summary",
+        metavar="FILE|-",
+        help="Write a short Markdown account for a CI job summary or a pull-request comment "
+        '(- for stdout), e.g. --summary "$GITHUB_STEP_SUMMARY".',
+        show_default=False,
+    ),
+]
+LinkBase = Annotated[
+    str | None,
+    typer.Option(
+        "--link-base",
+        metavar="URL",
+        help="Where the site is published (or, ending in .html, the single-page export): the "
+        "summary links its findings to the turn anchors there.",
+        show_default=False,
+    ),
+]
+
+
+def _finish_gate(report: commands.GateReport | None) -> None:
+    """Warnings and one line per kind found on stderr; exit 1 when the gate failed."""
+    if report is None:
+        return
+    for warning in report.warnings:
+        typer.echo(f"polyglav: warning: {warning}", err=True)
+    if report.summary_path is not None:
+        typer.echo(f"summary written to {report.summary_path}", err=True)
+    for line in report.lines:
+        typer.echo(f"polyglav: fail-on {line}", err=True)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(
+    name: Annotated[str, typer.Argument(help="Session: a name, #<id> or session:<name>.")],
+    fail_on: FailOn = None,
+    project: Project = None,
+    sub_sessions: SubSessions = True,
+    summary: SummaryOpt = None,
+    link_base: LinkBase = None,
+    redact: Redact = False,
+    redact_values: RedactValues = None,
+) -> None:
+    """Gate on what happened in a session, writing nothing but the verdict.
+
+    Exit 1 when a --fail-on kind (default: every kind) occurred in the session or its
+    sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
+    stdout).
+
+    Example: polyglav check '#ab12cd' --fail-on error,denied --project sample_sessions
+    """
+    from .gate import KINDS
+
+    def run() -> commands.GateReport:
+        gate = commands.GateOptions.parse(
+            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(KINDS)
+        )
+        redactor = commands.make_redactor(redact, redact_values)
+        return commands.check(commands.Context.open(project), name, gate, sys.stdout, redactor)
+
+    report = guarded(run)
+    typer.echo(report.verdict, err=summary == "-")
+    _finish_gate(report)
+
+
+# -- end of the CI block ------------------------------------------------------------------
+
+
 @app.command()
 def export(
     name: Annotated[str, typer.Argument(help="Session: a name, #<id> or session:<name>.")],
@@ -154,24 +245,35 @@ def export(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", "-f", help="md (the auditable log) or html (one self-contained page)."
+            "--format",
+            "-f",
+            help="md (the auditable log), html (one self-contained page) or junit (JUnit XML "
+            "for CI test reports: a test case per turn, failed by --fail-on).",
         ),
     ] = "md",
     project: Project = None,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    fail_on: FailOn = None,
+    sub_sessions: SubSessions = True,
+    summary: SummaryOpt = None,
+    link_base: LinkBase = None,
 ) -> None:
-    """Export a session to Markdown (or one self-contained HTML file).
+    """Export a session to Markdown (or one self-contained HTML file, or a JUnit report).
 
     Example: polyglav export '#ab12cd' --project sample_sessions --out review.md
+
+    In CI: polyglav export '#ab12cd' --format junit --out report.xml --fail-on error,denied
+    --summary summary.md --project sample_sessions
     """
-    if fmt not in ("md", "html"):
-        fail(f"--format: expected md or html, got {fmt!r}", 2)
+    if fmt not in ("md", "html", "junit"):
+        fail(f"--format: expected md, html or junit, got {fmt!r}", 2)
 
     def run() -> commands.ExportResult:
+        gate = commands.GateOptions.parse(fail_on, sub_sessions, summary, link_base)
         redactor = commands.make_redactor(redact, redact_values)
         ctx = commands.Context.open(project)
-        return commands.export(ctx, name, out, fmt, sys.stdout, redactor)
+        return commands.export(ctx, name, out, fmt, sys.stdout, redactor, gate)
 
     result = guarded(run)
     for warning in result.warnings:
@@ -180,6 +282,7 @@ def export(
         typer.echo(f"polyglav: {result.redaction}", err=True)
     if result.path is not None:
         typer.echo(f"exported to {result.path}", err=True)
+    _finish_gate(result.gate)
 
 
 @app.command(

@@ -1,0 +1,407 @@
+"""Issue 16, CI: --fail-on gating, `polyglav check`, --summary, --format junit, docs/ci.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from publisher import gate
+from publisher.archive import Archive
+from publisher.cli import app
+from publisher.loader import read_session
+from publisher.render import junit, summary
+from tests.conftest import SAMPLES, Writer, part, session_doc, turn
+
+runner = CliRunner()
+P = ["--project", str(SAMPLES)]
+MAIN = "ses_20260817_120000_ab12cd"
+XSD = etree.XMLSchema(etree.parse(str(Path(__file__).parent / "data" / "JUnit.xsd")))
+PAYLOADS = [
+    line
+    for line in (Path(__file__).parent / "data" / "payloads.txt")
+    .read_text(encoding="utf-8")
+    .split("\n")
+    if line
+] + [
+    "```\n<script>window.__pwned=1</script>\n```",
+    "[r]\n\n[r]: javascript:window.__pwned=1",
+    "@octocat please merge evil",
+    "cc @evil-org/admins",
+    "owner/evil#1 and GH-1 and #1",
+    ":tada: :evil: evil",
+    "https://evil.example/bare www.evil.example",
+    "a | b | evil",
+    "`` ` evil `` ```",
+    "evil\\|escape `x\\` evil",
+]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def fail_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("polyglav: fail-on ")]
+
+
+def sample_loader(name: str) -> Any:
+    try:
+        return Archive(SAMPLES).resolve(f"session:{name}")
+    except Exception as exc:
+        return str(exc)
+
+
+def sample_tree(name: str = MAIN) -> list[gate.Member]:
+    return gate.session_tree(Archive(SAMPLES).resolve(name), sample_loader)
+
+
+# -- gating on the samples --------------------------------------------------------------
+
+EXPECTED_LINES = {
+    "error": "polyglav: fail-on error: turn 7: error 401: Unauthorized: the provider rejected "
+    "the API key (token expired) (and 2 more error: turn 7, turn 10)",
+    "tool-error": "polyglav: fail-on tool-error: turn 1.3: tool error: run_command: "
+    "============================= test session starts =============================="
+    " (and 2 more tool-error: turn 5.4, turn 7.2)",
+    "denied": "polyglav: fail-on denied: turn 7.2: permission denied: run_command git push "
+    "origin main",
+    "declined": "polyglav: fail-on declined: turn 5.4: permission declined: file_write "
+    "/home/dana/src/inventory-api/.env",
+    "truncated": "polyglav: fail-on truncated: turn 10: status truncated",
+    "cancelled": "polyglav: fail-on cancelled: turn 11: status cancelled",
+    "running": "polyglav: fail-on running: turn 12: status running: the run never finished",
+}
+
+
+@pytest.mark.parametrize("kind", gate.KINDS)
+def test_each_kind_alone_fails_the_export_but_writes_it(kind: str, tmp_path: Path) -> None:
+    plain = tmp_path / "plain.md"
+    assert run("export", MAIN, *P, "--out", str(plain))[0] == 0
+    out = tmp_path / "gated.md"
+    code, _, err = run("export", MAIN, *P, "--out", str(out), "--fail-on", kind)
+    assert code == 1, err
+    assert fail_lines(err) == [EXPECTED_LINES[kind]]
+    assert out.read_bytes() == plain.read_bytes()  # the export is still written, unchanged
+    assert f"exported to {out}" in err
+
+
+@pytest.mark.parametrize("kind", gate.KINDS)
+def test_each_kind_alone_with_check(kind: str) -> None:
+    code, out, err = run("check", MAIN, *P, "--fail-on", kind)
+    assert code == 1
+    assert fail_lines(err) == [EXPECTED_LINES[kind]]
+    assert out.startswith(f"{MAIN}: failed: --fail-on {kind} matched ")
+
+
+def test_kinds_combined_one_line_per_kind_in_a_fixed_order() -> None:
+    code, out, err = run("check", MAIN, *P, "--fail-on", " running , denied,error")
+    assert code == 1
+    assert fail_lines(err) == [
+        EXPECTED_LINES["error"],
+        EXPECTED_LINES["denied"],
+        EXPECTED_LINES["running"],
+    ]
+    assert out == (
+        f"{MAIN}: failed: --fail-on error,denied,running matched 5 findings "
+        "(3 error, 1 denied, 1 running) in 3 sessions\n"
+    )
+    code, _, err = run("check", MAIN, *P)  # default: every kind
+    assert code == 1
+    assert fail_lines(err) == [EXPECTED_LINES[k] for k in gate.KINDS]
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds", "code"),
+    [
+        ("release-notes", ",".join(gate.KINDS), 0),
+        ("sub_20260817_122000_ef56gh", ",".join(gate.KINDS), 0),  # status "empty" is no finding
+        ("#7f3k2a", "denied,declined,truncated,cancelled,running", 0),
+        ("#7f3k2a", "error", 1),
+        ("#7f3k2a", "tool-error", 1),
+        (MAIN, "declined", 1),
+    ],
+)
+def test_exit_status_follows_the_findings(name: str, kinds: str, code: int) -> None:
+    got, out, err = run("check", name, *P, "--fail-on", kinds)
+    assert got == code, err
+    assert ("passed" in out) == (code == 0)
+    assert bool(fail_lines(err)) == (code == 1)
+
+
+def test_job_errors_are_attributed_to_the_failed_turn() -> None:
+    _, _, err = run("check", "#7f3k2a", *P, "--fail-on", "error")
+    assert fail_lines(err) == [
+        "polyglav: fail-on error: turn 2: error: stream EOF before completion (connection reset "
+        "by provider) (and 2 more error: turn 2, turn 2)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--fail-on", "denied,nope"],
+        ["--fail-on", ""],
+        ["--fail-on", " , "],
+        ["--fail-on", "Denied"],
+    ],
+)
+def test_unknown_or_missing_kind_is_a_usage_error(args: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "x.md"
+    for command in (["export", MAIN, "--out", str(out)], ["check", MAIN]):
+        code, _, err = run(*command, *P, *args)
+        assert code == 2, err
+        assert (
+            "valid kinds: error, tool-error, denied, declined, truncated, cancelled, running"
+            in (err)
+        )
+        assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_other_usage_errors_exit_2(tmp_path: Path) -> None:
+    cases = [
+        ["export", MAIN, "--out", "-", "--summary", "-"],
+        ["export", MAIN, "--format", "xml"],
+        ["check", MAIN, "--summary", "s.md", "--link-base", "javascript:alert(1)"],
+        ["check", MAIN, "--summary", "s.md", "--link-base", "https://x.example/a b"],
+        ["check", MAIN, "--link-base", "https://x.example/"],
+    ]
+    for args in cases:
+        code, _, err = run(*args, *P)
+        assert code == 2, (args, err)
+        assert "Traceback" not in err
+
+
+def test_a_session_that_does_not_load_is_exit_1_naming_the_file() -> None:
+    code, _, err = run("check", "ses_20260301_090000_flat01", *P, "--fail-on", "error")
+    assert code == 1
+    assert err.strip() == (
+        "polyglav: error: ses_20260301_090000_flat01.json: does not load: legacy flat-messages "
+        "format (written before the turn format)"
+    )
+
+
+def test_check_help_has_an_example() -> None:
+    result = runner.invoke(app, ["check", "--help"])
+    assert result.exit_code == 0
+    assert "Example: polyglav check" in result.stdout
+
+
+# -- sub-sessions --------------------------------------------------------------------------
+
+
+def _tree_docs(write_session: Writer) -> None:
+    """root → sub_a → sub_b → sub_a (a cycle), root → missing; only sub_b went wrong."""
+    write_session(session_doc("ses_20260817_120000_root01", sub_sessions=["sub_x_aaaaaa"],
+                              turns=[turn(1, part("user", "go"))]))  # fmt: skip
+    write_session(
+        session_doc(
+            "sub_x_aaaaaa",
+            parent_id="ses_20260817_120000_root01",
+            sub_sessions=["sub_x_bbbbbb", "sub_x_nothere"],
+            turns=[turn(1, part("user", "a"))],
+        )
+    )
+    write_session(
+        session_doc(
+            "sub_x_bbbbbb",
+            parent_id="sub_x_aaaaaa",
+            sub_sessions=["sub_x_aaaaaa", "ses_20260817_120000_root01", "sub_x_bbbbbb"],
+            turns=[
+                turn(1, part("user", "b")),
+                turn(
+                    2,
+                    part("user", "push"),
+                    part("tool", name="run_command", input={}, output="no", is_error=True),
+                    started_at="2026-08-17T12:01:00+00:00",
+                    ended_at="2026-08-17T12:01:09+00:00",
+                ),
+            ],
+            permissions=[
+                {
+                    "tool": "run_command",
+                    "action": "deny",
+                    "decision": "denied",
+                    "path": "git push",
+                    "timestamp": "2026-08-17T12:01:01+00:00",
+                }
+            ],  # fmt: skip
+        )
+    )
+
+
+def test_sub_sessions_count_at_any_depth_and_cycles_end(
+    archive: Path, write_session: Writer
+) -> None:
+    _tree_docs(write_session)
+    project = ["--project", str(archive.parent.parent)]
+    code, out, err = run("check", "#root01", *project, "--fail-on", "denied,tool-error")
+    assert code == 1, err
+    assert fail_lines(err) == [
+        "polyglav: fail-on tool-error: sub_x_bbbbbb turn 2.2: tool error: run_command: no",
+        "polyglav: fail-on denied: sub_x_bbbbbb turn 2.2: permission denied: run_command git push",
+    ]
+    assert "in 4 sessions" in out  # root, a, b and the one that does not load
+    assert "polyglav: warning: sub-session sub_x_nothere of sub_x_aaaaaa: sub_x_nothere.json: " in (
+        err
+    )
+    code, out, err = run("check", "#root01", *project, "--no-sub-sessions")
+    assert code == 0, err
+    assert (
+        out
+        == "ses_20260817_120000_root01: passed: nothing matched --fail-on "
+        + ",".join(gate.KINDS)
+        + " in 1 session\n"
+    )
+    assert "warning" not in err
+
+
+def test_session_tree_order_depth_and_problems(archive: Path, write_session: Writer) -> None:
+    _tree_docs(write_session)
+    arch = Archive(archive)
+
+    def load(name: str) -> Any:
+        try:
+            return arch.resolve(f"session:{name}")
+        except Exception as exc:
+            return str(exc)
+
+    members = gate.session_tree(arch.resolve("#root01"), load)
+    assert [(m.name, m.parent, m.depth, bool(m.problem)) for m in members] == [
+        ("ses_20260817_120000_root01", "", 0, False),
+        ("sub_x_aaaaaa", "ses_20260817_120000_root01", 1, False),
+        ("sub_x_bbbbbb", "sub_x_aaaaaa", 2, False),
+        ("sub_x_nothere", "sub_x_aaaaaa", 2, True),
+    ]
+    assert [m.name for m in gate.session_tree(arch.resolve("#root01"))] == [
+        "ses_20260817_120000_root01"
+    ]
+
+
+# -- attribution ---------------------------------------------------------------------------
+
+
+def _session(**fields: Any) -> Any:
+    from publisher.loader import session_from_json
+
+    return session_from_json(session_doc(**fields), "x.json")
+
+
+T = "2026-08-17T12:00:{:02d}+00:00"
+
+
+def _timed_turns() -> list[dict[str, Any]]:
+    return [
+        turn(1, part("user", "a"), part("tool", name="t", input={}, output="x", timestamp=T.format(2)),
+             started_at=T.format(0), ended_at=T.format(10)),
+        turn(2, part("user", "b"),
+             part("tool", name="t", input={}, output="x", timestamp=T.format(21)),
+             part("tool", name="u", input={}, output="x", timestamp=T.format(22)),
+             part("tool", name="t", input={}, output="x", timestamp=T.format(25)),
+             started_at=T.format(20), ended_at=T.format(30)),
+        turn(3, part("user", "c"), status="running", started_at=T.format(40), ended_at=""),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stamp", "where"),
+    [
+        (T.format(5), "1"),  # inside turn 1
+        (T.format(10), "1"),  # at its end
+        (T.format(15), "1"),  # between turns: the last one that ran
+        (T.format(20), "2"),
+        (T.format(45), "3"),  # after the running turn started
+        ("2026-08-17T14:00:25+02:00", "2"),  # another zone, same instant as :25
+        ("2026-08-17T12:00:25", "2"),  # no zone: read as UTC
+        ("2026-08-17T11:59:59+00:00", ""),  # before every turn
+        ("not a time", ""),
+        ("", ""),
+    ],
+)
+def test_errors_are_attributed_by_timestamp(stamp: str, where: str) -> None:
+    s = _session(turns=_timed_turns(), errors=[{"code": 500, "message": "m", "timestamp": stamp}])
+    [found] = gate.session_findings(s, ["error"])
+    assert found.turn == where
+    assert found.message == "error 500: m"
+
+
+@pytest.mark.parametrize(
+    ("tool", "stamp", "where"),
+    [
+        ("t", T.format(25), "2.4"),  # same name and timestamp
+        ("t", T.format(23), "2.2"),  # the last call of that tool started before it
+        ("t", T.format(20), "2.2"),  # none before it: the first one
+        ("u", T.format(29), "2.3"),
+        ("v", T.format(29), "2"),  # no part calls that tool: the turn
+        ("t", T.format(3), "1.2"),
+    ],
+)
+def test_permissions_are_narrowed_to_the_tool_part(tool: str, stamp: str, where: str) -> None:
+    perm = {"tool": tool, "action": "deny", "decision": "denied", "path": "p", "timestamp": stamp}
+    s = _session(turns=_timed_turns(), permissions=[perm])
+    [found] = gate.session_findings(s, ["denied"])
+    assert (found.kind, found.turn, found.message) == (
+        "denied",
+        where,
+        f"permission denied: {tool} p",
+    )
+
+
+def test_overlapping_turns_prefer_the_latest_started_span_holding_the_event() -> None:
+    turns = [
+        turn(1, started_at=T.format(0), ended_at=T.format(50)),
+        turn(2, started_at=T.format(10), ended_at=T.format(20)),
+        turn(3, started_at=T.format(30), ended_at=T.format(35)),
+    ]
+    stamps = [T.format(s) for s in (15, 25, 33, 40, 55)]
+    positions = gate.attribute(_session(turns=turns).turns, stamps)
+    assert positions == [1, 0, 2, 0, 2]
+
+
+def test_error_codes_and_hostile_text_stay_one_line() -> None:
+    errors = [
+        {"code": 0, "message": "no status", "timestamp": T.format(1)},
+        {"code": "0", "message": "string zero", "timestamp": T.format(1)},
+        {"code": 503.0, "message": "float", "timestamp": T.format(1)},
+        {"code": "E42", "message": "line one\nline two\r\n\tthree", "timestamp": T.format(1)},
+        {"code": 401, "message": "", "timestamp": T.format(1)},
+    ]
+    s = _session(turns=[turn(1, started_at=T.format(0), ended_at=T.format(9))], errors=errors)
+    assert [f.message for f in gate.session_findings(s, ["error"])] == [
+        "error: no status",
+        "error: string zero",
+        "error 503: float",
+        "error E42: line one\\nline two\\r\\n\\tthree",
+        "error 401",
+    ]
+    long = _session(errors=[{"code": 1, "message": "x" * 10_000, "timestamp": ""}])
+    [found] = gate.session_findings(long)
+    assert len(found.message) < 200 and found.message.endswith("…")
+
+
+def test_a_turn_with_status_error_and_an_error_entry_lists_the_entry_first() -> None:
+    s = _session(
+        turns=[turn(1, status="error", started_at=T.format(0), ended_at=T.format(9))],
+        errors=[{"code": 401, "message": "Unauthorized", "timestamp": T.format(9)}],
+    )
+    assert [f.message for f in gate.session_findings(s)] == [
+        "error 401: Unauthorized",
+        "status error",
+    ]
+
+
+def test_only_the_asked_kinds_are_found() -> None:
+    s = read_session(SAMPLES / f"{MAIN}.json")
+    for kind in gate.KINDS:
+        found = gate.session_findings(s, [kind])
+        assert found and {f.kind for f in found} == {kind}
+    assert len(gate.session_findings(s)) == 11
+    assert gate.session_findings(s, []) == []
