@@ -405,3 +405,227 @@ def test_only_the_asked_kinds_are_found() -> None:
         assert found and {f.kind for f in found} == {kind}
     assert len(gate.session_findings(s)) == 11
     assert gate.session_findings(s, []) == []
+
+
+# -- the summary ---------------------------------------------------------------------------
+
+SITE = "https://dana.example/inventory-api/"
+
+
+def test_summary_of_the_main_sample(tmp_path: Path) -> None:
+    out = tmp_path / "summary.md"
+    code, stdout, err = run(
+        "check", MAIN, *P, "--fail-on", "error,denied", "--summary", str(out), "--link-base", SITE
+    )
+    assert code == 1, err
+    assert stdout.startswith(f"{MAIN}: failed")
+    text = out.read_text(encoding="utf-8")
+    page = f"{SITE}sessions/{MAIN}/index.html"
+    lines = text.splitlines()
+    assert lines[0] == f"### Polyglav session `{MAIN}`: failed"
+    for expected in [
+        "- **Gate:** **failed**: `--fail-on error,denied` matched 4 findings (3 error, 1 denied) "
+        "in 1 of 3 sessions",
+        f"- **Session:** interactive session, role -, Polyglav `0.35.0`, [transcript]({page})",
+        "- **Last turn:** 12 `running`: the run never finished",
+        "- **Duration:** 19m44s",
+        "- **Turns:** 12 (8 `ok`, 1 `running`, 1 `error`, 1 `truncated`, 1 `cancelled`)",
+        "- **Tool calls:** 14, 3 with an error result",
+        "- **Errors:** 2",
+        "- **Permission decisions:** 10 (1 `declined`, 1 `denied`, 8 `granted`)",
+        "- **Sub-agents:** 2",
+        f"| [turn 7.2]({page}#turn-7.2) | denied | "
+        "`permission denied: run_command git push origin main` | fails |",
+        f"| [turn 10]({page}#turn-10) | error | `error: max_tokens truncation: the answer hit "
+        "max_tokens (4096) during reasoning` | fails |",
+        f"| [turn 5.4]({page}#turn-5.4) | declined | "
+        "`permission declined: file_write /home/dana/src/inventory-api/.env` |  |",
+        f"| [`sub_20260817_121500_cd34ef`]({SITE}sessions/sub_20260817_121500_cd34ef/index.html) "
+        f"| `reviewer` | `{MAIN}` | 1 | `ok` | none |",
+        f"| [`sub_20260817_122000_ef56gh`]({SITE}sessions/sub_20260817_122000_ef56gh/index.html) "
+        "| `security` | `sub_20260817_121500_cd34ef` | 2 | `empty` | none |",
+    ]:
+        assert expected in lines, expected
+    rows = [line for line in lines if line.startswith("| [turn ")]
+    assert len(rows) == 11
+    # The gated findings come first.
+    assert [r.split(" | ")[-1] for r in rows] == ["fails |"] * 4 + [" |"] * 7
+
+
+def test_summary_links_to_a_single_page_only_for_its_own_turns() -> None:
+    base = "https://ci.example/artifacts/transcript.html"
+    code, stdout, _ = run("check", MAIN, *P, "--summary", "-", "--link-base", base)
+    assert code == 1
+    assert f"[turn 7.2]({base}#turn-7.2)" in stdout
+    assert f", [transcript]({base})" in stdout
+    assert "| `sub_20260817_121500_cd34ef` | `reviewer` |" in stdout  # not on that page: no link
+
+
+def test_summary_without_gate_or_link_base() -> None:
+    code, stdout, err = run("export", "#7f3k2a", *P, "--out", "-", "--format", "md")
+    assert code == 0
+    code, stdout, err = run("check", "#7f3k2a", *P, "--summary", "-", "--fail-on", "running")
+    assert code == 0, err
+    assert stdout.splitlines()[0] == "### Polyglav session `job_20260826_110230_7f3k2a`: passed"
+    assert "- **Gate:** passed: nothing matched `--fail-on running`" in stdout
+    assert "](" not in stdout  # no link without --link-base
+    assert "| turn 2 | error | `error 503: Service Unavailable` |  |" in stdout
+    assert err.startswith("job_20260826_110230_7f3k2a: passed")  # the verdict moved to stderr
+    with pytest.raises(AssertionError):
+        assert "Sub-agents" in stdout
+
+
+def test_summary_with_export_goes_to_stdout_or_a_file(tmp_path: Path) -> None:
+    report = tmp_path / "r.xml"
+    code, stdout, err = run(
+        "export", MAIN, *P, "--format", "junit", "--out", str(report), "--summary", "-"
+    )
+    assert code == 0, err  # no --fail-on: nothing gates
+    assert stdout.startswith(f"### Polyglav session `{MAIN}`\n")
+    assert "- **Gate:** not set (no `--fail-on`)" in stdout
+    assert "| Where | Kind | What |" in stdout
+    assert XSD.validate(etree.parse(str(report)))
+
+
+def test_summary_is_deterministic_and_refuses_the_sessions_folder(
+    tmp_path: Path, archive: Path, write_session: Writer
+) -> None:
+    texts = []
+    for i in range(2):
+        out = tmp_path / f"s{i}.md"
+        run("check", MAIN, *P, "--summary", str(out), "--link-base", SITE)
+        texts.append(out.read_bytes())
+    assert texts[0] == texts[1] and texts[0]
+    write_session(session_doc())
+    code, _, err = run(
+        "check", "#ab12cd", "--project", str(archive.parent.parent),
+        "--summary", str(archive / "summary.md"),
+    )  # fmt: skip
+    assert code == 1
+    assert "refusing to write inside the sessions folder" in err
+    assert not (archive / "summary.md").exists()
+
+
+def test_summary_stays_short_for_a_long_run() -> None:
+    turns = [
+        turn(i, part("tool", name="t", input={}, output=f"failure {i}", is_error=True),
+             status="truncated" if i % 2 else "ok")
+        for i in range(1, 2001)
+    ]  # fmt: skip
+    errors = [{"code": 500, "message": f"e{i}", "timestamp": ""} for i in range(500)]
+    root = _session(turns=turns, errors=errors)
+    text = summary.ci_summary(gate.session_tree(root), frozenset(["error"]))
+    assert len(text) < 4000
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + summary.MAX_FINDINGS  # the header and the capped rows
+    assert "…and 3485 more (485 error, 2000 tool-error, 1000 truncated); the transcript" in text
+    assert "- **Gate:** **failed**: `--fail-on error` matched 500 findings (500 error)" in text
+    # Many sub-agents are capped too.
+    subs = [
+        gate.Member(f"sub_{i}", _session(name=f"sub_{i}"), root.session_name, 1) for i in range(30)
+    ]
+    text = summary.ci_summary([gate.Member(root.session_name, root), *subs], None)
+    assert "…and 20 more sub-agents." in text
+    # Many distinct statuses are capped in the count.
+    odd = _session(turns=[turn(i, status=f"s{i}") for i in range(1, 40)])
+    assert ", and 31 more)" in summary.ci_summary(gate.session_tree(odd), None)
+
+
+def _hostile_members(p: str) -> list[gate.Member]:
+    stamp = "2026-08-17T12:00:03+00:00"
+    root = _session(
+        name=f"ses_{p}",
+        role=p,
+        version=p,
+        turns=[
+            turn(1, part("user", p), part("tool", name=p, input={p: p}, output=p, is_error=True),
+                 status=p),
+            turn(2, part("user", p), status="error", started_at=p),
+        ],
+        errors=[{"code": p, "message": p, "timestamp": stamp},
+                {"code": 1, "message": p, "timestamp": p}],
+        permissions=[
+            {"tool": p, "action": p, "decision": "denied", "path": p, "timestamp": stamp},
+            {"tool": p, "action": p, "decision": "declined", "path": p, "timestamp": p},
+            {"tool": p, "action": p, "decision": p, "path": p, "timestamp": p},
+        ],
+    )  # fmt: skip
+    sub = _session(name=p, role=p, turns=[turn(1, status=p), turn(2, status="cancelled")])
+    return [
+        gate.Member(root.session_name, root),
+        gate.Member(p, sub, root.session_name, 1),
+        gate.Member(p + "2", None, p, 2, f"{p}.json: no such session"),
+    ]
+
+
+MD = MarkdownIt("commonmark", {"html": True}).enable("table")
+INERT_TEXT_RE = re.compile(r"pwned|evil|javascript|@|#|:tada:|<|\]\(|!\[", re.I)
+
+
+def assert_inert(text: str, link_base: str | None) -> None:
+    """Nothing quoted became markup: no HTML, image or foreign link, no live mention."""
+    tokens = MD.parse(text)
+    for token in tokens:
+        for child in [token, *(token.children or [])]:
+            assert child.type not in ("html_inline", "html_block", "image"), child
+            if child.type == "link_open":
+                href = str(child.attrs["href"])
+                assert link_base is not None and href.startswith(link_base), href
+                assert re.fullmatch(r"[A-Za-z0-9:/?#@!$&*+,;=%._~\[\]-]+", href), href
+            if child.type == "text":
+                assert not INERT_TEXT_RE.search(child.content), (child.content, text)
+    headers = {}
+    for line in text.splitlines():
+        if line.startswith("| Where") or line.startswith("| Session"):
+            headers = {"cols": line.count("|")}
+        elif line.startswith("|"):
+            assert line.count("|") == headers["cols"], line  # no cell was split
+        elif line:
+            assert not line.startswith(("<", "    ", "```", "~~~")), line
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_summary_quotes_every_payload_inertly(payload: str) -> None:
+    members = _hostile_members(payload)
+    for kinds in (None, frozenset(gate.KINDS)):
+        for base in (None, SITE, "https://ci.example/t.html"):
+            text = summary.ci_summary(members, kinds, base)
+            assert_inert(text, base)
+            assert text.count("\n") < 60
+    # The payload is shown (in its escaped form), not dropped.
+    text = summary.ci_summary(members, None)
+    assert text.count("`") >= 20
+
+
+def test_summary_of_hostile_files_through_the_cli(archive: Path, write_session: Writer) -> None:
+    p = "\n".join(PAYLOADS)
+    write_session(
+        session_doc(
+            "ses_20260817_120000_evil01",
+            role=p,
+            sub_sessions=[p, "../../etc/passwd", "sub_20260817_120000_evil02"],
+            turns=[turn(1, part("tool", name=p, input={}, output=p, is_error=True), status=p)],
+            errors=[{"code": p, "message": p, "timestamp": "2026-08-17T12:00:01+00:00"}],
+        )
+    )
+    write_session(session_doc("sub_20260817_120000_evil02", role=p, turns=[turn(1, status=p)]))
+    code, stdout, err = run(
+        "check", "#evil01", "--project", str(archive.parent.parent), "--summary", "-",
+        "--link-base", SITE,
+    )  # fmt: skip
+    assert code == 1
+    assert_inert(stdout, SITE)
+    assert "not loaded:" in stdout
+    for line in err.splitlines():  # stderr stays one line per message, no escape sequence
+        assert "\x1b" not in line and "\r" not in line
+    assert sum(1 for line in err.splitlines() if line.startswith("polyglav: warning: ")) == 2
+
+
+def test_link_base_is_percent_encoded() -> None:
+    link = summary.link_for("https://x.example/a(b)/'q'<>\"`/", "r", "r", "1.2")
+    assert link == "https://x.example/a%28b%29/%27q%27%3C%3E%22%60/sessions/r/index.html#turn-1.2"
+    odd = summary.link_for(SITE, "r", "Evil Name/../x", "")
+    assert odd is not None and odd.startswith(f"{SITE}sessions/evil_name_x-")
+    with pytest.raises(ValueError, match="http"):
+        summary.check_link_base("data:text/html,x")
+    assert summary.check_link_base("site/") == "site/"
