@@ -162,9 +162,10 @@ def _suite(
         ]
     )
     if loose:
-        yield f'<testcase name="session (no turn)" classname="{name}" time="0.000">'
-        yield from _failure(loose, None)
-        yield "</testcase>\n"
+        yield (
+            f'<testcase name="session (no turn)" classname="{name}" time="0.000">'
+            f"{_failure(loose, None)}</testcase>\n"
+        )
     marks = view.boundaries(session)
     width = len(str(view.last_index(session)))
     for position, turn in enumerate(session.turns):
@@ -176,10 +177,9 @@ def _suite(
         found = gated.get(position)
         if found is None:
             yield head + "/>\n"
-            continue
-        yield head + ">"
-        yield from _failure(found, (session, turn, marks.get(turn.index, [])))
-        yield "</testcase>\n"
+        else:  # one string per test case: at most a few kB (the body is capped)
+            failure = _failure(found, (session, turn, marks.get(turn.index, [])))
+            yield f"{head}>{failure}</testcase>\n"
     yield "<system-out>"
     for finding in every[:SYSTEM_OUT_FINDINGS]:
         yield xml_text(f"{finding.where}: {finding.kind}: {finding.message}\n")
@@ -188,24 +188,20 @@ def _suite(
     yield "</system-out>\n<system-err></system-err>\n</testsuite>\n"
 
 
-def _failure(
-    found: list[Finding], turn: tuple[Session, Turn, list[view.Boundary]] | None
-) -> Iterator[str]:
+def _failure(found: list[Finding], turn: tuple[Session, Turn, list[view.Boundary]] | None) -> str:
     message = found[0].message
     if len(found) > 1:
         message += f" (and {len(found) - 1} more)"
     kinds = ",".join(kind for kind in KINDS if any(f.kind == kind for f in found))
-    yield f'<failure type="{kinds}" message="{xml_attr(message)}">'
-    for finding in found:
-        yield xml_text(f"{finding.where}: {finding.kind}: {finding.message}\n")
+    body = "".join(f"{finding.where}: {finding.kind}: {finding.message}\n" for finding in found)
     if turn is not None:
-        yield "\n"
-        yield from _capped_markdown(*turn)
-    yield "</failure>"
+        body += "\n" + _capped_markdown(*turn)
+    return f'<failure type="{kinds}" message="{xml_attr(message)}">{xml_text(body)}</failure>'
 
 
-def _capped_markdown(session: Session, turn: Turn, marks: list[view.Boundary]) -> Iterator[str]:
-    """The turn's Markdown, escaped, cut after :data:`BODY_CHARS` characters."""
+def _capped_markdown(session: Session, turn: Turn, marks: list[view.Boundary]) -> str:
+    """The turn's Markdown cut after :data:`BODY_CHARS` characters (the rest only counted)."""
+    kept: list[str] = []
     budget = BODY_CHARS
     cut = 0
     for chunk in turn_markdown(session, turn, marks):
@@ -213,12 +209,13 @@ def _capped_markdown(session: Session, turn: Turn, marks: list[view.Boundary]) -
             cut += len(chunk)
         elif len(chunk) <= budget:
             budget -= len(chunk)
-            yield xml_text(chunk)
+            kept.append(chunk)
         else:
-            yield xml_text(chunk[:budget])
+            kept.append(chunk[:budget])
             cut += len(chunk) - budget
             budget = 0
     if cut:
-        yield xml_text(
+        kept.append(
             f"\n… ({cut:,} more characters of this turn; the Markdown export has all of it)\n"
         )
+    return "".join(kept)
