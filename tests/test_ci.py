@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from publisher.archive import Archive
 from publisher.cli import app
 from publisher.loader import read_session
 from publisher.render import junit, summary
-from tests.conftest import SAMPLES, Writer, part, session_doc, turn
+from tests.conftest import ROOT, SAMPLES, Writer, part, session_doc, turn
 
 runner = CliRunner()
 P = ["--project", str(SAMPLES)]
@@ -233,7 +236,7 @@ def _tree_docs(write_session: Writer) -> None:
                     "path": "git push",
                     "timestamp": "2026-08-17T12:01:01+00:00",
                 }
-            ],  # fmt: skip
+            ],
         )
     )
 
@@ -629,3 +632,248 @@ def test_link_base_is_percent_encoded() -> None:
     with pytest.raises(ValueError, match="http"):
         summary.check_link_base("data:text/html,x")
     assert summary.check_link_base("site/") == "site/"
+
+
+# -- JUnit -----------------------------------------------------------------------------------
+
+
+def junit_doc(path: Path) -> Any:
+    doc = etree.parse(str(path))
+    assert XSD.validate(doc), XSD.error_log
+    return doc
+
+
+def test_junit_of_the_main_sample(tmp_path: Path) -> None:
+    out = tmp_path / "report.xml"
+    code, _, err = run(
+        "export", MAIN, *P, "--format", "junit", "--out", str(out), "--fail-on", "error,denied"
+    )
+    assert code == 1, err
+    assert fail_lines(err) == [EXPECTED_LINES["error"], EXPECTED_LINES["denied"]]
+    doc = junit_doc(out)
+    suites = doc.getroot().findall("testsuite")
+    assert [(s.get("name"), s.get("id"), s.get("tests"), s.get("failures")) for s in suites] == [
+        (MAIN, "0", "12", "2"),
+        ("sub_20260817_121500_cd34ef", "1", "1", "0"),
+        ("sub_20260817_122000_ef56gh", "2", "2", "0"),
+    ]
+    root = suites[0]
+    assert root.get("timestamp") == "2026-08-17T12:00:00"
+    assert root.get("time") == "177.000"  # the turns' durations; the running turn counts 0
+    cases = root.findall("testcase")
+    assert [c.get("time") for c in cases][:3] == ["18.000", "10.000", "15.000"]
+    assert cases[6].get("name") == "turn 07: Good. Commit and push to main."
+    assert cases[3].get("name") == "turn 04: /model llama3.3:70b"
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert [c.get("name")[:7] for c in failed] == ["turn 07", "turn 10"]
+    failure = failed[0].find("failure")
+    assert failure.get("type") == "error,denied"
+    assert failure.get("message") == (
+        "error 401: Unauthorized: the provider rejected the API key (token expired) (and 2 more)"
+    )
+    body = failure.text
+    assert body.startswith(
+        "turn 7: error: error 401: Unauthorized: the provider rejected the API key (token expired)\n"
+        "turn 7: error: status error\n"
+        "turn 7.2: denied: permission denied: run_command git push origin main\n\n## Turn 7\n"
+    )
+    assert "git commit -am 'Fix off-by-one in reservations' && git push origin main" in body
+    props = {p.get("name"): p.get("value") for p in root.find("properties")}
+    assert props["fail_on"] == "error,denied" and props["session_id"] == "ab12cd"
+    assert (
+        "turn 12: running: status running: the run never finished" in root.find("system-out").text
+    )
+
+
+def test_junit_without_fail_on_has_no_failure_and_no_sub_sessions_on_request(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "report.xml"
+    code, _, err = run("export", MAIN, *P, "--format", "junit", "--out", str(out))
+    assert code == 0, err
+    doc = junit_doc(out)
+    assert doc.xpath("//failure") == []
+    assert len(doc.xpath("//testsuite")) == 3
+    code, _, _ = run("export", MAIN, *P, "-f", "junit", "--out", str(out), "--no-sub-sessions")
+    assert code == 0
+    assert len(junit_doc(out).xpath("//testsuite")) == 1
+    # Default path: .xml beside the other exports.
+    code, _, err = run("export", "#7f3k2a", *P, "-f", "junit", "--fail-on", "tool-error")
+    assert code == 1
+    assert "exported to .polyglav/exports/job_20260826_110230_7f3k2a.xml" in err
+    Path(".polyglav/exports/job_20260826_110230_7f3k2a.xml").unlink()
+
+
+CONTROL = "".join(map(chr, range(0x20))) + "\x7f\x85\x9b\ud800\udfff\ufffe\uffff\ufdd0&<>\"'"
+
+
+def test_junit_carries_control_characters_visibly(archive: Path, write_session: Writer) -> None:
+    c = CONTROL
+    write_session(
+        session_doc(
+            "ses_20260817_120000_ctl001",
+            session_name=f"ses_{c}",
+            role=c,
+            version=c,
+            created_at=c,
+            sub_sessions=[c, "sub_20260817_120000_ctl002"],
+            turns=[
+                turn(1, part("user", c), part("tool", name=c, input={c: c}, output=c, is_error=True),
+                     status=c),
+                turn(2, part("user", "  "), status="cancelled", started_at=T.format(9)),
+            ],
+            errors=[{"code": c, "message": c, "timestamp": c}],
+            permissions=[{"tool": c, "action": c, "decision": "denied", "path": c,
+                          "timestamp": "2026-08-17T12:00:03+00:00"}],
+        ),
+        name="ses_20260817_120000_ctl001",
+    )  # fmt: skip
+    write_session(
+        session_doc("sub_20260817_120000_ctl002", session_name=" \t ", turns=[turn(1)]),
+        name="sub_20260817_120000_ctl002",
+    )
+    out = archive.parent / "r.xml"
+    code, _, err = run(
+        "export", "#ctl001", "--project", str(archive.parent.parent), "-f", "junit",
+        "--out", str(out), "--fail-on", ",".join(gate.KINDS),
+    )  # fmt: skip
+    assert code == 1, err
+    data = out.read_bytes()
+    data.decode("utf-8")  # no lone surrogate made it out
+    doc = junit_doc(out)
+    text = data.decode()
+    for shown in ("\\x00", "\\x1b", "\\x7f", "\\x85", "\\x9b", "\\ud800", "\\udfff", "\\ufffe"):
+        assert shown in text, shown
+    suites = doc.getroot().findall("testsuite")
+    assert suites[0].get("name").startswith("ses_\\x00\\x01")
+    assert suites[0].get("timestamp") == "2026-08-17T12:00:00"  # unreadable created_at: turn 1
+    missing = suites[1]  # the control-character name does not load: an error case
+    assert missing.get("errors") == "1" and missing.find("testcase/error").get("type") == "load"
+    assert suites[2].get("name") == "(blank session name)"
+    cases = suites[0].findall("testcase")
+    # The error entry has no readable timestamp: a case of its own.
+    assert cases[0].get("name") == "session (no turn)"
+    assert cases[0].find("failure").get("message").startswith("error \\x00")
+    first = cases[1].find("failure")
+    assert first.get("type") == "tool-error,denied"
+    assert "\t" in first.get("message") or "\\t" in first.get("message")
+    # The body is the turn's Markdown as the export writes it (a text it cannot carry as is
+    # becomes a json-string block), cut but otherwise whole.
+    assert "\n## Turn 1\n" in first.text and "```json-string\n" in first.text
+    assert cases[2].find("failure").get("type") == "cancelled"
+
+
+def test_junit_failure_body_is_capped(archive: Path, write_session: Writer) -> None:
+    write_session(
+        session_doc(
+            "ses_20260817_120000_big001",
+            turns=[turn(1, part("tool", name="t", input={}, output="y" * 100_000, is_error=True))],
+        )
+    )
+    out = archive.parent / "r.xml"
+    code, _, _ = run(
+        "export", "#big001", "--project", str(archive.parent.parent), "-f", "junit",
+        "--out", str(out), "--fail-on", "tool-error",
+    )  # fmt: skip
+    assert code == 1
+    body = junit_doc(out).find(".//failure").text
+    assert len(body) < junit.BODY_CHARS + 300
+    assert re.search(r"… \(9\d,\d{3} more characters of this turn; the Markdown export", body)
+
+
+def test_xml_escaping_functions() -> None:
+    assert (
+        junit.xml_text("a&b<c>d\re\x1b\ud800\uffff") == "a&amp;b&lt;c&gt;d&#13;e\\x1b\\ud800\\uffff"
+    )
+    assert junit.xml_attr('"x"\n\t') == "&quot;x&quot;&#10;&#9;"
+    assert junit.visible("ok \u00e9 \U0001f600 \ufdd0") == "ok \u00e9 \U0001f600 \ufdd0"
+
+
+def _long_session_doc(turns: int) -> dict[str, Any]:
+    docs = []
+    for i in range(1, turns + 1):
+        start = f"2026-08-17T{10 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}+00:00"
+        docs.append(
+            {
+                "index": i,
+                "started_at": start,
+                "ended_at": start,
+                "status": "ok",
+                "model": "m",
+                "provider": "p",
+                "mode": "build",
+                "reasoning": False,
+                "parts": [
+                    {"type": "user", "text": f"step {i}: " + "do it " * 30, "timestamp": start},
+                    {"type": "tool", "name": "run_command", "input": {"command": f"make {i}"},
+                     "output": f"error {i}\n" + "x" * 1500, "is_error": i % 3 != 0,
+                     "timestamp": start},
+                ],
+            }
+        )  # fmt: skip
+    return session_doc("ses_20260817_120000_long01", turns=docs)
+
+
+MEASURE = r"""
+import gc, json, re, sys
+from pathlib import Path
+from publisher import gate
+from publisher.loader import read_session
+from publisher.render import junit
+
+def status(key):
+    text = Path("/proc/self/status").read_text()
+    return int(re.search(key + r":\s+(\d+) kB", text).group(1)) * 1024
+
+members = gate.session_tree(read_session(Path(sys.argv[1])))
+gc.collect()
+Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts again from here
+before = status("VmHWM")
+size = chunks = 0
+report = junit.junit_report(members, frozenset(["tool-error"]))
+if sys.argv[3] == "joined":  # what a report built as one string would cost
+    report = iter(["".join(report)])
+with open(sys.argv[2], "w", encoding="utf-8") as handle:
+    for chunk in report:
+        handle.write(chunk)
+        size += len(chunk)
+        chunks += 1
+print(json.dumps({"growth": status("VmHWM") - before, "size": size, "chunks": chunks}))
+"""
+
+
+def _measure(session: Path, out: Path, how: str) -> dict[str, int]:
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(session), str(out), how],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    if result.returncode != 0 and "clear_refs" in result.stderr:
+        pytest.skip("this kernel cannot reset the peak RSS (/proc/self/clear_refs)")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def test_junit_of_a_10000_turn_session_is_streamed(archive: Path, write_session: Writer) -> None:
+    path = write_session(_long_session_doc(10_000))
+    out = archive.parent / "long.xml"
+    streamed = _measure(path, out, "streamed")
+    # The peak RSS while the report is written, over the loaded session's: under 4 MB for
+    # 17 MB of XML (6,667 failures, each with its turn's Markdown); one test case a chunk.
+    assert streamed["size"] > 15_000_000
+    assert streamed["chunks"] > 10_000
+    assert streamed["growth"] < 4_000_000, streamed
+    joined = _measure(path, archive.parent / "joined.xml", "joined")
+    assert joined["growth"] > 4 * streamed["size"] // 2, joined  # the measure can tell
+    doc = junit_doc(out)
+    suite = doc.getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("10000", "6667")
+    assert doc.xpath("count(//failure)") == 6667
+    # And the same through the command line.
+    cli_out = archive.parent / "cli.xml"
+    code, _, err = run(
+        "export", "#long01", "--project", str(archive.parent.parent), "-f", "junit",
+        "--out", str(cli_out), "--fail-on", "tool-error",
+    )  # fmt: skip
+    assert code == 1
+    assert "(and 6666 more tool-error: turn 2.2, turn 4.2," in err
+    assert cli_out.read_bytes() == out.read_bytes()
