@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from lxml import etree
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
@@ -877,3 +879,216 @@ def test_junit_of_a_10000_turn_session_is_streamed(archive: Path, write_session:
     assert code == 1
     assert "(and 6666 more tool-error: turn 2.2, turn 4.2," in err
     assert cli_out.read_bytes() == out.read_bytes()
+
+
+# -- docs/ci.md: every command of the recipes runs on the samples ------------------------------
+
+CI_DOC = ROOT / "docs" / "ci.md"
+GH_OVERRIDES = {"SESSION": MAIN, "SITE_URL": "https://example.github.io/repo/"}
+GL_OVERRIDES = {"SESSION": MAIN, "CI_PAGES_URL": "https://group.gitlab.io/project"}
+
+
+def doc_blocks(info: str) -> list[str]:
+    tokens = MarkdownIt("commonmark").parse(CI_DOC.read_text(encoding="utf-8"))
+    return [t.content for t in tokens if t.type == "fence" and t.info.strip() == info]
+
+
+class Recipe:
+    """A sandbox where the publisher runs as `polyglav` (this checkout) and logs each call."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        self.log = tmp / "calls.log"
+        shim = bin_dir / "polyglav"
+        shim.write_text(
+            f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{self.log}"\n'
+            f'exec "{sys.executable}" -m publisher "$@"\n'
+        )
+        shim.chmod(0o755)
+        self.env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT),
+        }
+
+    def workdir(self, name: str) -> Path:
+        work = self.tmp / name
+        work.mkdir()
+        return work
+
+    def run_agent(self, work: Path) -> None:
+        """The agent's step: it leaves its sessions (here, the samples) in .polyglav/."""
+        sessions = work / ".polyglav" / "sessions"
+        sessions.mkdir(parents=True)
+        for path in SAMPLES.glob("*.json"):
+            shutil.copy(path, sessions / path.name)
+
+    def sh(self, script: str, work: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=work, env={**self.env, **env}, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    def calls(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+
+def _copy_paths(src: Path, dst: Path, paths: list[str]) -> None:
+    for rel in paths:
+        source = src / rel
+        assert source.exists(), rel
+        if source.is_dir():
+            shutil.copytree(source, dst / rel)
+        else:
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, dst / rel)
+
+
+def _doc_command_count(texts: list[str]) -> int:
+    return sum(
+        1 for text in texts for line in text.splitlines() if line.strip().startswith("polyglav ")
+    )
+
+
+def test_the_github_actions_recipe(tmp_path: Path) -> None:
+    [block] = [b for b in doc_blocks("yaml") if "jobs:" in b]
+    workflow = yaml.safe_load(block)
+    env = {k: str(v) for k, v in workflow["env"].items()}
+    env.update(GH_OVERRIDES)
+    assert not [v for v in env.values() if "${{" in v]
+    sandbox = Recipe(tmp_path)
+    summary_file = tmp_path / "step_summary.md"
+    summary_file.touch()
+    env.update(GITHUB_STEP_SUMMARY=str(summary_file), RUNNER_TEMP=str(tmp_path / "runner"))
+    artifact = sandbox.workdir("artifact")
+    ran, skipped = [], []
+
+    agent, pages = workflow["jobs"]["agent"], workflow["jobs"]["pages"]
+    work = sandbox.workdir("agent")
+    for step in agent["steps"]:
+        uses, run_text = step.get("uses", ""), step.get("run", "")
+        assert "${{" not in run_text
+        if step.get("name") == "Install the agent and the publisher":
+            assert all(
+                line.startswith(
+                    ("python -m venv", '"$RUNNER_TEMP/agent/bin/pip" install', "pip install")
+                )
+                for line in run_text.splitlines()
+            )
+            skipped.append(step["name"])
+        elif step.get("name") == "Run the agent":
+            assert '--session-id "$SESSION"' in run_text and step["continue-on-error"] is True
+            sandbox.run_agent(work)
+            skipped.append(step["name"])
+        elif run_text:
+            assert step["if"] == "always()"
+            result = sandbox.sh(run_text, work, env)
+            ran.append((step["name"], result.returncode))
+            assert result.returncode == 1, result.stderr  # the samples went wrong: the gate fails
+            assert (
+                "polyglav: fail-on denied: turn 7.2: permission denied: run_command git push origin main"
+                in result.stderr
+            )
+        elif uses.startswith("actions/upload-artifact@"):
+            assert step["with"]["include-hidden-files"] is True
+            _copy_paths(work, artifact, step["with"]["path"].split())
+        elif uses.startswith("mikepenz/action-junit-report@"):
+            doc = junit_doc(work / step["with"]["report_paths"])
+            assert doc.xpath("count(//testsuite)") == 3 and doc.xpath("count(//failure)") > 0
+        else:
+            assert uses.startswith(("actions/checkout@", "actions/setup-python@")), step
+    assert skipped == ["Install the agent and the publisher", "Run the agent"]
+    assert [name for name, _ in ran] == ["Transcript, test report, job summary, gate"]
+    assert (work / "polyglav" / "transcript.html").read_text().startswith("<!DOCTYPE html>")
+    text = summary_file.read_text()
+    assert text.startswith(f"### Polyglav session `{MAIN}`: failed\n")
+    link = f"https://example.github.io/repo/sessions/{MAIN}/index.html#turn-7.2"
+    assert f"[turn 7.2]({link})" in text
+
+    site = sandbox.workdir("pages")
+    for step in pages["steps"]:
+        uses, run_text = step.get("uses", ""), step.get("run", "")
+        if step.get("name") == "Install the publisher":
+            assert run_text == 'pip install "$POLYGLAV_PUBLISHER"'
+        elif run_text:
+            result = sandbox.sh(run_text, site, env)
+            assert result.returncode == 0, result.stderr
+        elif uses.startswith("actions/download-artifact@"):
+            [upload] = [s for s in agent["steps"] if "upload-artifact@" in s.get("uses", "")]
+            assert step["with"]["name"] == upload["with"]["name"]
+            shutil.copytree(artifact, site, dirs_exist_ok=True)
+        elif uses.startswith("actions/upload-pages-artifact@"):
+            public = site / step["with"]["path"]
+            page = (public / "sessions" / MAIN / "index.html").read_text()
+            assert 'id="turn-7.2"' in page  # the summary's link lands on a real anchor
+        else:
+            assert uses.startswith(("actions/setup-python@", "actions/deploy-pages@")), step
+    assert pages["needs"] == "agent" and "always()" in pages["if"]
+    scripts = [step.get("run", "") for job in (agent, pages) for step in job["steps"]]
+    assert len(sandbox.calls()) == _doc_command_count(scripts) == 3
+
+
+def test_the_gitlab_ci_recipe(tmp_path: Path) -> None:
+    [block] = [b for b in doc_blocks("yaml") if "stages:" in b]
+    pipeline = yaml.safe_load(block)
+    env = {k: str(v) for k, v in pipeline["variables"].items()}
+    env.update(GL_OVERRIDES)
+    sandbox = Recipe(tmp_path)
+    artifact = sandbox.workdir("artifact")
+    agent, pages = pipeline["agent"], pipeline["pages"]
+
+    work = sandbox.workdir("agent")
+    lines = agent["script"]
+    assert lines[0].startswith("python -m venv") and lines[1] == 'pip install "$POLYGLAV_PUBLISHER"'
+    assert '--session-id "$SESSION"' in lines[2] and lines[2].endswith(
+        '|| echo "the agent exited with status $?"'
+    )
+    sandbox.run_agent(work)
+    codes = [sandbox.sh(line, work, env) for line in lines[3:]]
+    assert [c.returncode for c in codes] == [0] * (len(codes) - 1) + [1], codes[-1].stderr
+    assert agent["artifacts"]["when"] == "always"
+    _copy_paths(work, artifact, agent["artifacts"]["paths"])
+    doc = junit_doc(work / agent["artifacts"]["reports"]["junit"])
+    assert doc.xpath("count(//failure)") > 0
+    text = (work / "polyglav" / "summary.md").read_text()
+    assert (
+        f"[turn 7.2](https://group.gitlab.io/project/sessions/{MAIN}/index.html#turn-7.2)" in text
+    )
+
+    site = sandbox.workdir("pages")
+    shutil.copytree(artifact, site, dirs_exist_ok=True)  # needs: [agent] brings its artifacts
+    assert pages["needs"] == ["agent"] and pages["rules"][0]["when"] == "always"
+    assert pages["script"][0] == 'pip install "$POLYGLAV_PUBLISHER"'
+    for line in pages["script"][1:]:
+        result = sandbox.sh(line, site, env)
+        assert result.returncode == 0, result.stderr
+    for rel in pages["artifacts"]["paths"]:
+        assert (site / rel / "sessions" / MAIN / "index.html").exists()
+    assert len(sandbox.calls()) == _doc_command_count(agent["script"] + pages["script"]) == 3
+
+
+def test_the_command_reference(tmp_path: Path) -> None:
+    [block] = doc_blocks("sh")
+    sandbox = Recipe(tmp_path)
+    work = sandbox.workdir("here")
+    sandbox.run_agent(work)
+    results = [sandbox.sh(line, work, {"SESSION": MAIN}) for line in block.splitlines()]
+    assert [r.returncode for r in results] == [1, 1, 1], [r.stderr for r in results]
+    assert results[0].stdout.startswith(
+        f"{MAIN}: failed: --fail-on error,denied matched 4 findings"
+    )
+    assert results[1].stderr.startswith(
+        f"{MAIN}: failed: --fail-on error,denied matched 4 findings"
+    )
+    assert (work / "summary.md").read_text().startswith(f"### Polyglav session `{MAIN}`: failed")
+    assert "Sub-agents" not in (work / "summary.md").read_text()  # --no-sub-sessions
+    assert junit_doc(work / "report.xml").xpath("count(//failure)") == 1  # turn 12, running
+    assert len(sandbox.calls()) == _doc_command_count([block]) == 3
+
+
+def test_the_stderr_example_in_the_doc_is_what_the_samples_print() -> None:
+    [example] = [b for b in doc_blocks("text") if "fail-on denied" in b]
+    _, _, err = run("check", MAIN, *P, "--fail-on", "error,denied")
+    assert fail_lines(err) == example.splitlines()
