@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from .model import Session, ToolPart, Turn
-from .render.text import first_line
+from .render.text import FIRST_LINE_RE
 from .render.view import parse_time
 
 #: Every kind ``--fail-on`` takes, in the order reports list them.
@@ -229,11 +229,46 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
 
 
 def _tool_error(session: str, turn: Turn, position: int, number: int, part: ToolPart) -> Finding:
-    first = first_line(part.output or "", QUOTE_CHARS)  # a search: a 100 MB output is not split
     message = f"tool error: {one_line(part.name)}"
-    if first:
-        message += f": {one_line(first)}"
+    gist = output_gist(part.output or "")
+    if gist:
+        message += f": {gist}"
     return Finding(session, "tool-error", f"{turn.index}.{number}", message, position, number)
+
+
+_RULE_RE = re.compile(r"\A[\s=\-*_#~]{3,}|[\s=\-*_#~]{3,}\Z")
+
+
+def output_gist(output: str, limit: int = 80) -> str:
+    """The first and the last non-blank line of a tool output, without ``=====`` rules:
+    ``test session starts … 1 failed, 47 passed in 2.31s``. A tool usually says what went
+    wrong in one of the two (an error message first, a test summary or an exception last).
+    Neither the whole output nor a whole line is copied (a 100 MB output stays one string)."""
+    match = FIRST_LINE_RE.search(output)
+    if match is None:
+        return ""
+    first = _gist_line(output[match.start() : min(match.end(), match.start() + 4 * limit)])
+    size = 4096
+    window = output[-size:]
+    tail = window.rstrip()
+    while not tail and size < len(output):
+        size *= 4
+        window = output[-size:]
+        tail = window.rstrip()
+    if len(output) - (len(window) - len(tail)) <= match.end():
+        return one_line(first, limit)  # one line only
+    cut = max(tail.rfind("\n"), tail.rfind("\r"))
+    last = _gist_line(tail[cut + 1 :] if cut >= 0 else tail[-limit:])
+    if len(last) > limit or (cut < 0 and last):
+        last = "…" + last[-(limit - 1) :]  # the end of a long last line says the most
+    first, last = one_line(first, limit), one_line(last, limit)
+    if not first or first == last:
+        return last
+    return f"{first} … {last}" if last else first
+
+
+def _gist_line(line: str) -> str:
+    return _RULE_RE.sub("", line.strip()).strip()
 
 
 def _error_message(code: int | float | str, message: str) -> str:

@@ -74,8 +74,8 @@ EXPECTED_LINES = {
     "error": "polyglav: fail-on error: turn 7: error 401: Unauthorized: the provider rejected "
     "the API key (token expired) (and 2 more error: turn 7, turn 10)",
     "tool-error": "polyglav: fail-on tool-error: turn 1.3: tool error: run_command: "
-    "============================= test session starts =============================="
-    " (and 2 more tool-error: turn 5.4, turn 7.2)",
+    "test session starts … 1 failed, 47 passed in 2.31s (and 2 more tool-error: turn 5.4, "
+    "turn 7.2)",
     "denied": "polyglav: fail-on denied: turn 7.2: permission denied: run_command git push "
     "origin main",
     "declined": "polyglav: fail-on declined: turn 5.4: permission declined: file_write "
@@ -401,6 +401,34 @@ def test_a_turn_with_status_error_and_an_error_entry_lists_the_entry_first() -> 
         "error 401: Unauthorized",
         "status error",
     ]
+
+
+@pytest.mark.parametrize(
+    ("output", "gist"),
+    [
+        ("", ""),
+        (" \n\t ", ""),
+        ("Permission declined by the operator.", "Permission declined by the operator."),
+        ("x\n\n", "x"),
+        (
+            "=== test session starts ===\n..F\n=== 1 failed in 0.1s ===\n",
+            "test session starts … 1 failed in 0.1s",
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"x\"\nKeyError: 'a'\n",
+            "Traceback (most recent call last): … KeyError: 'a'",
+        ),
+        ("Found 1 known vulnerability\nh11 0.14.0\r\n", "Found 1 known vulnerability … h11 0.14.0"),
+        ("one\n" + "z" * 10_000 + "END \n\n", "one … …" + "z" * 76 + "END"),
+        ("y" * 10_000, "y" * 79 + "…"),
+        (" " * 1_000_000 + "late\n" + " " * 1_000_000, "late"),
+        ("a\tb\n\x1b[31mred", "a\\tb … \x1b[31mred"),
+    ],
+)
+def test_a_tool_error_is_told_by_the_first_and_last_lines_of_its_output(
+    output: str, gist: str
+) -> None:
+    assert gate.output_gist(output) == gist
 
 
 def test_only_the_asked_kinds_are_found() -> None:
