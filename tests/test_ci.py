@@ -1120,3 +1120,21 @@ def test_the_stderr_example_in_the_doc_is_what_the_samples_print() -> None:
     [example] = [b for b in doc_blocks("text") if "fail-on denied" in b]
     _, _, err = run("check", MAIN, *P, "--fail-on", "error,denied")
     assert fail_lines(err) == example.splitlines()
+
+
+def test_the_readme_shows_real_output() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    marker = re.search(r"^<!-- ci-summary: polyglav (.+) -->\n((?:>.*\n)+)", readme, re.M)
+    assert marker is not None
+    args = marker.group(1).replace("'#ab12cd'", "#ab12cd").split()
+    code, stdout, _ = run(*args)
+    assert code == 1
+    shown = "".join(
+        line[2:] if line.startswith("> ") else "\n" for line in marker.group(2).splitlines(True)
+    )
+    assert shown == stdout
+    block = re.search(r"  \$ polyglav (check .+)\n((?:  \S.*\n)+)  ```", readme)
+    assert block is not None
+    code, stdout, err = run(*block.group(1).replace("'#ab12cd'", "#ab12cd").split())
+    assert [line[2:] for line in block.group(2).splitlines()] == (stdout + err).splitlines()
+    assert (ROOT / "docs" / "junit-report.png").stat().st_size > 10_000
