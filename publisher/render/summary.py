@@ -168,7 +168,7 @@ def ci_summary(
     if root.turns:
         status = root.last_status
         note = LAST_TURN_NOTES.get(status, "a status this publisher does not know")
-        lines.append(f"- **Last turn:** {root.turns[-1].index} {code(status, 40)}: {note}")
+        lines.append(f"- **Last turn:** turn {root.turns[-1].index}, {code(status, 40)}: {note}")
     lines.append(f"- **Duration:** {_duration(root)}")
     lines.append(
         f"- **Turns:** {len(root.turns)}" + (f" ({_status_counts(root)})" if root.turns else "")
