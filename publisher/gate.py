@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -221,8 +221,9 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
                 (permission.timestamp, kind, f"permission {kind}: {what}", permission.tool)
             )
     positions = attribute(session.turns, [event[0] for event in events]) if events else []
+    calls = _ToolCalls(session)
     for (stamp, kind, message, tool), at in zip(events, positions, strict=True):
-        add(seq, _attributed(session, kind, message, at, tool, stamp))
+        add(seq, _attributed(session, calls, kind, message, at, tool, stamp))
         seq += 1
     keyed.sort(key=lambda item: item[0])
     return [finding for _, finding in keyed]
@@ -284,35 +285,64 @@ def _error_message(code: int | float | str, message: str) -> str:
 
 
 def _attributed(
-    session: Session, kind: str, message: str, position: int | None, tool: str | None, stamp: str
+    session: Session,
+    calls: _ToolCalls,
+    kind: str,
+    message: str,
+    position: int | None,
+    tool: str | None,
+    stamp: str,
 ) -> Finding:
     """A finding for an event attributed to the turn at ``position`` (and, for a permission
     on ``tool``, to the part of that turn that called it)."""
     if position is None:
         return Finding(session.session_name, kind, "", message)
     turn = session.turns[position]
-    number = _tool_part(turn, tool, stamp) if tool is not None else None
+    number = calls.part_for(position, tool, stamp) if tool is not None else None
     label = f"{turn.index}.{number}" if number is not None else str(turn.index)
     return Finding(session.session_name, kind, label, message, position, number)
 
 
-def _tool_part(turn: Turn, tool: str, stamp: str) -> int | None:
-    """Number of the tool part of ``turn`` a permission on ``tool`` at ``stamp`` was for."""
-    candidates = [
-        (number, utc_time(part.timestamp))
-        for number, part in enumerate(turn.parts, start=1)
-        if isinstance(part, ToolPart) and part.name == tool
-    ]
-    if not candidates:
-        return None
-    at = utc_time(stamp)
-    if at is None:
-        return candidates[0][0]
-    for number, when in candidates:
-        if when == at:
-            return number
-    before = [number for number, when in candidates if when is not None and when <= at]
-    return before[-1] if before else candidates[0][0]
+class _ToolCalls:
+    """The tool parts of a session's turns by name, sorted by time, read once per turn."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.by_turn: dict[int, dict[str, tuple[list[datetime], list[int], int]]] = {}
+
+    def part_for(self, position: int, tool: str, stamp: str) -> int | None:
+        """The part a permission on ``tool`` at ``stamp`` was for: the call of that tool with
+        the same timestamp, else the last one before it, else the first; None if none."""
+        table = self.by_turn.get(position)
+        if table is None:
+            table = self.by_turn[position] = self._index(self.session.turns[position])
+        entry = table.get(tool)
+        if entry is None:
+            return None
+        times, numbers, first = entry
+        at = utc_time(stamp)
+        if at is None:
+            return first
+        i = bisect_left(times, at)
+        if i < len(times) and times[i] == at:
+            return numbers[i]
+        return numbers[i - 1] if i else first
+
+    @staticmethod
+    def _index(turn: Turn) -> dict[str, tuple[list[datetime], list[int], int]]:
+        timed: dict[str, list[tuple[datetime, int]]] = {}
+        first: dict[str, int] = {}
+        for number, part in enumerate(turn.parts, start=1):
+            if isinstance(part, ToolPart):
+                first.setdefault(part.name, number)
+                when = utc_time(part.timestamp)
+                if when is not None:
+                    timed.setdefault(part.name, []).append((when, number))
+        table = {}
+        for name, number in first.items():
+            calls = sorted(timed.get(name, []))
+            table[name] = ([w for w, _ in calls], [n for _, n in calls], number)
+        return table
 
 
 def utc_time(value: str) -> datetime | None:

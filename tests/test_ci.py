@@ -1170,3 +1170,28 @@ def test_the_readme_shows_real_output() -> None:
     code, stdout, err = run(*block.group(1).replace("'#ab12cd'", "#ab12cd").split())
     assert [line[2:] for line in block.group(2).splitlines()] == (stdout + err).splitlines()
     assert (ROOT / "docs" / "junit-report.png").stat().st_size > 10_000
+
+
+def test_attribution_stays_fast_for_many_events_and_calls() -> None:
+    import time
+
+    n = 10_000
+    stamps = [
+        f"2026-08-17T12:{i // 3600 % 60:02d}:{i // 60 % 60:02d}.{i % 60:02d}+00:00"
+        for i in range(n)
+    ]
+    calls = [part("tool", name="t", input={}, output="x", timestamp=s) for s in stamps]
+    s = _session(
+        turns=[turn(1, *calls, started_at=stamps[0], ended_at=stamps[-1])],
+        permissions=[
+            {"tool": "t", "action": "deny", "decision": "denied", "path": "", "timestamp": stamp}
+            for stamp in stamps
+        ],
+        errors=[{"code": 1, "message": "m", "timestamp": stamp} for stamp in stamps],
+    )
+    started = time.perf_counter()
+    found = gate.session_findings(s)
+    elapsed = time.perf_counter() - started
+    assert len(found) == 2 * n
+    assert [f.turn for f in found if f.kind == "denied"][:3] == ["1.1", "1.2", "1.3"]
+    assert elapsed < 10, elapsed  # quadratic matching would take minutes
