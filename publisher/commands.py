@@ -259,7 +259,7 @@ def run_gate(ctx: Context, members: list[Member], gate: GateOptions, stdout: Tex
     ]
     name = root.session_name
     listed = ",".join(kind for kind in KINDS if kind in kinds)
-    sessions = plural(len(members), "session")
+    sessions = plural(sum(1 for m in members if m.session is not None), "session")
     report.lines = [safe(line) for line in kind_lines(found, name)]
     report.failed = bool(found)
     if found:

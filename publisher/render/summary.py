@@ -140,6 +140,7 @@ def ci_summary(
         per_member.append(found)
         every.extend(found)
     gated = [f for f in every if kinds is not None and f.kind in kinds]
+    loaded = sum(1 for member in members if member.session is not None)
     gate_kinds = ",".join(k for k in KINDS if kinds is not None and k in kinds)
 
     lines: list[str] = []
@@ -154,7 +155,7 @@ def ci_summary(
         sessions = len({f.session for f in gated})
         gate = (
             f"**failed**: `--fail-on {gate_kinds}` matched {view.plural(len(gated), 'finding')} "
-            f"({_kind_counts(gated)}) in {sessions} of {view.plural(len(members), 'session')}"
+            f"({_kind_counts(gated)}) in {sessions} of {view.plural(loaded, 'session')}"
         )
     else:
         gate = f"passed: nothing matched `--fail-on {gate_kinds}`"
