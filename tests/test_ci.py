@@ -748,7 +748,7 @@ def test_junit_of_the_main_sample(tmp_path: Path) -> None:
 
 
 def test_junit_without_fail_on_has_no_failure_and_no_sub_sessions_on_request(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "report.xml"
     code, _, err = run("export", MAIN, *P, "--format", "junit", "--out", str(out))
@@ -760,10 +760,11 @@ def test_junit_without_fail_on_has_no_failure_and_no_sub_sessions_on_request(
     assert code == 0
     assert len(junit_doc(out).xpath("//testsuite")) == 1
     # Default path: .xml beside the other exports.
+    monkeypatch.chdir(tmp_path)
     code, _, err = run("export", "#7f3k2a", *P, "-f", "junit", "--fail-on", "tool-error")
     assert code == 1
     assert "exported to .polyglav/exports/job_20260826_110230_7f3k2a.xml" in err
-    Path(".polyglav/exports/job_20260826_110230_7f3k2a.xml").unlink()
+    assert junit_doc(tmp_path / ".polyglav/exports/job_20260826_110230_7f3k2a.xml")
 
 
 CONTROL = "".join(map(chr, range(0x20))) + "\x7f\x85\x9b\ud800\udfff\ufffe\uffff\ufdd0&<>\"'"
