@@ -224,9 +224,10 @@ def ci_summary(
         lines.append("|---|---|---|---|---|---|")
         subs = list(zip(members[1:], per_member[1:], strict=True))
         for member, found in subs[:MAX_SUB_SESSIONS]:
-            label = _linked(code(member.name, 60), link_for(link_base, name, member.name))
             caller = code(member.parent, 60)
             sub = member.session
+            if sub is not None:  # its pages are named after the name the file holds
+                label = _linked(code(member.name, 60), link_for(link_base, name, sub.session_name))
             if sub is None:
                 lines.append(
                     f"| {code(member.name, 60)} | - | {caller} | - | - | "
