@@ -25,6 +25,7 @@ from .render import console
 from .write import atomic_write, is_inside
 
 if TYPE_CHECKING:
+    from .ci import GateOptions, GateReport
     from .redact import Redactor
 
 PRINT_TARGET_RE = re.compile(r"\A(\d+)(?:\.(\d+))?\Z")
@@ -106,6 +107,8 @@ class ExportResult:
     warnings: list[str] = field(default_factory=list)
     """What prepare says of the session: a file name that is not its session name, secrets
     found in identifiers (kept as written)."""
+    gate: GateReport | None = None
+    """What ``--fail-on`` / ``--summary`` found, when either was given."""
 
 
 def export(
@@ -115,21 +118,39 @@ def export(
     fmt: str,
     stdout: TextIO,
     redactor: Redactor | None = None,
+    gate: GateOptions | None = None,
 ) -> ExportResult:
-    """Export one session to a file or stdout, redacted first when ``redactor`` is given."""
+    """Export one session to a file or stdout, redacted first when ``redactor`` is given.
+
+    With ``gate`` (``--fail-on``, ``--summary``), the export is written first, then the
+    summary, and the result says what was found; ``fmt == "junit"`` writes the JUnit report.
+    """
     from .prepare import prepare
     from .render.markdown import export_markdown
 
+    if gate is not None and gate.summary == "-" and out == "-":
+        raise UsageError("--summary - and --out - cannot both write to stdout")
     prepared = prepare(ctx.archive.resolve(name), redactor)
     session = prepared.session
     result = ExportResult(
         path=None, redaction=prepared.redaction_note, warnings=list(prepared.warnings)
     )
+    members = []
+    if fmt == "junit" or (gate is not None and gate.active):
+        from .ci import tree
+
+        members = tree(ctx, session, gate is None or gate.sub_sessions, redactor)
     if fmt == "html":
         from .site.single import export_html
 
         chunks: Iterator[str] = export_html(session, redaction=result.redaction)
         suffix = ".html"
+    elif fmt == "junit":
+        from .render.junit import junit_report
+
+        kinds = gate.kinds if gate is not None and gate.kinds is not None else frozenset()
+        chunks = junit_report(members, kinds)
+        suffix = ".xml"
     else:
         chunks = export_markdown(session, redaction=result.redaction)
         suffix = ".md"
@@ -137,17 +158,21 @@ def export(
         for chunk in chunks:
             stdout.write(chunk)
         stdout.flush()
-        return result
-    if out is None:
-        path = default_export_path(ctx.archive.folder, session.session_name)
-        if suffix != ".md":
-            path = path.with_suffix(suffix)
     else:
-        path = Path(out)
-    if is_inside(path, ctx.archive.folder):
-        raise ArchiveError(f"{path}: refusing to write inside the sessions folder")
-    atomic_write(path, chunks)
-    result.path = path
+        if out is None:
+            path = default_export_path(ctx.archive.folder, session.session_name)
+            if suffix != ".md":
+                path = path.with_suffix(suffix)
+        else:
+            path = Path(out)
+        if is_inside(path, ctx.archive.folder):
+            raise ArchiveError(f"{path}: refusing to write inside the sessions folder")
+        atomic_write(path, chunks)
+        result.path = path
+    if gate is not None and gate.active:
+        from .ci import run_gate
+
+        result.gate = run_gate(ctx, members, gate, stdout)
     return result
 
 

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .app import app, fail, guarded, warn
-from .options import Debug, Project, Redact, RedactValues, SessionName
+from .options import (
+    Debug,
+    FailOn,
+    LinkBase,
+    Project,
+    Redact,
+    RedactValues,
+    SessionName,
+    SubSessions,
+    Summary,
+)
+
+if TYPE_CHECKING:
+    from ..ci import GateReport
 
 
 @app.command()
@@ -27,26 +40,39 @@ def export(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", "-f", help="md (the auditable log) or html (one self-contained page)."
+            "--format",
+            "-f",
+            help="md (the auditable log), html (one self-contained page) or junit (JUnit XML "
+            "for CI test reports: a test case per turn, failed by --fail-on).",
         ),
     ] = "md",
     project: Project = None,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    fail_on: FailOn = None,
+    sub_sessions: SubSessions = True,
+    summary: Summary = None,
+    link_base: LinkBase = None,
     debug: Debug = False,
 ) -> None:
-    """Export a session to Markdown (or one self-contained HTML file).
+    """Export a session to Markdown (or one self-contained HTML file, or a JUnit report).
 
     Example: polyglav export '#ab12cd' --project sample_sessions --out review.md
+
+    In CI: polyglav export '#ab12cd' --format junit --out report.xml --fail-on error,denied
+    --summary summary.md --project sample_sessions
     """
-    if fmt not in ("md", "html"):
-        fail(f"--format: expected md or html, got {fmt!r}", 2)
+    if fmt not in ("md", "html", "junit"):
+        fail(f"--format: expected md, html or junit, got {fmt!r}", 2)
     from .. import commands
 
     def run() -> commands.ExportResult:
+        from ..ci import GateOptions
+
+        gate = GateOptions.parse(fail_on, sub_sessions, summary, link_base)
         redactor = commands.make_redactor(redact, redact_values)
         reading, target = commands.open_target(project, name)
-        return commands.export(reading, target, out, fmt, sys.stdout, redactor)
+        return commands.export(reading, target, out, fmt, sys.stdout, redactor, gate)
 
     result = guarded(ctx, debug, run)
     for warning in result.warnings:
@@ -55,3 +81,57 @@ def export(
         typer.echo(f"polyglav: {result.redaction}", err=True)
     if result.path is not None:
         typer.echo(f"exported to {result.path}", err=True)
+    finish_gate(result.gate)
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    name: SessionName,
+    fail_on: FailOn = None,
+    project: Project = None,
+    sub_sessions: SubSessions = True,
+    summary: Summary = None,
+    link_base: LinkBase = None,
+    redact: Redact = False,
+    redact_values: RedactValues = None,
+    debug: Debug = False,
+) -> None:
+    """Gate on what happened in a session, writing nothing but the verdict.
+
+    Exit 1 when a --fail-on kind (default: every kind) occurred in the session or its
+    sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
+    stdout).
+
+    Example: polyglav check '#ab12cd' --fail-on error,denied --project sample_sessions
+    """
+    from .. import commands
+
+    def run() -> GateReport:
+        from ..ci import GateOptions, check
+        from ..gate import KINDS
+
+        gate = GateOptions.parse(
+            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(KINDS)
+        )
+        redactor = commands.make_redactor(redact, redact_values)
+        reading, target = commands.open_target(project, name)
+        return check(reading, target, gate, sys.stdout, redactor)
+
+    report = guarded(ctx, debug, run)
+    typer.echo(report.verdict, err=summary == "-")
+    finish_gate(report)
+
+
+def finish_gate(report: GateReport | None) -> None:
+    """Warnings and one line per kind found on stderr; exit 1 when the gate failed."""
+    if report is None:
+        return
+    for line in report.warnings:
+        warn(line)
+    if report.summary_path is not None:
+        typer.echo(f"summary written to {report.summary_path}", err=True)
+    for line in report.lines:
+        typer.echo(f"polyglav: fail-on {line}", err=True)
+    if report.failed:
+        raise typer.Exit(1)

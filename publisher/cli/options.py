@@ -106,3 +106,41 @@ AllowHost = Annotated[
         show_default=False,
     ),
 ]
+FailOn = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        metavar="KINDS",
+        help="Exit 1 when any of these happened (comma list): error (an errors entry or a "
+        "turn with status error), tool-error, denied, declined, truncated, cancelled, running; "
+        "one stderr line per kind names the turn. An export is still written.",
+        show_default=False,
+    ),
+]
+SubSessions = Annotated[
+    bool,
+    typer.Option(
+        "--sub-sessions/--no-sub-sessions",
+        help="Count the sub-sessions (delegations, at any depth) with their parent.",
+    ),
+]
+Summary = Annotated[
+    str | None,
+    typer.Option(
+        "--summary",
+        metavar="FILE|-",
+        help="Write a short Markdown account for a CI job summary or a pull-request comment "
+        '(- for stdout), e.g. --summary "$GITHUB_STEP_SUMMARY".',
+        show_default=False,
+    ),
+]
+LinkBase = Annotated[
+    str | None,
+    typer.Option(
+        "--link-base",
+        metavar="URL",
+        help="Where the site is published (or, ending in .html, the single-page export): the "
+        "summary links its findings to the turn anchors there.",
+        show_default=False,
+    ),
+]

@@ -32,6 +32,19 @@ def export_markdown(session: Session, redaction: str | None = None) -> Iterator[
     yield from _errors(session.errors)
 
 
+def turn_markdown(
+    session: Session, turn: Turn, marks: list[view.Boundary] | None = None
+) -> Iterator[str]:
+    """One turn's part of the export (``## Turn N`` and its parts), chunk by chunk.
+
+    ``marks`` are the context boundaries starting at this turn (``view.boundaries(session)``
+    computed once by a caller rendering many turns); ``None`` computes them.
+    """
+    if marks is None:
+        marks = view.boundaries(session).get(turn.index, [])
+    yield from _turn(session, turn, marks)
+
+
 def _bullets(items: Iterable[tuple[str, str]]) -> Iterator[str]:
     for label, value in items:
         yield f"- **{label}:** {value}\n"

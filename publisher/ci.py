@@ -1,0 +1,167 @@
+"""CI: what ``--fail-on`` gates on, the ``--summary`` for a job page, and ``polyglav check``
+(issue 16; docs/ci.md). The findings themselves are :mod:`.gate`; the summary and the JUnit
+report are :mod:`.render.summary` and :mod:`.render.junit`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .archive import ArchiveError
+from .commands import Context
+from .errors import UsageError
+from .gate import (
+    KINDS,
+    Loader,
+    Member,
+    counts,
+    kind_lines,
+    parse_kinds,
+    session_findings,
+    session_tree,
+)
+from .model import Session
+from .prepare import prepare
+from .render.text import terminal_safe
+from .render.view import plural
+from .write import atomic_write, is_inside
+
+if TYPE_CHECKING:
+    from .redact import Redactor
+
+
+@dataclass(slots=True)
+class GateOptions:
+    """The CI options of ``export`` and ``check``."""
+
+    kinds: frozenset[str] | None = None
+    """The ``--fail-on`` kinds, or None when the option was not given (no gate)."""
+    sub_sessions: bool = True
+    """Count sub-sessions, at any depth, with their parent (``--no-sub-sessions``: not)."""
+    summary: str | None = None
+    """``--summary FILE`` (``-``: stdout), or None."""
+    link_base: str | None = None
+    """``--link-base URL``: where the site (or, ending in ``.html``, the page) is published."""
+
+    @property
+    def active(self) -> bool:
+        """True when there is something to gate on or summarise."""
+        return self.kinds is not None or self.summary is not None
+
+    @classmethod
+    def parse(
+        cls,
+        fail_on: str | None,
+        sub_sessions: bool = True,
+        summary: str | None = None,
+        link_base: str | None = None,
+        default_kinds: frozenset[str] | None = None,
+    ) -> GateOptions:
+        """Check the options; :class:`UsageError` (exit 2) names what is wrong."""
+        from .render.summary import check_link_base
+
+        try:
+            kinds = parse_kinds(fail_on) if fail_on is not None else default_kinds
+            if link_base is not None:
+                check_link_base(link_base)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if summary == "":
+            raise UsageError("--summary: expected a file name or -")
+        if link_base is not None and summary is None:
+            raise UsageError("--link-base only applies with --summary")
+        return cls(kinds, sub_sessions, summary, link_base)
+
+
+@dataclass(slots=True)
+class GateReport:
+    """What the gate found, ready for the command line."""
+
+    lines: list[str] = field(default_factory=list)
+    """One terminal-safe line per kind found (``denied: turn 7.2: permission denied: …``)."""
+    failed: bool = False
+    """True when a ``--fail-on`` kind was found (exit status 1)."""
+    verdict: str = ""
+    """``NAME: failed: …`` or ``NAME: passed: …`` (empty with no ``--fail-on``)."""
+    warnings: list[str] = field(default_factory=list)
+    """Sub-sessions that could not be loaded, one line each."""
+    summary_path: Path | None = None
+    """Where the summary was written (None: stdout or no summary)."""
+
+
+def tree(
+    ctx: Context, root: Session, sub_sessions: bool, redactor: Redactor | None
+) -> list[Member]:
+    """``root`` and, with ``sub_sessions``, its sub-sessions from the archive (redacted too)."""
+    if not sub_sessions:
+        return session_tree(root)
+
+    def load(name: str) -> Session | str:
+        try:
+            sub = ctx.archive.resolve(f"session:{name}")
+        except ArchiveError as exc:
+            return str(exc)
+        return prepare(sub, redactor).session
+
+    loader: Loader = load
+    return session_tree(root, loader)
+
+
+def check(
+    ctx: Context, name: str, gate: GateOptions, stdout: TextIO, redactor: Redactor | None = None
+) -> GateReport:
+    """``polyglav check``: the gate (and the summary) without an export."""
+    if gate.kinds is None:
+        raise UsageError("check: --fail-on is required")
+    session = prepare(ctx.archive.resolve(name), redactor).session
+    return run_gate(ctx, tree(ctx, session, gate.sub_sessions, redactor), gate, stdout)
+
+
+def run_gate(ctx: Context, members: list[Member], gate: GateOptions, stdout: TextIO) -> GateReport:
+    """Write the summary when asked, and say what the gated kinds found in the tree."""
+    from .render.summary import ci_summary, show_format_chars
+
+    def safe(text: str) -> str:
+        return terminal_safe(show_format_chars(text))
+
+    root = members[0].session
+    assert root is not None
+    report = GateReport()
+    report.warnings = [
+        safe(f"sub-session {m.name} of {m.parent}: {m.problem}") for m in members if m.problem
+    ]
+    if gate.summary is not None:
+        text = ci_summary(members, gate.kinds, gate.link_base)
+        if gate.summary == "-":
+            stdout.write(text)
+            stdout.flush()
+        else:
+            path = Path(gate.summary)
+            if is_inside(path, ctx.archive.folder):
+                raise ArchiveError(f"{path}: refusing to write inside the sessions folder")
+            atomic_write(path, [text])
+            report.summary_path = path
+    if gate.kinds is None:
+        return report
+    kinds = gate.kinds
+    found = [
+        finding
+        for member in members
+        if member.session is not None
+        for finding in session_findings(member.session, kinds)
+    ]
+    name = root.session_name
+    listed = ",".join(kind for kind in KINDS if kind in kinds)
+    sessions = plural(sum(1 for m in members if m.session is not None), "session")
+    report.lines = [safe(line) for line in kind_lines(found, name)]
+    report.failed = bool(found)
+    if found:
+        tally = ", ".join(f"{n} {kind}" for kind, n in counts(found).items())
+        report.verdict = safe(
+            f"{name}: failed: --fail-on {listed} matched {plural(len(found), 'finding')} "
+            f"({tally}) in {sessions}"
+        )
+    else:
+        report.verdict = safe(f"{name}: passed: nothing matched --fail-on {listed} in {sessions}")
+    return report
