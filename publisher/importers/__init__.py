@@ -25,7 +25,7 @@ from typing import Protocol
 from ..write import WriteError
 from .common import IMPORTER_VERSION, Counts, Problem, SourceState, Stamp, StateStore, write_session
 
-FORMATS = {"claude-code": "claude_code", "codex": "codex", "aider": "aider"}
+FORMATS = {"claude-code": "claude_code"}
 """Agent name on the command line → module."""
 
 
