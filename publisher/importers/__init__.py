@@ -25,7 +25,7 @@ from typing import Protocol
 from ..write import WriteError
 from .common import IMPORTER_VERSION, Counts, Problem, SourceState, Stamp, StateStore, write_session
 
-FORMATS = {"claude-code": "claude_code"}
+FORMATS = {"claude-code": "claude_code", "codex": "codex", "aider": "aider"}
 """Agent name on the command line → module."""
 
 
@@ -88,15 +88,19 @@ def default_sources(agent: str) -> list[Path]:
 
 def sessions_folder(project: Path | None) -> Path:
     """The sessions folder to import into: ``DIR/.polyglav/sessions`` for ``--project DIR``
-    (created), ``DIR`` itself when it is a bare folder of session files; without a project,
+    (created, with ``DIR`` if need be), ``DIR`` itself when it is a bare folder of session files; without a project,
     the nearest ``.polyglav/sessions`` upwards, else ``./.polyglav/sessions``."""
     from ..archive import ArchiveError, find_sessions_dir
     from ..loader import session_file_names
 
     if project is not None:
-        if not project.is_dir():
+        if project.exists() and not project.is_dir():
             raise ArchiveError(f"{project}: not a folder")
-        if not (project / ".polyglav").is_dir() and session_file_names(project):
+        if (
+            project.is_dir()
+            and not (project / ".polyglav").is_dir()
+            and session_file_names(project)
+        ):
             return project
         return project / ".polyglav" / "sessions"
     try:
@@ -180,7 +184,6 @@ def import_sources(
             continue
         before = len(problems)
         result = module.convert(unit, problems)
-        report.counts.add(result.counts)
         names = []
         for doc in result.documents:
             names.append(str(doc["session_name"]))
@@ -191,7 +194,8 @@ def import_sources(
                     report.unchanged += 1
             except WriteError as exc:
                 problems.append(Problem(str(unit.key), 0, str(exc)))
-        flush()
+            flush()
+        report.counts.add(result.counts)
         if len(problems) > before:
             store.sources.pop(unit.key, None)  # imported again (and reported) next time
             continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,8 +70,9 @@ class Counts:
 class Result:
     """The sessions converted from one source."""
 
-    documents: list[dict[str, JSON]]
-    """The session documents, a main session before its sub-agents."""
+    documents: Iterable[dict[str, JSON]]
+    """The session documents, a main session before its sub-agents (may be produced one
+    at a time: read ``counts`` after iterating)."""
     counts: Counts
     """Records mapped and kept raw, over all of them."""
 
