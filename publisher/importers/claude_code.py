@@ -67,7 +67,7 @@ COMMAND_RE = re.compile(
 )
 COMMAND_LOOSE_RE = re.compile(r"<command-name>(?P<name>[^<]*)</command-name>")
 ARGS_RE = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
-API_ERROR_RE = re.compile(r"\AAPI Error: (?P<code>\d{3}) (?P<message>.*)\Z", re.DOTALL)
+API_ERROR_RE = re.compile(r"\AAPI Error: (?P<code>\d{1,3}) (?P<message>.*)\Z", re.DOTALL)
 PATH_KEYS = ("file_path", "path", "notebook_path", "command", "url", "pattern")
 TASK_TOOLS = ("Task", "Agent")
 
