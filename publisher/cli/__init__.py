@@ -4,7 +4,8 @@
   (:mod:`publisher.errors`);
 - :mod:`.options`: every option type, declared once;
 - :mod:`.read` (``sessions``, ``sessions preview``, ``history``, ``print``),
-  :mod:`.export` and :mod:`.site` (``site build|watch|serve``): the commands.
+  :mod:`.export`, :mod:`.importing` (``import``) and :mod:`.site` (``site build|watch|
+  serve``): the commands.
 
 Commands import their work inside the function, as mkdocs does, so ``--help`` and the
 read commands start without loading the renderers or the site build.
@@ -12,7 +13,7 @@ read commands start without loading the renderers or the site build.
 
 from __future__ import annotations
 
-from . import export, read, site  # noqa: F401  (each module registers its commands)
+from . import export, importing, read, site  # noqa: F401  (each module registers its commands)
 from .app import app, main
 
 __all__ = ["app", "main"]

@@ -144,3 +144,20 @@ LinkBase = Annotated[
         show_default=False,
     ),
 ]
+ImportAgent = Annotated[
+    str,
+    typer.Argument(
+        help="Whose logs: claude-code, codex or aider.", metavar="claude-code|codex|aider"
+    ),
+]
+ImportSources = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Log files or folders (never modified). Default: ~/.claude/projects/, "
+        "~/.codex/sessions/, or ./.aider.chat.history.md.",
+        show_default=False,
+    ),
+]
+ImportQuiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No summary line (problems are still shown).")
+]

@@ -1,0 +1,581 @@
+"""Claude Code transcripts: ``~/.claude/projects/<project>/<session>.jsonl``.
+
+One JSON object per line, with ``type`` ``user``, ``assistant``, ``system`` (and
+``progress``, ``summary``, ``file-history-snapshot``, ``queue-operation``...). User and
+assistant lines carry an Anthropic ``message`` whose ``content`` is a string or blocks
+(``text``, ``thinking``, ``tool_use``, ``tool_result``). Sub-agents are written either into
+the session file (``isSidechain: true`` lines) or, since 2.x, to
+``<session>/subagents/agent-<id>.jsonl``.
+
+The mapping:
+
+=====================================  ==================================================
+Claude Code                            Polyglav
+=====================================  ==================================================
+user line, a prompt                    a new turn with a ``user`` part (``permissionMode``
+                                       becomes the turn's ``mode``)
+``<command-name>`` user line           a new turn with a ``command`` part (``/model x``)
+``<local-command-stdout>``, ``isMeta``  ``system`` part
+``text`` / ``thinking`` block          ``text`` / ``thinking`` part
+``tool_use`` + its ``tool_result``     one ``tool`` part (``is_error`` kept); a rejected
+                                       call also becomes a ``declined`` permission
+``compact_boundary`` + summary line    a ``/compact`` command record with the summary
+``isApiErrorMessage`` line             an ``errors`` entry; the turn's status ``error``
+``[Request interrupted by user]``      ``system`` part; the turn's status ``cancelled``
+sidechain lines, ``subagents/*.jsonl``  ``sub_`` sessions, linked both ways; the
+                                       ``Task`` part names its sub-session
+anything else                          kept as written in the turn's ``raw_records``
+=====================================  ==================================================
+
+The fields of a line that are not mapped (``uuid``, ``usage``, ``toolUseResult``...) stay
+on the part in ``claude_code`` (``claude_code_result`` for a tool result's line), without
+the fields every line repeats (``sessionId``, ``cwd``, ``version``...) when they equal the
+session's, which are in ``imported_from``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import JSON, Counts, Problem, Result, SessionBuilder, iso, iter_jsonl
+
+AGENT = "claude-code"
+DEFAULT_SOURCE = "~/.claude/projects"
+
+ENVELOPE = (
+    "sessionId",
+    "cwd",
+    "version",
+    "gitBranch",
+    "userType",
+    "slug",
+    "isSidechain",
+    "agentId",
+)
+"""Fields repeated on every line; kept once in ``imported_from`` (as first seen) and on a
+part only where a line differs."""
+
+INTERRUPTS = ("[Request interrupted by user]", "[Request interrupted by user for tool use]")
+REJECTED = "The user doesn't want to proceed with this tool use."
+COMMAND_RE = re.compile(
+    r"\A<command-name>(?P<name>[^<]*)</command-name>\n<command-message>(?P<message>[^<]*)"
+    r"</command-message>\n<command-args>(?P<args>.*)</command-args>\Z",
+    re.DOTALL,
+)
+COMMAND_LOOSE_RE = re.compile(r"<command-name>(?P<name>[^<]*)</command-name>")
+ARGS_RE = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
+API_ERROR_RE = re.compile(r"\AAPI Error: (?P<code>\d{1,3}) (?P<message>.*)\Z", re.DOTALL)
+PATH_KEYS = ("file_path", "path", "notebook_path", "command", "url", "pattern")
+TASK_TOOLS = ("Task", "Agent")
+
+
+@dataclass(slots=True)
+class Unit:
+    """One Claude Code session: its file and its sub-agents' files."""
+
+    key: str
+    """The state key: the main file's absolute path."""
+    main: Path
+    """``<session>.jsonl``."""
+    subagents: list[Path] = field(default_factory=list)
+    """``<session>/**/*.jsonl`` (the ``subagents/`` layout), sorted."""
+
+    @property
+    def files(self) -> list[Path]:
+        return [self.main, *self.subagents]
+
+
+def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
+    """The sessions under ``sources`` (a projects folder, a project folder or files)."""
+    units: dict[str, Unit] = {}
+    for source in sources:
+        if source.is_file():
+            files = [source]
+        elif source.is_dir():
+            files = sorted(source.rglob("*.jsonl"))
+        else:
+            problems.append(Problem(str(source), 0, "no such file or folder"))
+            continue
+        for path in files:
+            path = path.absolute()
+            owner = _owner(path)
+            if owner is not None and owner.is_file():
+                continue  # read with its session
+            units.setdefault(str(path), Unit(str(path), path))
+    for unit in units.values():
+        folder = unit.main.with_suffix("")
+        if folder.is_dir():
+            unit.subagents = sorted(p.absolute() for p in folder.rglob("*.jsonl") if p.is_file())
+    return [units[key] for key in sorted(units)]
+
+
+def _owner(path: Path) -> Path | None:
+    """The main session file a ``<session>/.../x.jsonl`` file belongs to (up to four
+    folders up: ``<session>/subagents/workflows/<id>/agent-x.jsonl``), if any."""
+    for folder in list(path.parents)[:4]:
+        if not folder.name:
+            return None
+        candidate = folder.parent / f"{folder.name}.jsonl"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _texts(content: JSON) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+    return []
+
+
+def _command(text: str) -> tuple[str, bool]:
+    """The command line of a ``<command-name>`` message, and whether the message is exactly
+    what that line writes (else the original is kept beside it)."""
+    match = COMMAND_RE.match(text)
+    if match:
+        name, args = match.group("name"), match.group("args")
+        line = f"{name} {args}" if args else name
+        exact = match.group("message") == name.lstrip("/")
+        return line, exact
+    loose = COMMAND_LOOSE_RE.search(text)
+    name = loose.group("name") if loose else ""
+    args_match = ARGS_RE.search(text)
+    args = args_match.group("args") if args_match else ""
+    return (f"{name} {args}" if args else name), False
+
+
+def _path_arg(tool_input: JSON) -> str:
+    if isinstance(tool_input, dict):
+        for key in PATH_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str):
+                return value
+    return ""
+
+
+class Converter:
+    """Builds one session (or sub-agent session) from its lines."""
+
+    def __init__(self, builder: SessionBuilder) -> None:
+        self.b = builder
+        self.envelope: dict[str, JSON] = {}
+        self.pending: dict[str, dict[str, JSON]] = {}
+        """tool_use id → its tool part, until the result arrives."""
+        self.tasks: dict[str, dict[str, JSON]] = {}
+        """tool_use id → the part of a Task call (its sub-agent is linked later)."""
+        self.task_agents: dict[str, str] = {}
+        """tool_use id → the agent id its result names."""
+        self.compaction: dict[str, JSON] | None = None
+        """The ``/compact`` record waiting for its summary line."""
+
+    # -- helpers --
+
+    def _left(self, record: dict[str, JSON], used: tuple[str, ...]) -> dict[str, JSON]:
+        if not self.envelope and "sessionId" in record:
+            self.envelope = {k: record[k] for k in ENVELOPE if k in record}
+            origin = self.b.origin
+            for key in ("cwd", "version", "gitBranch", "slug"):
+                if isinstance(self.envelope.get(key), str):
+                    origin[key] = self.envelope[key]
+            origin["envelope"] = self.envelope
+        return {
+            k: v
+            for k, v in record.items()
+            if k not in used and not (k in self.envelope and self.envelope[k] == v)
+        }
+
+    @staticmethod
+    def _attach(part: dict[str, JSON] | None, key: str, fields: dict[str, JSON]) -> None:
+        if part is not None and fields:
+            part.setdefault(key, {}).update(fields)
+
+    # -- records --
+
+    def feed(self, number: int, record: JSON, raw_text: str = "") -> None:
+        if record is None:
+            self.b.keep_raw({"unparsed_line": raw_text}, number)
+            return
+        if not isinstance(record, dict):
+            self.b.keep_raw(record, number)
+            return
+        kind = record.get("type")
+        handled = False
+        if kind == "user":
+            handled = self._user(record)
+        elif kind == "assistant":
+            handled = self._assistant(record)
+        elif kind == "system":
+            handled = self._system(record)
+        if handled:
+            self.b.counts.mapped += 1
+        else:
+            self.b.keep_raw(record, number)
+            self.b.seen(iso(record.get("timestamp")))
+
+    def _message(self, record: dict[str, JSON]) -> tuple[JSON, dict[str, JSON]] | None:
+        message = record.get("message")
+        if not isinstance(message, dict) or "content" not in message:
+            return None
+        left = self._left(record, ("type", "message", "timestamp"))
+        rest = {k: v for k, v in message.items() if k != "content"}
+        if rest:
+            left["message"] = rest
+        return message["content"], left
+
+    def _user(self, record: dict[str, JSON]) -> bool:
+        found = self._message(record)
+        if found is None:
+            return False
+        content, left = found
+        ts = iso(record.get("timestamp"))
+        if record.get("isCompactSummary") is True:
+            summary = "\n".join(_texts(content)) if not isinstance(content, str) else content
+            part = self.compaction
+            if part is None:
+                turn = self.b.start_turn(ts)
+                part = self.b.part(
+                    "command", ts, text="/compact", summary=summary, compact_from=turn["index"]
+                )
+            else:
+                part["summary"] = summary
+                self.b.seen(ts)
+            self.compaction = None
+            if not isinstance(content, str):
+                left["content"] = content
+            self._attach(part, "claude_code_summary", left)
+            return True
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            self._results(content, left, record, ts)
+            return True
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            return False
+        first: dict[str, JSON] | None = None
+        for block in blocks:
+            part = self._user_block(block, record, ts)
+            first = first or part
+        if first is None:
+            first = self.b.part("system", ts, text="")
+        self._attach(first, "claude_code", left)
+        return True
+
+    def _user_block(self, block: JSON, record: dict[str, JSON], ts: str) -> dict[str, JSON]:
+        if not (isinstance(block, dict) and block.get("type") == "text"):
+            return self._unknown_block(block, ts)
+        text = block.get("text")
+        if not isinstance(text, str):
+            return self._unknown_block(block, ts)
+        rest = {k: v for k, v in block.items() if k not in ("type", "text")}
+        part: dict[str, JSON]
+        if record.get("isMeta") is True:
+            part = self.b.part("system", ts, text=text)
+        elif "<command-name>" in text:
+            line, exact = _command(text)
+            self.b.start_turn(ts)
+            part = self.b.part("command", ts, text=line)
+            if not exact:
+                rest["content"] = text
+        elif text.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+            part = self.b.part("system", ts, text=text)
+        elif text in INTERRUPTS:
+            turn = self.b.turn(ts)
+            part = self.b.part("system", ts, text=text)
+            if turn["status"] == "ok":
+                turn["status"] = "cancelled"
+        else:
+            mode = record.get("permissionMode")
+            turn = self.b.start_turn(ts, provider="anthropic")
+            if isinstance(mode, str):
+                turn["mode"] = mode
+            thinking = record.get("thinkingMetadata")
+            if isinstance(thinking, dict) and isinstance(thinking.get("level"), str):
+                turn["reasoning"] = thinking["level"]
+            part = self.b.part("user", ts, text=text)
+        self._attach(part, "block", rest)
+        return part
+
+    def _unknown_block(self, block: JSON, ts: str) -> dict[str, JSON]:
+        """A content block this importer does not map (an image, a document...): a system
+        note saying so, the block kept as written."""
+        self.b.counts.raw += 1
+        kind = block.get("type") if isinstance(block, dict) else None
+        label = kind if isinstance(kind, str) else type(block).__name__
+        return self.b.part(
+            "system", ts, text=f"[{label[:80]} block, kept as written]", claude_code_block=block
+        )
+
+    def _results(
+        self, content: list[JSON], left: dict[str, JSON], record: dict[str, JSON], ts: str
+    ) -> None:
+        first: dict[str, JSON] | None = None
+        for block in content:
+            if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+                part = (
+                    self.b.part("system", ts, text=block["text"])
+                    if isinstance(block, dict)
+                    and isinstance(block.get("text"), str)
+                    and set(block) <= {"type", "text"}
+                    else self._unknown_block(block, ts)
+                )
+                first = first or part
+                continue
+            tool_id = block.get("tool_use_id")
+            found = self.pending.pop(tool_id, None) if isinstance(tool_id, str) else None
+            if found is None:
+                part = self.b.tool(ts, "", None)
+                part["unmatched_tool_use_id"] = tool_id
+            else:
+                part = found
+            result = block.get("content")
+            if isinstance(result, str):
+                part["output"] = result
+            else:
+                part["output"] = "\n".join(_texts(result))
+                part["result_content"] = result
+            part["is_error"] = block.get("is_error") is True
+            rest = {
+                k: v
+                for k, v in block.items()
+                if k not in ("type", "tool_use_id", "content", "is_error")
+            }
+            if "is_error" in block and not isinstance(block["is_error"], bool):
+                rest["is_error"] = block["is_error"]
+            self._attach(part, "claude_code_result", rest)
+            if first is None:
+                first = part
+                self._attach(part, "claude_code_result", left)
+            result_ts = ts
+            if result_ts and part.get("timestamp") != result_ts:
+                part.setdefault("claude_code_result", {})["timestamp"] = result_ts
+            self.b.seen(ts)
+            tool_result = record.get("toolUseResult")
+            output = part["output"]
+            if (isinstance(output, str) and output.startswith(REJECTED)) or (
+                tool_result == "User rejected tool use"
+            ):
+                self.b.permissions.append(
+                    {
+                        "tool": part["name"],
+                        "action": "ask",
+                        "decision": "declined",
+                        "path": _path_arg(part["input"]),
+                        "timestamp": ts,
+                    }
+                )
+            agent_id = tool_result.get("agentId") if isinstance(tool_result, dict) else None
+            if isinstance(agent_id, str) and isinstance(tool_id, str):
+                self.task_agents[tool_id] = agent_id
+
+    def _assistant(self, record: dict[str, JSON]) -> bool:
+        found = self._message(record)
+        if found is None:
+            return False
+        content, left = found
+        ts = iso(record.get("timestamp"))
+        if record.get("isApiErrorMessage") is True:
+            text = "\n".join(_texts(content))
+            match = API_ERROR_RE.match(text)
+            left.pop("isApiErrorMessage", None)
+            if match:
+                extra: dict[str, JSON] = {"text": text} if left else {}
+                self.b.error(int(match.group("code")), match.group("message"), ts, **extra)
+            else:
+                self.b.error(0, text, ts)
+            if left:
+                self.b.errors[-1]["claude_code"] = left
+            return True
+        message = record.get("message")
+        model = message.get("model") if isinstance(message, dict) else None
+        turn = self.b.turn(ts)
+        if isinstance(model, str) and model != "<synthetic>":
+            if not turn["model"]:
+                turn["model"] = model
+                turn["provider"] = "anthropic"
+            elif turn["model"] != model:
+                models = turn.setdefault("models", [turn["model"]])
+                if model not in models:
+                    models.append(model)
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            return False
+        first: dict[str, JSON] | None = None
+        for block in blocks:
+            part = self._assistant_block(block, ts)
+            first = first or part
+        if first is None:
+            first = self.b.part("text", ts, text="")
+        self._attach(first, "claude_code", left)
+        return True
+
+    def _assistant_block(self, block: JSON, ts: str) -> dict[str, JSON]:
+        if not isinstance(block, dict):
+            return self._unknown_block(block, ts)
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            part = self.b.part("text", ts, text=block["text"])
+            self._attach(
+                part, "block", {k: v for k, v in block.items() if k not in ("type", "text")}
+            )
+            return part
+        if kind == "thinking" and isinstance(block.get("thinking"), str):
+            part = self.b.part("thinking", ts, text=block["thinking"])
+            rest = {k: v for k, v in block.items() if k not in ("type", "thinking")}
+            self._attach(part, "block", rest)
+            return part
+        if kind == "tool_use" and isinstance(block.get("name"), str):
+            part = self.b.tool(ts, block["name"], block.get("input"))
+            rest = {k: v for k, v in block.items() if k not in ("type", "name", "input")}
+            self._attach(part, "block", rest)
+            tool_id = block.get("id")
+            if isinstance(tool_id, str):
+                self.pending[tool_id] = part
+                if block["name"] in TASK_TOOLS:
+                    self.tasks[tool_id] = part
+            return part
+        return self._unknown_block(block, ts)
+
+    def _system(self, record: dict[str, JSON]) -> bool:
+        subtype = record.get("subtype")
+        ts = iso(record.get("timestamp"))
+        if subtype == "compact_boundary":
+            left = self._left(record, ("type", "subtype", "timestamp"))
+            turn = self.b.start_turn(ts)
+            self.compaction = self.b.part(
+                "command", ts, text="/compact", summary="", compact_from=turn["index"]
+            )
+            self._attach(self.compaction, "claude_code", left)
+            return True
+        if subtype == "local_command" and isinstance(record.get("content"), str):
+            left = self._left(record, ("type", "subtype", "timestamp", "content"))
+            part = self.b.part("system", ts, text=record["content"])
+            self._attach(part, "claude_code", left)
+            return True
+        if subtype == "api_error":
+            left = self._left(record, ("type", "subtype", "timestamp"))
+            error = record.get("error")
+            code: JSON = 0
+            if isinstance(error, dict) and isinstance(error.get("status"), int):
+                code = error["status"]
+            content = record.get("content")
+            message = content if isinstance(content, str) else ""
+            self.b.error(code, message, ts, claude_code=left)
+            return True
+        return False
+
+    def finish(self) -> None:
+        turns = self.b.turns
+        for tool_id, part in self.pending.items():
+            part.setdefault("block", {}).setdefault("id", tool_id)
+        if self.pending and turns:
+            last = turns[-1]
+            for turn in turns:
+                waiting = any(
+                    p.get("type") == "tool" and p.get("output") is None for p in turn["parts"]
+                )
+                if waiting and turn["status"] == "ok":
+                    turn["status"] = "running" if turn is last else "cancelled"
+
+
+def convert(unit: Unit, problems: list[Problem]) -> Result:
+    """Read a session and its sub-agents; the sessions in the spec's format."""
+    main_id = unit.main.stem
+    main = SessionBuilder(AGENT, str(unit.main), main_id)
+    converter = Converter(main)
+    sidechains: dict[str, Converter] = {}
+    chain_root: dict[str, str] = {}
+    for line in iter_jsonl(unit.main, problems):
+        record = line.value
+        if isinstance(record, dict) and record.get("isSidechain") is True:
+            key = _chain_key(record, chain_root)
+            sub = sidechains.get(key)
+            if sub is None:
+                sub = Converter(SessionBuilder(AGENT, str(unit.main), f"{main_id}/{key}", "sub"))
+                sidechains[key] = sub
+            sub.feed(line.number, record)
+            continue
+        converter.feed(line.number, record, line.text)
+    subs: list[tuple[str, Converter]] = list(sidechains.items())
+    for path in unit.subagents:
+        rel = path.relative_to(unit.main.with_suffix("")).with_suffix("").as_posix()
+        sub = Converter(SessionBuilder(AGENT, str(path), f"{main_id}/{rel}", "sub"))
+        for line in iter_jsonl(path, problems):
+            sub.feed(line.number, line.value, line.text)
+        agent = path.stem.removeprefix("agent-")
+        subs.append((agent, sub))
+    converter.finish()
+    by_agent: dict[str, str] = {}
+    documents: list[dict[str, JSON]] = []
+    counts = Counts()
+    counts.add(main.counts)
+    sub_docs = []
+    subs = [(agent, sub) for agent, sub in subs if sub.b.turns or sub.b.counts.raw]
+    for agent, sub in subs:
+        sub.finish()
+        sub.b.parent_id = main.name
+        main.sub_sessions.append(sub.b.name)
+        agent_id = sub.envelope.get("agentId")
+        by_agent.setdefault(agent_id if isinstance(agent_id, str) else agent, sub.b.name)
+        by_agent.setdefault(agent, sub.b.name)
+        counts.add(sub.b.counts)
+        sub_docs.append(sub)
+    _link_tasks(converter, subs, by_agent)
+    if main.turns or main.counts.raw or sub_docs:
+        documents.append(main.document())
+    documents.extend(sub.b.document() for sub in sub_docs)
+    return Result(documents, counts)
+
+
+def _chain_key(record: dict[str, JSON], chain_root: dict[str, str]) -> str:
+    """Which sub-agent a sidechain line belongs to: its ``agentId``, else the root of its
+    ``parentUuid`` chain."""
+    agent = record.get("agentId")
+    uuid = record.get("uuid")
+    parent = record.get("parentUuid")
+    if isinstance(agent, str) and agent:
+        key = agent
+    elif isinstance(parent, str) and parent in chain_root:
+        key = chain_root[parent]
+    else:
+        key = uuid if isinstance(uuid, str) and uuid else f"chain{len(set(chain_root.values()))}"
+    if isinstance(uuid, str):
+        chain_root[uuid] = key
+    return key
+
+
+def _link_tasks(
+    converter: Converter, subs: list[tuple[str, Converter]], by_agent: dict[str, str]
+) -> None:
+    """Name each Task call's sub-session on its part (``sub_session``): by the agent id its
+    result names, else by its prompt equal to the sub-agent's first prompt."""
+    by_prompt: dict[str, list[str]] = {}
+    for _, sub in subs:
+        for turn in sub.b.turns:
+            prompts = [p["text"] for p in turn["parts"] if p.get("type") == "user"]
+            if prompts:
+                by_prompt.setdefault(prompts[0], []).append(sub.b.name)
+                break
+    taken: set[str] = set()
+    for tool_id, part in converter.tasks.items():
+        name = by_agent.get(converter.task_agents.get(tool_id, ""))
+        if name is None:
+            tool_input = part.get("input")
+            prompt = tool_input.get("prompt") if isinstance(tool_input, dict) else None
+            candidates = (
+                [n for n in by_prompt.get(prompt, []) if n not in taken]
+                if isinstance(prompt, str)
+                else []
+            )
+            name = candidates[0] if candidates else None
+        if name is not None:
+            taken.add(name)
+            part["sub_session"] = name

@@ -1,0 +1,339 @@
+"""``polyglav import claude-code``: real and synthetic transcripts, lossless, idempotent,
+incremental, sub-agents linked both ways, bad lines reported."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from publisher.loader import SessionLoadError, read_session
+from publisher.model import CommandPart, TextualPart, ToolPart
+from tests.conftest import ROOT, SAMPLES
+from tests.import_helpers import (
+    FIXTURES,
+    assert_renders,
+    contents,
+    loaded,
+    run_import,
+    sessions_dir,
+    snapshot,
+    write_jsonl,
+)
+
+REAL = FIXTURES / "claude_code"
+TS = "2026-02-12T16:02:25.284Z"
+
+
+def line(kind: str, content: Any, uuid: str, **fields: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message["model"] = "claude-opus-4-6"
+    return {
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "s1",
+        "cwd": "/w",
+        "version": "2.1.39",
+        "type": kind,
+        "message": message,
+        "uuid": uuid,
+        "timestamp": TS,
+        **fields,
+    }
+
+
+def test_real_sample_imports_links_and_renders(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    code, err = run_import("claude-code", REAL, project=project)
+    assert code == 0, err
+    assert "records mapped" in err and "kept as raw" in err
+    sessions = loaded(project)
+    main = next(s for s in sessions.values() if s.session_name.startswith("ses_20260212_16"))
+    sub = next(s for s in sessions.values() if s.kind == "sub")
+    # linked both ways, and the Task call names its sub-session
+    assert main.sub_sessions == [sub.session_name]
+    assert sub.parent_id == main.session_name
+    task = next(
+        p for t in main.turns for p in t.parts if isinstance(p, ToolPart) and p.name == "Task"
+    )
+    assert task.extra["sub_session"] == sub.session_name
+    assert task.output is not None and "Comprehensive Exploration" in task.output
+    # the first real prompt, the model and the permission mode of its turn
+    first = main.turns[0]
+    assert first.model == "claude-opus-4-6" and first.mode == "bypassPermissions"
+    assert isinstance(first.parts[0], TextualPart) and first.parts[0].text.startswith(
+        "Work on bead"
+    )
+    # the compaction boundary and its summary are one /compact record
+    compact = [
+        p for t in main.turns for p in t.parts if isinstance(p, CommandPart) and p.is_compaction
+    ]
+    assert (
+        len(compact) == 1 and compact[0].summary and compact[0].summary.startswith("This session")
+    )
+    # the rejected call is a declined permission
+    rejected = next(
+        s for s in sessions.values() if s.extra["imported_from"]["session_id"].startswith("258c")
+    )
+    assert [(p.tool, p.decision) for p in rejected.permissions] == [("TaskOutput", "declined")]
+    assert main.extra["imported_from"]["agent"] == "claude-code"
+    assert_renders(project, tmp_path)
+
+
+def test_import_twice_is_import_once_and_unchanged_sources_are_skipped(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    assert run_import("claude-code", REAL, project=project)[0] == 0
+    first = snapshot(project)
+    code, err = run_import("claude-code", REAL, project=project)
+    assert code == 0 and "skipped (source unchanged)" in err and " 2 skipped" in err
+    assert snapshot(project) == first
+    # a state lost: converted again, the same bytes
+    (project / ".polyglav" / "import-state.json").unlink()
+    code, err = run_import("claude-code", REAL, project=project)
+    assert code == 0 and "0 session files written" in err
+    assert snapshot(project) == first
+    assert not any(p.name == "import-state.json" for p in sessions_dir(project).iterdir())
+
+
+def test_grown_source_updates_the_same_file(tmp_path: Path) -> None:
+    source = tmp_path / "src" / "abc.jsonl"
+    full = (REAL / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl").read_bytes().splitlines(True)
+    source.parent.mkdir()
+    source.write_bytes(b"".join(full[:10]))
+    project = tmp_path / "p"
+    assert run_import("claude-code", source, project=project)[0] == 0
+    before = snapshot(project)
+    source.write_bytes(b"".join(full))
+    assert run_import("claude-code", source, project=project)[0] == 0
+    after = snapshot(project)
+    assert list(after) == list(before)  # same file name
+    assert after != before
+    fresh = tmp_path / "q"
+    assert run_import("claude-code", source, project=fresh)[0] == 0
+    assert snapshot(fresh) == after  # incremental equals importing at once
+    assert source.read_bytes() == b"".join(full)  # never written
+
+
+texts = st.text(st.characters(codec=None, categories=None), max_size=40)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(prompt=texts, answer=texts, thought=texts, command=texts, output=texts, error=st.booleans())
+@example(
+    prompt="a\r\nb\x00\x1b[31m",
+    answer="\ud800",
+    thought="",
+    command="x\r",
+    output="\udfff\n",
+    error=True,
+)
+def test_every_text_input_and_output_survives_byte_for_byte(
+    tmp_path: Path, prompt: str, answer: str, thought: str, command: str, output: str, error: bool
+) -> None:
+    if (
+        "<command-name>" in prompt
+        or prompt.startswith("<local-command")
+        or prompt.startswith("[Request interrupted")
+    ):
+        prompt = "p" + prompt
+    records = [
+        line("user", prompt, "u1"),
+        line("assistant", [{"type": "thinking", "thinking": thought, "signature": "s"}], "a1"),
+        line(
+            "assistant",
+            [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}],
+            "a2",
+        ),
+        line(
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t1", "content": output, "is_error": error}],
+            "u2",
+        ),
+        line("assistant", [{"type": "text", "text": answer}], "a3"),
+    ]
+    folder = tmp_path / f"h{abs(hash((prompt, answer, thought, command, output, error)))}"
+    write_jsonl(folder / "src" / "s1.jsonl", records)
+    code, err = run_import("claude-code", folder / "src", project=folder)
+    assert code == 0, err
+    (session,) = loaded(folder).values()
+    assert contents(session) == [
+        ("user", prompt),
+        ("thinking", thought),
+        ("tool", ("Bash", {"command": command}, output, error)),
+        ("text", answer),
+    ]
+    shutil.rmtree(folder)
+
+
+def _convert_claude() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "convert_claude", ROOT / "benchmarks" / "convert_claude.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_round_trip_from_polyglav_samples(tmp_path: Path) -> None:
+    """Polyglav samples → benchmarks/convert_claude.py → import: the same texts."""
+    convert = _convert_claude()
+    projects = tmp_path / "claude"
+    convert.convert_archive(SAMPLES, projects)
+    project = tmp_path / "p"
+    assert run_import("claude-code", projects, project=project)[0] == 0
+    imported = {s.extra["imported_from"]["session_id"]: s for s in loaded(project).values()}
+    checked = 0
+    for path in sorted(SAMPLES.glob("*.json")):
+        try:
+            original = read_session(path)
+        except SessionLoadError:
+            continue
+        uid, _ = convert.convert_session(original)
+        back = imported[uid]
+        expected: list[Any] = []
+        for turn in original.turns:
+            for part in turn.parts:
+                if isinstance(part, TextualPart):
+                    expected.append((part.type, part.text))
+                elif isinstance(part, ToolPart):
+                    expected.append(
+                        ("tool", (part.output, part.is_error if part.output is not None else False))
+                    )
+                elif isinstance(part, CommandPart):
+                    expected.append(("command", part.text if part.summary is None else "/compact"))
+        got: list[Any] = []
+        for kind, value in contents(back):
+            got.append(("tool", (value[2], value[3])) if kind == "tool" else (kind, value))
+        assert got == expected, path.name
+        summaries = [
+            p.summary
+            for t in original.turns
+            for p in t.parts
+            if isinstance(p, CommandPart) and p.summary
+        ]
+        back_summaries = [
+            p.summary
+            for t in back.turns
+            for p in t.parts
+            if isinstance(p, CommandPart) and p.summary
+        ]
+        assert [b.endswith(s) for b, s in zip(back_summaries, summaries, strict=True)] == [
+            True
+        ] * len(summaries)
+        assert [(e.code, e.message) for e in back.errors] == [
+            (e.code, e.message) for e in original.errors
+        ]
+        checked += 1
+    assert checked >= 4
+
+
+def test_sidechains_in_the_session_file_become_linked_sub_sessions(tmp_path: Path) -> None:
+    records = [
+        line("user", "do it", "u1"),
+        line(
+            "assistant",
+            [{"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "explore"}}],
+            "a1",
+        ),
+        line("user", "explore", "s1", isSidechain=True),
+        line(
+            "assistant",
+            [{"type": "text", "text": "found it"}],
+            "s2",
+            isSidechain=True,
+            parentUuid="s1",
+        ),
+        line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "found it"}], "u2"),
+    ]
+    write_jsonl(tmp_path / "src" / "x.jsonl", records)
+    assert run_import("claude-code", tmp_path / "src", project=tmp_path / "p")[0] == 0
+    sessions = loaded(tmp_path / "p")
+    (main,) = (s for s in sessions.values() if s.kind == "ses")
+    (sub,) = (s for s in sessions.values() if s.kind == "sub")
+    assert main.sub_sessions == [sub.session_name] and sub.parent_id == main.session_name
+    assert contents(sub) == [("user", "explore"), ("text", "found it")]
+    task = main.turns[0].parts[1]
+    assert isinstance(task, ToolPart) and task.extra["sub_session"] == sub.session_name
+
+
+def test_bad_lines_are_reported_and_the_rest_imported(tmp_path: Path) -> None:
+    good = [json.dumps(line("user", f"prompt {i}", f"u{i}")).encode() for i in range(4)]
+    data = (
+        good[0]
+        + b"\n"
+        + b'{"type": "user", "message": \n'  # not JSON
+        + good[1].replace(b"prompt 1", b"prompt \xff1")
+        + b"\n"  # invalid UTF-8
+        + json.dumps({"type": "mystery", "x": 1}).encode()
+        + b"\n"  # unknown type
+        + good[2]
+        + b"\n"
+        + good[3][:20]  # being written
+    )
+    source = tmp_path / "src" / "bad.jsonl"
+    source.parent.mkdir()
+    source.write_bytes(data)
+    os.chmod(source, 0o444)
+    code, err = run_import("claude-code", source, project=tmp_path / "p")
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if ln.startswith("polyglav: warning:")]
+    assert [ln.split(f"{source}:")[1].split(":")[0] for ln in lines] == ["2", "3", "6"]
+    assert "not JSON" in lines[0] and "invalid UTF-8" in lines[1] and "being written" in lines[2]
+    (session,) = loaded(tmp_path / "p").values()
+    assert [t for k, t in contents(session) if k == "user"] == [
+        "prompt 0",
+        "prompt \ufffd1",
+        "prompt 2",
+    ]
+    raw = [r["record"] for t in session.turns for r in t.extra.get("raw_records", [])]
+    assert {"unparsed_line": '{"type": "user", "message": '} in raw and {
+        "type": "mystery",
+        "x": 1,
+    } in raw
+    assert source.read_bytes() == data
+
+
+def test_cli_in_a_subprocess_runs_this_worktree(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "publisher",
+            "import",
+            "claude-code",
+            str(REAL),
+            "--project",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2 source sessions, 3 session files written" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "publisher", "import", "nobody"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
