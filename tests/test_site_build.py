@@ -301,16 +301,17 @@ def test_pool_build_with_threads_running_uses_a_clean_start(tmp_path: Path) -> N
 def test_render_failing_midway_leaves_no_orphan_page(
     archive: Path, write_session: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from publisher.render.contexts import SessionPage
     from publisher.render.html import HtmlRenderer
 
     turns = [turn(i, part("user", f"prompt {i}")) for i in range(1, 701)]
     write_session(session_doc(turns=turns))
     original = HtmlRenderer.render_session
 
-    def fail_on_page_2(self: HtmlRenderer, **context: object) -> str:
-        if context["page"] == 2:
+    def fail_on_page_2(self: HtmlRenderer, page: SessionPage) -> str:
+        if page.number == 2:
             raise RuntimeError("template bug")
-        return original(self, **context)
+        return original(self, page)
 
     monkeypatch.setattr(HtmlRenderer, "render_session", fail_on_page_2)
     out = tmp_path / "out"

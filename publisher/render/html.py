@@ -1,9 +1,11 @@
 """Model → HTML through the theme's jinja2 templates (autoescaped) and one markdown-it.
 
-The templates receive model objects and the shared labels of :mod:`.view`; every piece
-of session text reaches them as escaped ``Markup`` made by :mod:`.markup`. A turn is
-rendered on its own (``turn.html``) so a build can reuse the fragment of a turn whose
-content did not change.
+The page, index row and tree templates receive one typed record of :mod:`.contexts`
+(``page``, ``row``, ``tree``) holding model objects, and the shared labels of :mod:`.view`;
+every piece of session text reaches HTML escaped, by autoescaping or as ``Markup`` made by
+:mod:`.markup` (the ``md`` and ``pre`` filters, which link references through the
+``resolve_ref`` the renderer puts beside the record). A turn is rendered on its own
+(``turn.html``) so a build can reuse the fragment of a turn whose content did not change.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +32,7 @@ from .. import __version__
 from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
 from ..theme import Theme
 from . import markup, view
+from .contexts import IndexPage, IndexRow, SessionPage, SinglePage, TreeNode
 from .text import json_text
 
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
@@ -161,17 +165,26 @@ class HtmlRenderer:
             info["text"] = output[:PREVIEW_CHARS]
         return info
 
-    def render_session(self, **context: Any) -> str:
-        return str(self.template("session.html").render(**context))
+    def render_session(self, page: SessionPage) -> str:
+        """``session.html`` for one page of a session."""
+        return str(self.template("session.html").render(page=page, resolve_ref=page.resolve_ref))
 
-    def render_index_row(self, summary: dict[str, Any]) -> str:
-        return str(self.template("index_row.html").render(s=summary)).strip("\n")
+    def render_single(self, page: SinglePage) -> Iterator[str]:
+        """``single.html`` in pieces, as the template reaches them (``turns_html`` is read
+        lazily, so a long session is never held as one string)."""
+        return iter(self.template("single.html").generate(page=page, resolve_ref=page.resolve_ref))
 
-    def render_index_tree(self, tree: list[dict[str, Any]]) -> str:
+    def render_index_row(self, row: IndexRow) -> str:
+        """``index_row.html`` for one session, without surrounding newlines."""
+        return str(self.template("index_row.html").render(row=row)).strip("\n")
+
+    def render_index_tree(self, tree: list[TreeNode]) -> str:
+        """``index_tree.html`` for the delegation tree's roots."""
         return str(self.template("index_tree.html").render(tree=tree))
 
-    def render_index(self, **context: Any) -> str:
-        return str(self.template("index.html").render(**context))
+    def render_index(self, page: IndexPage) -> str:
+        """``index.html``."""
+        return str(self.template("index.html").render(page=page))
 
 
 @pass_context

@@ -13,10 +13,12 @@ import pickle
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from markupsafe import Markup
 
 from ..model import CommandPart, Session, Turn
 from ..render import view
+from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from . import urls
@@ -74,6 +76,18 @@ def _rel_session_url(name: str) -> str:
     return f"../{urls.slug(name)}/index.html"
 
 
+@dataclass(slots=True, frozen=True)
+class _Fragment:
+    """A rendered turn of the session being paged."""
+
+    turn_index: int
+    """The turn's index."""
+    key: str
+    """Its fragment's key in the store."""
+    size: int
+    """Its HTML's length (pages are cut by size too)."""
+
+
 @dataclass(slots=True)
 class SessionOutput:
     """Every file of one session's folder, relative to the site root."""
@@ -128,7 +142,7 @@ def render_session_pages(
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
     store = store if store is not None else MemoryFragments()
-    rendered: list[tuple[Turn, str, int]] = []  # (turn, fragment key, HTML length)
+    rendered: list[_Fragment] = []
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = (
@@ -148,57 +162,60 @@ def render_session_pages(
                 session, turn, marks.get(turn.index, []), resolve_ref, anchor=anchor
             )
         store.add(key, fragment)
-        rendered.append((turn, key, len(fragment.html)))
+        rendered.append(_Fragment(turn.index, key, len(fragment.html)))
         del fragment
 
     # Split into pages by turn count and size, keeping each turn whole.
-    groups: list[list[tuple[Turn, str, int]]] = [[]]
+    groups: list[list[_Fragment]] = [[]]
     size = 0
     for item in rendered:
-        item_size = item[2]
-        if groups[-1] and (len(groups[-1]) >= PAGE_MAX_TURNS or size + item_size > PAGE_MAX_BYTES):
+        if groups[-1] and (len(groups[-1]) >= PAGE_MAX_TURNS or size + item.size > PAGE_MAX_BYTES):
             groups.append([])
             size = 0
         groups[-1].append(item)
-        size += item_size
-    pages: list[dict[str, Any]] = []
-    for number, group in enumerate(groups, start=1):
-        first = group[0][0].index if group else 0
-        last = group[-1][0].index if group else 0
-        url = "index.html" if number == 1 else f"page-{number}.html"
-        pages.append({"number": number, "first": first, "last": last, "url": url})
+        size += item.size
+    pages = [
+        PageLink(
+            number=number,
+            first=group[0].turn_index if group else 0,
+            last=group[-1].turn_index if group else 0,
+            url="index.html" if number == 1 else f"page-{number}.html",
+        )
+        for number, group in enumerate(groups, start=1)
+    ]
 
     out = SessionOutput(pages=len(groups))
     # With a sink, each page goes out as soon as it is rendered instead of all pages of a
     # long session being held at once (the build's workers write through one).
     emit: Callable[[str, bytes], None] = sink if sink is not None else out.files.__setitem__
-    decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
+    decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
-        {"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage
+        SessionLink(n, _rel_session_url(n) if present else None) for n, present in facts.lineage
     ]
     children = [
-        {"name": n, "url": _rel_session_url(n) if present else None, "role": role}
+        SessionLink(n, _rel_session_url(n) if present else None, role)
         for n, present, role in facts.children
     ]
     for page, group in zip(pages, groups, strict=True):
-        fragments = [store.read(key) for _, key, _ in group]
+        fragments = [store.read(item.key) for item in group]
         html = renderer.render_session(
-            session=session,
-            page=page["number"],
-            pages=pages,
-            page_map={"current": page["number"], "pages": pages} if len(pages) > 1 else None,
-            turns_html=[_markup(fragment.html) for fragment in fragments],
-            lineage=lineage,
-            lineage_cycle=facts.lineage_cycle,
-            children=children,
-            decision_counts=decision_counts,
-            tool_calls=tool_calls,
-            root="../../",
-            resolve_ref=resolve_ref,
-            redaction=redaction,
+            SessionPage(
+                session=session,
+                number=page.number,
+                pages=pages,
+                turns_html=[Markup(fragment.html) for fragment in fragments],
+                lineage=lineage,
+                lineage_cycle=facts.lineage_cycle,
+                children=children,
+                decision_counts=decision_counts,
+                tool_calls=tool_calls,
+                root="../../",
+                resolve_ref=resolve_ref,
+                redaction=redaction,
+            )
         )
-        emit(f"{base}/{page['url']}", encode_display(html))
+        emit(f"{base}/{page.url}", encode_display(html))
         del html
         for fragment in fragments:
             for name, text in fragment.files.items():
@@ -207,7 +224,7 @@ def render_session_pages(
     return out
 
 
-def _markup(html: str) -> Any:
-    from markupsafe import Markup
-
-    return Markup(html)
+def decision_counts_of(session: Session) -> list[DecisionCount]:
+    """The session's permission decisions counted, sorted by decision."""
+    counts = Counter(p.decision for p in session.permissions)
+    return [DecisionCount(decision, count) for decision, count in sorted(counts.items())]
