@@ -10,6 +10,10 @@ template                   variable    record
 ``single.html``            ``page``    :class:`SinglePage` (a :class:`SessionPage`)
 ``index.html``             ``page``    :class:`IndexPage`
 ``base.html``              ``page``    whichever of the above extends it (reads ``root``)
+``turn.html``              ``t``       :class:`TurnView`
+``turn_meta.html``         ``t``       :class:`TurnView` (included by ``turn.html``)
+``parts/<kind>.html``      ``p``       the part's :class:`PartView`, beside ``turn.html``'s
+                                       ``t`` and ``m`` (``macros.html``), as it includes them
 ``index_row.html``         ``row``     :class:`IndexRow`
 ``index_tree.html``        ``tree``    a list of :class:`TreeNode` (the roots)
 =========================  ==========  ================================================
@@ -29,8 +33,64 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..model import LoadFailure, Session
+from ..model import LoadFailure, Part, Session, Turn
 from .markup import RefResolver
+from .view import Boundary
+
+
+@dataclass(slots=True, frozen=True)
+class OutputView:
+    """How a tool call's output is shown."""
+
+    text: str
+    """The text shown inline: the whole output, or its first part when ``file`` is set."""
+    chars: int
+    """The output's length in characters (all of it, not only what is shown)."""
+    lines: int
+    """Its number of lines (0 for an empty output)."""
+    size: int
+    """Its size in bytes, UTF-8 encoded."""
+    collapsed: bool
+    """True when it is long enough to start collapsed."""
+    file: str | None = None
+    """The side file holding the full output (relative to the page), when it is too long to
+    inline; ``None`` when the page holds all of it."""
+
+
+@dataclass(slots=True, frozen=True)
+class PartView:
+    """One part of a turn, as ``parts/<kind>.html`` shows it."""
+
+    part: Part
+    """The model part (a ``TextualPart``, ``ToolPart``, ``CommandPart`` or ``UnknownPart``)."""
+    number: int
+    """Its 1-based position in the turn."""
+    position: str
+    """``3.2``: the turn's index and the part's number, as shown beside the part."""
+    anchor: str
+    """The part's element id, ``turn-3.2`` (the turn's anchor, a dot, the number)."""
+    label: str
+    """Its plain-text label (:func:`.view.part_label`), e.g. ``Tool call``."""
+    template: str
+    """The template that shows it (:func:`.view.part_template`), e.g. ``parts/tool.html``."""
+    output: OutputView | None = None
+    """A tool call's output; ``None`` for other parts and for a call with no output yet."""
+
+
+@dataclass(slots=True, frozen=True)
+class TurnView:
+    """One turn, for ``turn.html`` (rendered on its own and cached as a fragment)."""
+
+    turn: Turn
+    """The model turn."""
+    anchor: str
+    """The turn's element id: ``turn-3``, or ``turn-3-dup2`` for a repeated index."""
+    boundaries: list[Boundary]
+    """The context boundaries that start at this turn."""
+    parts: list[PartView]
+    """The turn's parts, in order."""
+    last_index: int
+    """The session's last turn index (a compaction note names it)."""
 
 
 @dataclass(slots=True, frozen=True)
