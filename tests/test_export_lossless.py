@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from publisher.loader import parse_session_bytes
-from publisher.render.markdown import export_markdown_text
+from publisher.render.markdown import export_markdown
 from tests.conftest import part, session_doc, turn
 
 # Every code point, lone surrogates included.
@@ -68,7 +68,7 @@ def h2_lines(markdown: str) -> list[str]:
 def roundtrip(doc: dict[str, Any]) -> str:
     data = json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
     session = parse_session_bytes(data, doc["session_name"] + ".json")
-    return export_markdown_text(session)
+    return "".join(export_markdown(session))
 
 
 def same_json(a: Any, b: Any) -> bool:

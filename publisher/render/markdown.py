@@ -32,10 +32,6 @@ def export_markdown(session: Session, redaction: str | None = None) -> Iterator[
     yield from _errors(session.errors)
 
 
-def export_markdown_text(session: Session, redaction: str | None = None) -> str:
-    return "".join(export_markdown(session, redaction))
-
-
 def _bullets(items: Iterable[tuple[str, str]]) -> Iterator[str]:
     for label, value in items:
         yield f"- **{label}:** {value}\n"

@@ -1,8 +1,8 @@
 """Render one session's pages: a pure function of the session and the facts it links to.
 
 :func:`render_session_pages` takes the session file, the theme and a :class:`PageFacts`
-(the summaries of the sessions the page names, and how to resolve references) and returns
-every file of the session's folder as bytes. It touches no global state, so a build can
+(the summaries of the sessions the page names, and how to resolve references) and hands
+every file of the session's folder, as bytes, to a sink. It touches no global state, so a build can
 run it in worker processes (or, later, on another engine) and get the same bytes.
 """
 
@@ -12,7 +12,7 @@ import hashlib
 import pickle
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from markupsafe import Markup
 
@@ -22,7 +22,7 @@ from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from . import urls
-from .fragments import FragmentSink, FragmentSource, MemoryFragments
+from .fragments import FragmentSink, FragmentSource
 from .graph import Graph
 
 #: A session page holds at most this many turns or about this many bytes of turns.
@@ -88,18 +88,8 @@ class _Fragment:
     """Its HTML's length (pages are cut by size too)."""
 
 
-@dataclass(slots=True)
-class SessionOutput:
-    """Every file of one session's folder, relative to the site root."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-    """The files by path relative to the site root (empty when a sink took them)."""
-    pages: int = 1
-    """Number of pages."""
-
-
 def turn_key(turn: Turn, facts_key: str, marks: list[view.Boundary], last_index: int) -> str:
-    """Cache key of a turn fragment: everything ``turn.html`` reads.
+    """Cache key of a turn fragment: everything ``turn.html`` and its ``parts/`` read.
 
     That is the turn itself, the reference facts it may link, the context boundaries that
     start at it, and the session's last turn index (a compaction note names it). The theme
@@ -119,16 +109,17 @@ def render_session_pages(
     facts: PageFacts,
     cached: FragmentSource | None = None,
     redaction: str | None = None,
-    sink: Callable[[str, bytes], None] | None = None,
-    store: FragmentSink | None = None,
-) -> SessionOutput:
+    *,
+    sink: Callable[[str, bytes], None],
+    store: FragmentSink,
+) -> None:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
     ``cached`` holds the turn fragments of an earlier build by cache key; every fragment of
     this render goes to ``store`` (a :class:`~.fragments.FragmentWriter` keeps them on disk,
     and is the next build's cache) and is read back from it when its page is written, so a
-    long session is never held as HTML all at once. ``sink`` takes each file as soon as it
-    is made; without it they are returned in :attr:`SessionOutput.files`.
+    long session is never held as HTML all at once. ``sink`` takes each file (its path
+    relative to the site root, its bytes) as soon as it is made.
     """
     base = urls.session_dir(session.session_name)
     ref_targets = facts.refs
@@ -141,7 +132,6 @@ def render_session_pages(
     facts_key = hashlib.sha256(pickle.dumps(sorted(facts.refs.items()))).hexdigest()
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
-    store = store if store is not None else MemoryFragments()
     rendered: list[_Fragment] = []
     for turn in session.turns:
         seen[turn.index] += 1
@@ -184,10 +174,8 @@ def render_session_pages(
         for number, group in enumerate(groups, start=1)
     ]
 
-    out = SessionOutput(pages=len(groups))
-    # With a sink, each page goes out as soon as it is rendered instead of all pages of a
-    # long session being held at once (the build's workers write through one).
-    emit: Callable[[str, bytes], None] = sink if sink is not None else out.files.__setitem__
+    # Each page goes to the sink as soon as it is rendered: the pages of a long session are
+    # never held at once.
     decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
@@ -215,13 +203,12 @@ def render_session_pages(
                 redaction=redaction,
             )
         )
-        emit(f"{base}/{page.url}", encode_display(html))
+        sink(f"{base}/{page.url}", encode_display(html))
         del html
         for fragment in fragments:
             for name, text in fragment.files.items():
-                emit(f"{base}/{name}", encode_display(text))
+                sink(f"{base}/{name}", encode_display(text))
         del fragments
-    return out
 
 
 def decision_counts_of(session: Session) -> list[DecisionCount]:
