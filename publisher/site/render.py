@@ -2,8 +2,8 @@
 
 :func:`render_session_pages` takes the session file, the theme and a :class:`PageFacts`
 (the summaries of the sessions the page names, and how to resolve references) and hands
-every file of the session's folder, as bytes, to a sink. It touches no global state, so a build can
-run it in worker processes (or, later, on another engine) and get the same bytes.
+every file of the session's folder, as bytes, to a sink. It touches no global state, so a
+build can run it in worker processes (or, later, on another engine) and get the same bytes.
 """
 
 from __future__ import annotations
@@ -174,8 +174,6 @@ def render_session_pages(
         for number, group in enumerate(groups, start=1)
     ]
 
-    # Each page goes to the sink as soon as it is rendered: the pages of a long session are
-    # never held at once.
     decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
@@ -185,6 +183,8 @@ def render_session_pages(
         SessionLink(n, _rel_session_url(n) if present else None, role)
         for n, present, role in facts.children
     ]
+    # Each page goes to the sink as soon as it is rendered: the pages of a long session are
+    # never held at once.
     for page, group in zip(pages, groups, strict=True):
         fragments = [store.read(item.key) for item in group]
         html = renderer.render_session(
