@@ -9,7 +9,6 @@ import pytest
 
 from publisher.loader import decode_session_bytes, parse_session_text
 from publisher.model import Session
-from publisher.render.markdown import export_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_sessions"
@@ -65,11 +64,6 @@ Writer = Callable[..., Path]
 def parse_session_bytes(data: bytes, file_name: str) -> Session:
     """The session of a file's bytes, as the loader parses a file named ``file_name``."""
     return parse_session_text(decode_session_bytes(data, file_name), file_name)
-
-
-def export_markdown_text(session: Session, redaction: str | None = None) -> str:
-    """The whole Markdown export as one string."""
-    return "".join(export_markdown(session, redaction))
 
 
 @pytest.fixture(autouse=True)

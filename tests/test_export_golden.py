@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from publisher.archive import Archive
 from publisher.cli import app
-from tests.conftest import SAMPLES, export_markdown_text
+from publisher.render.markdown import export_markdown
+from tests.conftest import SAMPLES
 
 GOLDEN = Path(__file__).parent / "golden"
 LOADABLE = sorted(e.file_name[:-5] for e in Archive(SAMPLES).entries() if e.session is not None)
@@ -46,7 +47,7 @@ def _chain(name: str, parents: dict[str, str]) -> list[str]:
 @pytest.mark.parametrize("name", LOADABLE)
 def test_sample_matches_golden(name: str) -> None:
     session = Archive(SAMPLES).resolve(name)
-    text = export_markdown_text(session)
+    text = "".join(export_markdown(session))
     golden = GOLDEN / f"{name}.md"
     if os.environ.get("UPDATE_GOLDEN"):
         golden.parent.mkdir(exist_ok=True)

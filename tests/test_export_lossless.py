@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from tests.conftest import export_markdown_text, parse_session_bytes, part, session_doc, turn
+from publisher.render.markdown import export_markdown
+from tests.conftest import parse_session_bytes, part, session_doc, turn
 
 # Every code point, lone surrogates included.
 any_char = st.characters(codec=None, exclude_categories=())
@@ -66,7 +67,7 @@ def h2_lines(markdown: str) -> list[str]:
 def roundtrip(doc: dict[str, Any]) -> str:
     data = json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
     session = parse_session_bytes(data, doc["session_name"] + ".json")
-    return export_markdown_text(session)
+    return "".join(export_markdown(session))
 
 
 def same_json(a: Any, b: Any) -> bool:

@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,14 @@ from typer.testing import CliRunner
 from publisher.cli import app
 from publisher.loader import SessionLoadError
 from publisher.render.html import HtmlRenderer
+from publisher.render.markdown import export_markdown
 from publisher.site import urls
+from publisher.site.fragments import FragmentWriter
 from publisher.site.graph import Graph, Summary
 from publisher.site.render import PageFacts, render_session_pages
 from publisher.theme import Theme
 from tests.conftest import (
     SAMPLES,
-    export_markdown_text,
     parse_session_bytes,
     part,
     session_doc,
@@ -270,14 +272,17 @@ def test_loader_and_renderers_never_crash(doc: dict[str, Any], cut: int | None) 
     except SessionLoadError as exc:
         assert exc.reason and "\n" not in exc.reason
         return
-    markdown = export_markdown_text(session)
+    markdown = "".join(export_markdown(session))
     markdown.encode("utf-8")
     assert markdown.rstrip().rsplit("\n## ", 1)[-1].startswith("Errors")
     graph = Graph({session.session_name: Summary.of(session)}, ["x.json"])
-    output = render_session_pages(
-        RENDERER, session, PageFacts.from_graph(graph, session.session_name, set())
-    )
-    for rel, page in output.files.items():
+    files: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = FragmentWriter(Path(tmp) / "fragments")
+        facts = PageFacts.from_graph(graph, session.session_name, set())
+        render_session_pages(RENDERER, session, facts, sink=files.__setitem__, store=store)
+        store.abort()
+    for rel, page in files.items():
         if rel.endswith(".html"):
             checker = Balance()
             checker.feed(page.decode("utf-8"))

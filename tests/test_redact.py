@@ -32,10 +32,10 @@ from publisher.redact import (
     redact_json,
     redact_session,
 )
+from publisher.render.markdown import export_markdown
 from tests.conftest import (
     ROOT,
     SAMPLES,
-    export_markdown_text,
     parse_session_bytes,
     part,
     session_doc,
@@ -260,7 +260,7 @@ def test_secret_in_every_field_and_form_is_redacted(sample: dict[str, str], form
     assert redacted.session_name == SESSION_NAME
     assert redacted.file_name == f"{SESSION_NAME}.json"
 
-    markdown = export_markdown_text(redacted)
+    markdown = "".join(export_markdown(redacted))
     leaked = sorted(piece for piece in bad if piece in markdown)
     assert not leaked, f"{form} form leaked into the Markdown export: {leaked[:3]}"
     assert marker(sample["kind"]) in markdown
@@ -384,7 +384,7 @@ def test_sample_sessions_come_out_unchanged(path: Path) -> None:
     assert not counts, counts
     assert redacted == session
     assert list(all_strings(redacted)) == list(all_strings(session))
-    assert export_markdown_text(redacted) == export_markdown_text(session)
+    assert "".join(export_markdown(redacted)) == "".join(export_markdown(session))
 
 
 def test_there_are_loadable_samples() -> None:

@@ -180,12 +180,55 @@ def test_user_theme_overrides_one_template(tmp_path: Path) -> None:
     theme = tmp_path / "mytheme" / "templates"
     theme.mkdir(parents=True)
     (theme / "turn_meta.html").write_text(
-        '<p class="mine">turn {{ turn.index }} by {{ turn.model }}</p>\n'
+        '<p class="mine">turn {{ t.turn.index }} by {{ t.turn.model }}</p>\n'
     )
     build(SAMPLES, tmp_path / "out", theme=str(tmp_path / "mytheme"))
     html = (tmp_path / "out" / urls.session_page(MAIN)).read_text(encoding="utf-8")
     assert '<p class="mine">turn 1 by qwen2.5-coder:32b</p>' in html
     assert 'id="errors"' in html  # everything else from the default theme
+
+
+def test_every_part_kind_has_a_default_template() -> None:
+    from publisher.render.view import PART_TEMPLATES
+
+    templates = ROOT / "themes" / "default" / "templates"
+    assert sorted(PART_TEMPLATES) == [
+        "command", "system", "text", "thinking", "tool", "unknown", "user"
+    ]  # fmt: skip
+    for name in PART_TEMPLATES.values():
+        assert (templates / name).is_file(), name
+
+
+def test_user_theme_overriding_parts_tool_changes_tool_parts_only(tmp_path: Path) -> None:
+    """A theme shipping only parts/tool.html changes every tool call and nothing else."""
+    theme = tmp_path / "tooltheme" / "templates" / "parts"
+    theme.mkdir(parents=True)
+    (theme / "tool.html").write_text(
+        '<article class="mine" id="{{ p.anchor }}">{{ p.part.name }} {{ p.label }}</article>\n'
+    )
+    build(SAMPLES, tmp_path / "default")
+    build(SAMPLES, tmp_path / "mine", theme=str(tmp_path / "tooltheme"))
+    default_tool = re.compile(
+        r'<article class="part part-tool(?: is-error)?" id="([^"]+)">.*?</article>\n', re.S
+    )
+    mine_tool = re.compile(r'<article class="mine" id="([^"]+)">([^<]*)</article>\n')
+    default_files = tree_digest(tmp_path / "default")
+    assert default_files.keys() == tree_digest(tmp_path / "mine").keys()
+    tools = 0
+    for rel in default_files:
+        before = (tmp_path / "default" / rel).read_bytes()
+        after = (tmp_path / "mine" / rel).read_bytes()
+        if not rel.endswith(".html"):
+            assert after == before, rel
+            continue
+        text, ours = before.decode(), after.decode()
+        assert len(default_tool.findall(text)) == len(mine_tool.findall(ours)), rel
+        for _, shown in mine_tool.findall(ours):
+            assert shown.endswith(" Tool call") and "<" not in shown
+        tools += len(mine_tool.findall(ours))
+        # With every tool part cut out, the pages are the same bytes.
+        assert default_tool.sub(r"TOOL \1\n", text) == mine_tool.sub(r"TOOL \1\n", ours), rel
+    assert tools >= 10
 
 
 def test_builtin_paper_theme(tmp_path: Path) -> None:
@@ -301,16 +344,17 @@ def test_pool_build_with_threads_running_uses_a_clean_start(tmp_path: Path) -> N
 def test_render_failing_midway_leaves_no_orphan_page(
     archive: Path, write_session: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from publisher.render.contexts import SessionPage
     from publisher.render.html import HtmlRenderer
 
     turns = [turn(i, part("user", f"prompt {i}")) for i in range(1, 701)]
     write_session(session_doc(turns=turns))
     original = HtmlRenderer.render_session
 
-    def fail_on_page_2(self: HtmlRenderer, **context: object) -> str:
-        if context["page"] == 2:
+    def fail_on_page_2(self: HtmlRenderer, page: SessionPage) -> str:
+        if page.number == 2:
             raise RuntimeError("template bug")
-        return original(self, **context)
+        return original(self, page)
 
     monkeypatch.setattr(HtmlRenderer, "render_session", fail_on_page_2)
     out = tmp_path / "out"

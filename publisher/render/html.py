@@ -1,9 +1,12 @@
 """Model → HTML through the theme's jinja2 templates (autoescaped) and one markdown-it.
 
-The templates receive model objects and the shared labels of :mod:`.view`; every piece
-of session text reaches them as escaped ``Markup`` made by :mod:`.markup`. A turn is
-rendered on its own (``turn.html``) so a build can reuse the fragment of a turn whose
-content did not change.
+Each template receives one typed record of :mod:`.contexts` (``page``, ``t``, ``row``,
+``tree``) holding model objects, and the shared labels of :mod:`.view`; every piece of
+session text reaches HTML escaped, by autoescaping or as ``Markup`` made by :mod:`.markup`
+(the ``md`` and ``pre`` filters, which link references through the ``resolve_ref`` the
+renderer puts beside the record). A turn is rendered on its own (``turn.html``, which
+includes ``parts/<kind>.html`` for each part) so a build can reuse the fragment of a turn
+whose content did not change.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +30,19 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from .. import __version__
-from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
+from ..model import Session, ToolPart, Turn
 from ..theme import Theme
 from . import markup, view
+from .contexts import (
+    IndexPage,
+    IndexRow,
+    OutputView,
+    PartView,
+    SessionPage,
+    SinglePage,
+    TreeNode,
+    TurnView,
+)
 from .text import json_text
 
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
@@ -102,9 +116,6 @@ class HtmlRenderer:
             view=view,
             version=__version__,
             human_size=human_size,
-            is_tool=lambda p: isinstance(p, ToolPart),
-            is_command=lambda p: isinstance(p, CommandPart),
-            is_textual=lambda p: isinstance(p, TextualPart),
             number=_number,
             short_time=short_time,
         )
@@ -124,54 +135,70 @@ class HtmlRenderer:
         externalize: bool = True,
         anchor: str | None = None,
     ) -> RenderedTurn:
+        """``turn.html`` for one turn, and the side files of its long outputs."""
         files: dict[str, str] = {}
-        outputs: dict[int, dict[str, Any]] = {}
+        anchor = anchor or f"turn-{turn.index}"
+        parts = []
         for number, part in enumerate(turn.parts, start=1):
+            output = None
             if isinstance(part, ToolPart) and part.output is not None:
-                outputs[number] = self._output_view(turn, number, part.output, externalize, files)
-        html = self.template("turn.html").render(
-            last_index=view.last_index(session),
+                output = _output_view(turn, number, part.output, externalize, files)
+            parts.append(
+                PartView(
+                    part=part,
+                    number=number,
+                    position=f"{turn.index}.{number}",
+                    anchor=f"{anchor}.{number}",
+                    label=view.part_label(part),
+                    template=view.part_template(part),
+                    output=output,
+                )
+            )
+        context = TurnView(
             turn=turn,
-            anchor=anchor or f"turn-{turn.index}",
+            anchor=anchor,
             boundaries=boundaries,
-            outputs=outputs,
-            resolve_ref=resolve_ref,
-            json_text=json_text,
+            parts=parts,
+            last_index=view.last_index(session),
         )
+        html = self.template("turn.html").render(t=context, resolve_ref=resolve_ref)
         return RenderedTurn(html, files)
 
-    @staticmethod
-    def _output_view(
-        turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
-    ) -> dict[str, Any]:
-        lines = output.count("\n") + (0 if output.endswith("\n") else 1) if output else 0
-        size = len(output.encode("utf-8", "surrogatepass"))
-        info: dict[str, Any] = {
-            "text": output,
-            "chars": len(output),
-            "lines": lines,
-            "size": size,
-            "collapsed": len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES,
-            "file": None,
-        }
-        if externalize and len(output) > EXTERNAL_CHARS:
-            name = f"output-{turn.index}.{number}.txt"
-            files[name] = output
-            info["file"] = name
-            info["text"] = output[:PREVIEW_CHARS]
-        return info
+    def render_session(self, page: SessionPage) -> str:
+        """``session.html`` for one page of a session."""
+        return str(self.template("session.html").render(page=page, resolve_ref=page.resolve_ref))
 
-    def render_session(self, **context: Any) -> str:
-        return str(self.template("session.html").render(**context))
+    def render_single(self, page: SinglePage) -> Iterator[str]:
+        """``single.html`` in pieces, as the template reaches them (``turns_html`` is read
+        lazily, so a long session is never held as one string)."""
+        return iter(self.template("single.html").generate(page=page, resolve_ref=page.resolve_ref))
 
-    def render_index_row(self, summary: dict[str, Any]) -> str:
-        return str(self.template("index_row.html").render(s=summary)).strip("\n")
+    def render_index_row(self, row: IndexRow) -> str:
+        """``index_row.html`` for one session, without surrounding newlines."""
+        return str(self.template("index_row.html").render(row=row)).strip("\n")
 
-    def render_index_tree(self, tree: list[dict[str, Any]]) -> str:
+    def render_index_tree(self, tree: list[TreeNode]) -> str:
+        """``index_tree.html`` for the delegation tree's roots."""
         return str(self.template("index_tree.html").render(tree=tree))
 
-    def render_index(self, **context: Any) -> str:
-        return str(self.template("index.html").render(**context))
+    def render_index(self, page: IndexPage) -> str:
+        """``index.html``."""
+        return str(self.template("index.html").render(page=page))
+
+
+def _output_view(
+    turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
+) -> OutputView:
+    """How tool part ``number`` shows ``output``; a long one goes to ``files`` (when
+    ``externalize``), the page keeping its start."""
+    lines = output.count("\n") + (0 if output.endswith("\n") else 1) if output else 0
+    size = len(output.encode("utf-8", "surrogatepass"))
+    collapsed = len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES
+    if externalize and len(output) > EXTERNAL_CHARS:
+        name = f"output-{turn.index}.{number}.txt"
+        files[name] = output
+        return OutputView(output[:PREVIEW_CHARS], len(output), lines, size, collapsed, name)
+    return OutputView(output, len(output), lines, size, collapsed)
 
 
 @pass_context

@@ -94,6 +94,37 @@ def part_label(part: Part) -> str:
     return "Unknown part"
 
 
+PART_TEMPLATES = {
+    "user": "parts/user.html",
+    "text": "parts/text.html",
+    "thinking": "parts/thinking.html",
+    "system": "parts/system.html",
+    "tool": "parts/tool.html",
+    "command": "parts/command.html",
+    "unknown": "parts/unknown.html",
+}
+"""Part kind → the template that shows it. The kind is the textual part's type (``user``,
+``text``, ``thinking``, ``system``), ``tool``, ``command`` (compaction records too) or
+``unknown`` (a type this version does not know). A theme changes how one kind looks by
+shipping that one file."""
+
+
+def part_kind(part: Part) -> str:
+    """The kind of a part, a key of :data:`PART_TEMPLATES`."""
+    if isinstance(part, TextualPart):
+        return part.type if part.type in PART_TEMPLATES else "unknown"
+    if isinstance(part, ToolPart):
+        return "tool"
+    if isinstance(part, CommandPart):
+        return "command"
+    return "unknown"
+
+
+def part_template(part: Part) -> str:
+    """The template that shows ``part``, e.g. ``parts/tool.html``."""
+    return PART_TEMPLATES[part_kind(part)]
+
+
 def tool_state(part: ToolPart) -> str:
     """``ok``, ``error`` or ``pending`` (no output yet)."""
     if part.output is None:

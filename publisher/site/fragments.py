@@ -51,22 +51,6 @@ class FragmentSink(Protocol):
     def read(self, key: str) -> RenderedTurn: ...
 
 
-class MemoryFragments:
-    """Fragments in a dict: for short sessions, and callers that want them all."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, RenderedTurn] = {}
-
-    def get(self, key: str) -> RenderedTurn | None:
-        return self.items.get(key)
-
-    def add(self, key: str, fragment: RenderedTurn) -> None:
-        self.items[key] = fragment
-
-    def read(self, key: str) -> RenderedTurn:
-        return self.items[key]
-
-
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", "surrogatepass")
 

@@ -17,35 +17,35 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
 from ..model import LoadFailure
 from ..redact import describe_counts
+from ..render.contexts import Column, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
-from .graph import Graph
+from .graph import Graph, Summary
 from .staleness import summary_key
 
 INDEX_CACHE = "index-cache"
 """File name of the cache in the build state folder."""
 
 COLUMNS = [
-    ("kind", "Kind", "text"),
-    ("name", "Name", "text"),
-    ("id", "Id", "text"),
-    ("role", "Role", "text"),
-    ("version", "Version", "text"),
-    ("created", "Created", "text"),
-    ("updated", "Updated", "text"),
-    ("turns", "Turns", "number"),
-    ("tools", "Tool calls", "number"),
-    ("errors", "Errors", "number"),
-    ("status", "Last status", "text"),
+    Column("kind", "Kind", "text"),
+    Column("name", "Name", "text"),
+    Column("id", "Id", "text"),
+    Column("role", "Role", "text"),
+    Column("version", "Version", "text"),
+    Column("created", "Created", "text"),
+    Column("updated", "Updated", "text"),
+    Column("turns", "Turns", "number"),
+    Column("tools", "Tool calls", "number"),
+    Column("errors", "Errors", "number"),
+    Column("status", "Last status", "text"),
 ]
-"""The index table's columns: (key, label, sort type)."""
+"""The index table's columns, in the order of ``index_row.html``'s cells."""
 
 
 @dataclass(slots=True)
@@ -126,9 +126,7 @@ def render_index(
         digest = (digests or {}).get(summary.name) or summary_key(summary)
         row = cache.rows.get(digest)
         if row is None:
-            row = renderer.render_index_row(
-                {**summary.to_json(), "url": urls.session_page(summary.name)}
-            )
+            row = renderer.render_index_row(index_row(summary))
         fresh.rows[digest] = row
         rows_html.append(Markup(row))
     fresh.graph = fingerprint or graph.key()
@@ -137,39 +135,58 @@ def render_index(
     else:
         fresh.tree = renderer.render_index_tree(delegation_tree(graph))
     html = renderer.render_index(
-        rows_html=rows_html,
-        failures=failures,
-        tree_html=Markup(fresh.tree),
-        kinds=sorted({s.kind for s in summaries}),
-        roles=sorted({s.role for s in summaries}),
-        columns=COLUMNS,
-        source_label=folder.name,
-        search_enabled=search,
-        redaction=None
-        if redacted is None
-        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
-        root="",
-        resolve_ref=None,
+        IndexPage(
+            rows_html=rows_html,
+            tree_html=Markup(fresh.tree),
+            failures=failures,
+            columns=COLUMNS,
+            kinds=sorted({s.kind for s in summaries}),
+            roles=sorted({s.role for s in summaries}),
+            source_label=folder.name,
+            search_enabled=search,
+            redaction=None
+            if redacted is None
+            else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+        )
     )
     return html, fresh
 
 
-def delegation_tree(graph: Graph) -> list[dict[str, Any]]:
+def index_row(summary: Summary) -> IndexRow:
+    """What the index table shows of a session (a function of its summary alone)."""
+    return IndexRow(
+        name=summary.name,
+        url=urls.session_page(summary.name),
+        kind=summary.kind,
+        session_id=summary.session_id,
+        role=summary.role,
+        version=summary.version,
+        created_at=summary.created_at,
+        updated_at=summary.updated_at,
+        turns=summary.turns,
+        tool_calls=summary.tool_calls,
+        errors=summary.errors,
+        last_status=summary.last_status,
+        first_prompt=summary.first_prompt,
+    )
+
+
+def delegation_tree(graph: Graph) -> list[TreeNode]:
     """Roots (no parent in the archive) with their sub-sessions, cycle-safe."""
     shown: set[str] = set()
 
-    def node(name: str, path: frozenset[str]) -> dict[str, Any]:
+    def node(name: str, path: frozenset[str]) -> TreeNode:
         summary = graph.summaries.get(name)
         cycle = name in path
         shown.add(name)
         children = [] if cycle else [node(c, path | {name}) for c in graph.children(name)]
-        return {
-            "name": name,
-            "url": urls.session_page(name) if summary else None,
-            "role": summary.role if summary else "",
-            "cycle": cycle,
-            "children": children,
-        }
+        return TreeNode(
+            name=name,
+            url=urls.session_page(name) if summary else None,
+            role=summary.role if summary else "",
+            cycle=cycle,
+            children=children,
+        )
 
     roots = sorted(
         s.name

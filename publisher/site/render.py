@@ -1,24 +1,26 @@
 """Render one session's pages: a pure function of the session and the facts it links to.
 
 :func:`render_session_pages` takes the session file, the theme and a :class:`PageFacts`
-(the summaries of the sessions the page names, and how to resolve references) and returns
-every file of the session's folder as bytes. It touches no global state, so a build can
-run it in worker processes (or, later, on another engine) and get the same bytes.
+(the summaries of the sessions the page names, and how to resolve references) and hands
+every file of the session's folder, as bytes, to a sink. It touches no global state, so a
+build can run it in worker processes (or, later, on another engine) and get the same bytes.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from ..model import Session, Turn
+from markupsafe import Markup
+
+from ..model import Session
 from ..render import view
+from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from . import staleness, urls
-from .fragments import FragmentSink, FragmentSource, MemoryFragments
+from .fragments import FragmentSink, FragmentSource
 from .graph import Graph
 
 
@@ -74,14 +76,16 @@ def _rel_session_url(name: str) -> str:
     return f"../{urls.slug(name)}/index.html"
 
 
-@dataclass(slots=True)
-class SessionOutput:
-    """Every file of one session's folder, relative to the site root."""
+@dataclass(slots=True, frozen=True)
+class _Fragment:
+    """A rendered turn of the session being paged."""
 
-    files: dict[str, bytes] = field(default_factory=dict)
-    """The files by path relative to the site root (empty when a sink took them)."""
-    pages: int = 1
-    """Number of pages."""
+    turn_index: int
+    """The turn's index."""
+    key: str
+    """Its fragment's key in the store."""
+    size: int
+    """Its HTML's length (pages are cut by size too)."""
 
 
 def render_session_pages(
@@ -90,18 +94,19 @@ def render_session_pages(
     facts: PageFacts,
     cached: FragmentSource | None = None,
     redaction: str | None = None,
-    sink: Callable[[str, bytes], None] | None = None,
-    store: FragmentSink | None = None,
+    *,
+    sink: Callable[[str, bytes], None],
+    store: FragmentSink,
     limits: PageLimits | None = None,
-) -> SessionOutput:
+) -> None:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
     ``cached`` holds the turn fragments of an earlier build by cache key; every fragment of
     this render goes to ``store`` (a :class:`~.fragments.FragmentWriter` keeps them on disk,
     and is the next build's cache) and is read back from it when its page is written, so a
-    long session is never held as HTML all at once. ``sink`` takes each file as soon as it
-    is made; without it they are returned in :attr:`SessionOutput.files`. ``limits``: how
-    many turns and bytes of turns a page holds at most.
+    long session is never held as HTML all at once. ``sink`` takes each file (its path
+    relative to the site root, its bytes) as soon as it is made. ``limits``: how many turns
+    and bytes of turns a page holds at most.
     """
     limits = limits or PageLimits()
     base = urls.session_dir(session.session_name)
@@ -115,8 +120,7 @@ def render_session_pages(
     refs_key = staleness.refs_key(facts.refs)
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
-    store = store if store is not None else MemoryFragments()
-    rendered: list[tuple[Turn, str, int]] = []  # (turn, fragment key, HTML length)
+    rendered: list[_Fragment] = []
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = (
@@ -131,66 +135,66 @@ def render_session_pages(
                 session, turn, marks.get(turn.index, []), resolve_ref, anchor=anchor
             )
         store.add(key, fragment)
-        rendered.append((turn, key, len(fragment.html)))
+        rendered.append(_Fragment(turn.index, key, len(fragment.html)))
         del fragment
 
     # Split into pages by turn count and size, keeping each turn whole.
-    groups: list[list[tuple[Turn, str, int]]] = [[]]
+    groups: list[list[_Fragment]] = [[]]
     size = 0
     for item in rendered:
-        item_size = item[2]
-        if groups[-1] and (len(groups[-1]) >= limits.turns or size + item_size > limits.bytes):
+        if groups[-1] and (len(groups[-1]) >= limits.turns or size + item.size > limits.bytes):
             groups.append([])
             size = 0
         groups[-1].append(item)
-        size += item_size
-    pages: list[dict[str, Any]] = []
-    for number, group in enumerate(groups, start=1):
-        first = group[0][0].index if group else 0
-        last = group[-1][0].index if group else 0
-        url = "index.html" if number == 1 else f"page-{number}.html"
-        pages.append({"number": number, "first": first, "last": last, "url": url})
+        size += item.size
+    pages = [
+        PageLink(
+            number=number,
+            first=group[0].turn_index if group else 0,
+            last=group[-1].turn_index if group else 0,
+            url="index.html" if number == 1 else f"page-{number}.html",
+        )
+        for number, group in enumerate(groups, start=1)
+    ]
 
-    out = SessionOutput(pages=len(groups))
-    # With a sink, each page goes out as soon as it is rendered instead of all pages of a
-    # long session being held at once (the build's workers write through one).
-    emit: Callable[[str, bytes], None] = sink if sink is not None else out.files.__setitem__
-    decision_counts = sorted(Counter(p.decision for p in session.permissions).items())
+    decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
-        {"name": n, "url": _rel_session_url(n) if present else None} for n, present in facts.lineage
+        SessionLink(n, _rel_session_url(n) if present else None) for n, present in facts.lineage
     ]
     children = [
-        {"name": n, "url": _rel_session_url(n) if present else None, "role": role}
+        SessionLink(n, _rel_session_url(n) if present else None, role)
         for n, present, role in facts.children
     ]
+    # Each page goes to the sink as soon as it is rendered: the pages of a long session are
+    # never held at once.
     for page, group in zip(pages, groups, strict=True):
-        fragments = [store.read(key) for _, key, _ in group]
+        fragments = [store.read(item.key) for item in group]
         html = renderer.render_session(
-            session=session,
-            page=page["number"],
-            pages=pages,
-            page_map={"current": page["number"], "pages": pages} if len(pages) > 1 else None,
-            turns_html=[_markup(fragment.html) for fragment in fragments],
-            lineage=lineage,
-            lineage_cycle=facts.lineage_cycle,
-            children=children,
-            decision_counts=decision_counts,
-            tool_calls=tool_calls,
-            root="../../",
-            resolve_ref=resolve_ref,
-            redaction=redaction,
+            SessionPage(
+                session=session,
+                number=page.number,
+                pages=pages,
+                turns_html=[Markup(fragment.html) for fragment in fragments],
+                lineage=lineage,
+                lineage_cycle=facts.lineage_cycle,
+                children=children,
+                decision_counts=decision_counts,
+                tool_calls=tool_calls,
+                root="../../",
+                resolve_ref=resolve_ref,
+                redaction=redaction,
+            )
         )
-        emit(f"{base}/{page['url']}", encode_display(html))
+        sink(f"{base}/{page.url}", encode_display(html))
         del html
         for fragment in fragments:
             for name, text in fragment.files.items():
-                emit(f"{base}/{name}", encode_display(text))
+                sink(f"{base}/{name}", encode_display(text))
         del fragments
-    return out
 
 
-def _markup(html: str) -> Any:
-    from markupsafe import Markup
-
-    return Markup(html)
+def decision_counts_of(session: Session) -> list[DecisionCount]:
+    """The session's permission decisions counted, sorted by decision."""
+    counts = Counter(p.decision for p in session.permissions)
+    return [DecisionCount(decision, count) for decision, count in sorted(counts.items())]

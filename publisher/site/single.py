@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 
 from markupsafe import Markup
 
 from ..model import Session
 from ..render import view
+from ..render.contexts import PageLink, SessionLink, SinglePage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from ..theme import Theme
+from .render import decision_counts_of
 
 
 def export_html(
@@ -30,25 +31,23 @@ def export_html(
         )
         for turn in session.turns
     )
-    css = renderer.theme.asset_text("style.css")
-    parts = renderer.template("single.html").generate(
-        session=session,
-        page=1,
-        pages=[{"number": 1, "first": 1, "last": len(session.turns), "url": ""}],
-        page_map=None,
-        turns_html=fragments,
-        lineage=[
-            {"name": n, "url": None} for n in ([session.parent_id] if session.parent_id else [])
-        ],
-        lineage_cycle=False,
-        children=[{"name": n, "url": None, "role": ""} for n in session.sub_sessions],
-        decision_counts=sorted(Counter(p.decision for p in session.permissions).items()),
-        tool_calls=session.tool_calls,
-        root="",
-        resolve_ref=None,
-        redaction=redaction,
-        inline_css=Markup(css.replace("</", "<\\/")),
-        inline_theme_css=Markup(renderer.theme.asset_text("theme.css").replace("</", "<\\/")),
+    parts = renderer.render_single(
+        SinglePage(
+            session=session,
+            number=1,
+            pages=[PageLink(number=1, first=1, last=len(session.turns), url="")],
+            turns_html=fragments,
+            lineage=[
+                SessionLink(n, None) for n in ([session.parent_id] if session.parent_id else [])
+            ],
+            children=[SessionLink(n, None) for n in session.sub_sessions],
+            decision_counts=decision_counts_of(session),
+            tool_calls=session.tool_calls,
+            root="",
+            redaction=redaction,
+            inline_css=_inline_css(renderer.theme.asset_text("style.css")),
+            inline_theme_css=_inline_css(renderer.theme.asset_text("theme.css")),
+        )
     )
     buffer: list[str] = []
     size = 0
@@ -59,6 +58,11 @@ def export_html(
             yield encode_display("".join(buffer)).decode("utf-8")
             buffer, size = [], 0
     yield encode_display("".join(buffer)).decode("utf-8")
+
+
+def _inline_css(css: str) -> Markup:
+    """A style sheet made safe inside ``<style>`` (it cannot close the element)."""
+    return Markup(css.replace("</", "<\\/"))
 
 
 CHUNK_CHARS = 1 << 20

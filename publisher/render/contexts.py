@@ -1,0 +1,266 @@
+"""What each template receives: one typed record per template, fields named, never positions.
+
+A template gets one object and reads its attributes (jinja2's ``page.session`` is Python's
+``page.session``):
+
+=========================  ==========  ================================================
+template                   variable    record
+=========================  ==========  ================================================
+``session.html``           ``page``    :class:`SessionPage`
+``single.html``            ``page``    :class:`SinglePage` (a :class:`SessionPage`)
+``index.html``             ``page``    :class:`IndexPage`
+``base.html``              ``page``    whichever of the above extends it (reads ``root``)
+``turn.html``              ``t``       :class:`TurnView`
+``turn_meta.html``         ``t``       :class:`TurnView` (included by ``turn.html``)
+``parts/<kind>.html``      ``p``       the part's :class:`PartView`, beside ``turn.html``'s
+                                       ``t`` and ``m`` (``macros.html``), as it includes them
+``index_row.html``         ``row``     :class:`IndexRow`
+``index_tree.html``        ``tree``    a list of :class:`TreeNode` (the roots)
+=========================  ==========  ================================================
+
+Every template also sees the renderer's globals (``view``, ``version``, ``human_size``,
+``short_time``, ``number``) and filters (``md``, ``pre``, ``jsonhl``, ``to_json``). Session
+text in these records is the model's plain ``str``: jinja2 autoescaping and the ``md`` and
+``pre`` filters are what turn it into HTML. Only ``turns_html``, ``rows_html`` and
+``tree_html`` carry ``Markup``: HTML this renderer made from escaped parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from ..model import LoadFailure, Part, Session, Turn
+from .markup import RefResolver
+from .view import Boundary
+
+
+@dataclass(slots=True, frozen=True)
+class OutputView:
+    """How a tool call's output is shown."""
+
+    text: str
+    """The text shown inline: the whole output, or its first part when ``file`` is set."""
+    chars: int
+    """The output's length in characters (all of it, not only what is shown)."""
+    lines: int
+    """Its number of lines (0 for an empty output)."""
+    size: int
+    """Its size in bytes, UTF-8 encoded."""
+    collapsed: bool
+    """True when it is long enough to start collapsed."""
+    file: str | None = None
+    """The side file holding the full output (relative to the page), when it is too long to
+    inline; ``None`` when the page holds all of it."""
+
+
+@dataclass(slots=True, frozen=True)
+class PartView:
+    """One part of a turn, as ``parts/<kind>.html`` shows it."""
+
+    part: Part
+    """The model part (a ``TextualPart``, ``ToolPart``, ``CommandPart`` or ``UnknownPart``)."""
+    number: int
+    """Its 1-based position in the turn."""
+    position: str
+    """``3.2``: the turn's index and the part's number, as shown beside the part."""
+    anchor: str
+    """The part's element id, ``turn-3.2`` (the turn's anchor, a dot, the number)."""
+    label: str
+    """Its plain-text label (:func:`.view.part_label`), e.g. ``Tool call``."""
+    template: str
+    """The template that shows it (:func:`.view.part_template`), e.g. ``parts/tool.html``."""
+    output: OutputView | None = None
+    """A tool call's output; ``None`` for other parts and for a call with no output yet."""
+
+
+@dataclass(slots=True, frozen=True)
+class TurnView:
+    """One turn, for ``turn.html`` (rendered on its own and cached as a fragment)."""
+
+    turn: Turn
+    """The model turn."""
+    anchor: str
+    """The turn's element id: ``turn-3``, or ``turn-3-dup2`` for a repeated index."""
+    boundaries: list[Boundary]
+    """The context boundaries that start at this turn."""
+    parts: list[PartView]
+    """The turn's parts, in order."""
+    last_index: int
+    """The session's last turn index (a compaction note names it)."""
+
+
+@dataclass(slots=True, frozen=True)
+class PageLink:
+    """One page of a session split into pages."""
+
+    number: int
+    """The page's number, from 1."""
+    first: int
+    """The index of its first turn."""
+    last: int
+    """The index of its last turn."""
+    url: str
+    """Its file name in the session's folder (``index.html``, ``page-2.html``)."""
+
+
+@dataclass(slots=True, frozen=True)
+class SessionLink:
+    """Another session a page names: a parent or a sub-session."""
+
+    name: str
+    """The session's name."""
+    url: str | None
+    """Its page relative to this page, or ``None`` when it is not in the archive."""
+    role: str = ""
+    """Its role (shown for sub-sessions; empty when unknown)."""
+
+
+@dataclass(slots=True, frozen=True)
+class DecisionCount:
+    """How many permission requests got one decision."""
+
+    decision: str
+    """The decision as written (``granted``, ``declined``, ``denied`` or other)."""
+    count: int
+    """How many times."""
+
+
+@dataclass(slots=True, frozen=True)
+class SessionPage:
+    """One page of a session, for ``session.html``."""
+
+    session: Session
+    """The (possibly redacted) session."""
+    number: int
+    """This page's number, from 1 (the first page holds permissions and errors)."""
+    pages: list[PageLink]
+    """Every page of the session (one when it is not split)."""
+    turns_html: Iterable[Markup]
+    """The rendered ``turn.html`` fragments of this page's turns, in order (iterated once)."""
+    lineage: list[SessionLink] = field(default_factory=list)
+    """Parents from the root down to the direct parent."""
+    lineage_cycle: bool = False
+    """True when the parent chain loops (it is cut where it repeats)."""
+    children: list[SessionLink] = field(default_factory=list)
+    """Sub-sessions."""
+    decision_counts: list[DecisionCount] = field(default_factory=list)
+    """Permission decisions counted, sorted by decision."""
+    tool_calls: int = 0
+    """Number of tool calls in the whole session."""
+    root: str = "../../"
+    """The site root relative to this page (``""`` for a page that stands alone)."""
+    resolve_ref: RefResolver | None = None
+    """Links ``#id`` and ``session:name`` references in session text (the renderer hands it
+    to the ``md`` and ``pre`` filters); ``None`` links none."""
+    redaction: str | None = None
+    """What redaction replaced (``3 secrets (…)``), or ``None`` when redaction is off."""
+
+    @property
+    def page_map(self) -> dict[str, Any] | None:
+        """Which page holds which turns, for the page's script; ``None`` for one page."""
+        if len(self.pages) < 2:
+            return None
+        pages = [
+            {"number": p.number, "first": p.first, "last": p.last, "url": p.url} for p in self.pages
+        ]
+        return {"current": self.number, "pages": pages}
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SinglePage(SessionPage):
+    """The whole session on one self-contained page, for ``single.html``."""
+
+    inline_css: Markup
+    """The theme's ``style.css``, made safe to inline in ``<style>``."""
+    inline_theme_css: Markup
+    """The theme's ``theme.css``, likewise."""
+
+
+@dataclass(slots=True, frozen=True)
+class Column:
+    """A column of the index's sessions table."""
+
+    key: str
+    """Its key (``data-key``, read by the table's script)."""
+    label: str
+    """Its heading."""
+    sort: str
+    """How it sorts: ``text`` or ``number``."""
+
+
+@dataclass(slots=True, frozen=True)
+class IndexRow:
+    """One session's row in the index table, for ``index_row.html``."""
+
+    name: str
+    """The session's name."""
+    url: str
+    """Its first page, relative to the site root."""
+    kind: str
+    """``ses``, ``job``, ``sub`` or ``named``."""
+    session_id: str
+    """Its id (empty when it has none)."""
+    role: str
+    """Its owning role."""
+    version: str
+    """The Polyglav version that wrote it."""
+    created_at: str
+    """Creation timestamp as written."""
+    updated_at: str
+    """Last update timestamp as written."""
+    turns: int
+    """Number of turns."""
+    tool_calls: int
+    """Number of tool calls."""
+    errors: int
+    """Number of error entries."""
+    last_status: str
+    """Status of the last turn."""
+    first_prompt: str
+    """First line of the first prompt."""
+
+
+@dataclass(slots=True, frozen=True)
+class TreeNode:
+    """A session in the index's delegation tree, for ``index_tree.html``."""
+
+    name: str
+    """The session's name."""
+    url: str | None
+    """Its page relative to the site root, ``None`` when it is not in the archive."""
+    role: str
+    """Its role (empty when unknown)."""
+    cycle: bool
+    """True when it was shown higher up this branch already (its children are not repeated)."""
+    children: list[TreeNode]
+    """Its sub-sessions."""
+
+
+@dataclass(slots=True, frozen=True)
+class IndexPage:
+    """The archive's index, for ``index.html``."""
+
+    rows_html: list[Markup]
+    """The rendered ``index_row.html`` of every session, newest first."""
+    tree_html: Markup
+    """The rendered ``index_tree.html``."""
+    failures: list[LoadFailure]
+    """The files that do not load."""
+    columns: list[Column]
+    """The sessions table's columns."""
+    kinds: list[str]
+    """The session kinds present, sorted (the kind filter's options)."""
+    roles: list[str]
+    """The roles present, sorted (the role filter's options)."""
+    source_label: str
+    """The name of the sessions folder."""
+    search_enabled: bool
+    """True when the build made a search index."""
+    redaction: str | None = None
+    """What redaction replaced across the archive, or ``None`` when redaction is off."""
+    root: str = ""
+    """The site root relative to the page."""
