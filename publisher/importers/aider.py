@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import JSON, MAX_LINE_BYTES, Counts, Problem, Result, SessionBuilder
+from .common import JSON, MAX_LINE_BYTES, Counts, Problem, Result, SessionBuilder, SourceFile
 
 AGENT = "aider"
 DEFAULT_SOURCE = ".aider.chat.history.md"
@@ -37,16 +36,8 @@ EDIT_RE = re.compile(
 APPLIED_RE = re.compile(r"\AApplied edit to (?P<path>.+)\Z")
 
 
-@dataclass(slots=True)
-class Unit:
-    """One history file."""
-
-    key: str
-    """The state key: the file's absolute path."""
-    path: Path
-    """The history file."""
-    files: list[Path] = field(default_factory=list)
-    """The files read: the history itself."""
+Unit = SourceFile
+"""One history file."""
 
 
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
@@ -58,7 +49,7 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
             problems.append(Problem(str(path), 0, "no such file"))
             continue
         path = path.absolute()
-        found.setdefault(str(path), Unit(str(path), path, [path]))
+        found.setdefault(str(path), Unit(str(path), path))
     return [found[key] for key in sorted(found)]
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .common import (
@@ -34,6 +33,7 @@ from .common import (
     Problem,
     Result,
     SessionBuilder,
+    SourceFile,
     iso,
     iter_jsonl,
 )
@@ -54,16 +54,8 @@ OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 UI_COPIES = {"user_message": "user", "agent_message": "text", "agent_reasoning": "thinking"}
 
 
-@dataclass(slots=True)
-class Unit:
-    """One rollout file."""
-
-    key: str
-    """The state key: the file's absolute path."""
-    path: Path
-    """The rollout file."""
-    files: list[Path] = field(default_factory=list)
-    """The files read: the rollout itself."""
+Unit = SourceFile
+"""One rollout file."""
 
 
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
@@ -79,7 +71,7 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
             continue
         for path in files:
             path = path.absolute()
-            found.setdefault(str(path), Unit(str(path), path, [path]))
+            found.setdefault(str(path), Unit(str(path), path))
     return [found[key] for key in sorted(found)]
 
 

@@ -80,6 +80,21 @@ class Result:
 # --- names and times -------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class SourceFile:
+    """A source that is one file (a Codex rollout, an aider history)."""
+
+    key: str
+    """The state key: the file's absolute path."""
+    path: Path
+    """The file."""
+
+    @property
+    def files(self) -> list[Path]:
+        """The files read: the source itself."""
+        return [self.path]
+
+
 def id6(agent: str, source_id: str) -> str:
     """Six base36 characters derived from the agent and the source's own session id: the
     same source always gets the same Polyglav id (``publisher/refs.py``: ``[0-9a-z]{6}``)."""
