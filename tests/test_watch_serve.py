@@ -641,3 +641,41 @@ def test_soak_several_careless_writers_every_few_milliseconds(
     watch.until(lambda: tree_digest(out) == fresh, "the site to equal a fresh build")
     assert watch.stop()[0] == 0
     assert "Traceback" not in watch.log() and "polyglav: error" not in watch.log(), watch.log()
+
+
+def test_watch_follows_another_agents_logs_through_the_importer(
+    tmp_path: Path, start: Callable[..., Running]
+) -> None:
+    """``--import claude-code:DIR``: a Claude Code session being written shows live, like a
+    Polyglav one (imported before each build, the folder watched)."""
+    logs = tmp_path / "claude" / "-home-me-app"
+    logs.mkdir(parents=True)
+    source = ROOT / "tests" / "data" / "import" / "claude_code"
+    transcript = logs / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    lines = (source / transcript.name).read_bytes().splitlines(keepends=True)
+    transcript.write_bytes(lines[0])
+    project, out = tmp_path / "proj", tmp_path / "site"
+    project.mkdir()
+    watch = start(
+        "watch", "--project", str(project), "--out", str(out), "--no-search",
+        "--quiet-window", "0.1", "--import", f"claude-code:{tmp_path / 'claude'}",
+    )  # fmt: skip
+    watch.line("built in")
+    sessions = project / ".polyglav" / "sessions"
+    (name,) = [p.stem for p in sessions.glob("*.json")]
+    page = out / "sessions" / name / "index.html"
+    watch.until(page.is_file, "the imported session's page")
+    assert 'id="turn-2"' not in page.read_text()
+    marker = "LIVE-FROM-CLAUDE-CODE"
+    record = json.loads(lines[0])
+    record["uuid"], record["parentUuid"] = "live-1", record.get("uuid")
+    record["message"] = {"role": "user", "content": f"a second prompt {marker}"}
+    with transcript.open("ab") as handle:  # the agent appends a line
+        handle.write((json.dumps(record) + "\n").encode())
+    watch.until(lambda: has(page, marker), "the appended prompt on the page")
+    assert 'id="turn-2"' in page.read_text()
+    code, _ = watch.stop(signal.SIGINT)
+    assert code == 0 and "Traceback" not in watch.log()
+    bad = start("watch", "--project", str(project), "--out", str(out), "--import", "nobody:x")
+    assert bad.proc.wait(timeout=20) == 2
+    assert "unknown agent 'nobody'" in "".join(bad.err)

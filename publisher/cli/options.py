@@ -161,3 +161,14 @@ ImportSources = Annotated[
 ImportQuiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="No summary line (problems are still shown).")
 ]
+WatchImport = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--import",
+        metavar="AGENT:PATH",
+        help="Follow another agent's logs: import them (as polyglav import does) before each "
+        "build and rebuild when they change, e.g. --import claude-code:~/.claude/projects/x; "
+        "repeatable.",
+        show_default=False,
+    ),
+]

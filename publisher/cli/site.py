@@ -24,6 +24,7 @@ from .options import (
     SiteOut,
     Strict,
     Theme,
+    WatchImport,
     WatchQuiet,
 )
 
@@ -39,13 +40,16 @@ def build_options(
     search: bool,
     redact: bool,
     redact_values: Path | None,
+    importing: bool = False,
 ) -> BuildOptions:
-    """The build options of a ``site`` command line."""
+    """The build options of a ``site`` command line (``importing``: the sessions folder
+    may not exist yet, the importers make it)."""
     from ..archive import find_sessions_dir
     from ..commands import make_redactor, site_out
+    from ..importers import sessions_folder
     from ..site.build import BuildOptions
 
-    sessions_dir = find_sessions_dir(project)
+    sessions_dir = sessions_folder(project) if importing else find_sessions_dir(project)
     return BuildOptions(
         sessions_dir=sessions_dir,
         out_dir=site_out(sessions_dir, out),
@@ -123,21 +127,31 @@ def watch(
     quiet_window: QuietWindow = 0.3,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    follow: WatchImport = None,
     debug: Debug = False,
 ) -> None:
     """Build the site, then rebuild what changed whenever the sessions or the theme change.
 
     A file being rewritten keeps its last good page until it loads again; a sessions
-    folder deleted and recreated is watched again. Ctrl-C stops it.
+    folder deleted and recreated is watched again. With --import, another agent's logs
+    are imported before each build, so its running session shows live. Ctrl-C stops it.
 
     Example: polyglav site watch --project sample_sessions --out /tmp/site
     """
 
     def action() -> None:
-        from ..site.watch import WatchOptions, watch_site
+        from ..errors import UsageError
+        from ..site.watch import ImportSource, WatchOptions, watch_site
 
-        options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
-        watch_site(options, WatchOptions(quiet_window=quiet_window, quiet=quiet))
+        try:
+            imports = [ImportSource.parse(spec) for spec in follow or []]
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        options = build_options(
+            project, out, cache_dir, theme, search, redact, redact_values, bool(imports)
+        )
+        watch = WatchOptions(quiet_window=quiet_window, quiet=quiet, imports=imports)
+        watch_site(options, watch)
 
     guarded(ctx, debug, action)
 

@@ -90,6 +90,33 @@ class WatchOptions:
     """No line per build on stderr (warnings and errors are still written)."""
     on_change: ChangeHook | None = None
     """Called after each build that changed the site, with the changed site paths."""
+    imports: list[ImportSource] = field(default_factory=list)
+    """Other agents' log folders to follow: imported (``polyglav import``) into the
+    sessions folder before each build, and watched like it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSource:
+    """An agent's log folder that ``site watch --import`` follows."""
+
+    agent: str
+    """``claude-code``, ``codex`` or ``aider``."""
+    path: Path
+    """Its logs (a folder or a file)."""
+
+    @classmethod
+    def parse(cls, spec: str) -> ImportSource:
+        """``AGENT:PATH`` (``claude-code:~/.claude/projects/-home-me-app``); ValueError when
+        it is not one."""
+        from ..importers import FORMATS
+
+        agent, sep, path = spec.partition(":")
+        if not sep or not path:
+            raise ValueError(f"--import {spec!r}: expected AGENT:PATH, e.g. claude-code:DIR")
+        if agent not in FORMATS:
+            known = ", ".join(FORMATS)
+            raise ValueError(f"--import {spec!r}: unknown agent {agent!r} (one of {known})")
+        return cls(agent, Path(os.path.expanduser(path)))
 
 
 @dataclass(slots=True)
@@ -195,6 +222,16 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
+def _any_file(path: Path) -> bool:
+    return True
+
+
+def _watched_folder(path: Path) -> Path:
+    """The folder to watch for a followed log: itself, or the folder of a log file."""
+    path = path.absolute()
+    return path.parent if path.is_file() or path.suffix in (".md", ".jsonl") else path
+
+
 def _log(line: str) -> None:
     print(f"polyglav: {line}", file=sys.stderr, flush=True)
 
@@ -226,10 +263,14 @@ class Watcher:
         def is_theme_file(path: Path) -> bool:
             return not path.is_relative_to(out)
 
-        self.roots = [_Root(sessions, False, in_sessions)] + [
-            _Root(folder.absolute(), True, is_theme_file)
-            for folder in Theme.load(options.theme).dirs
-        ]
+        self.roots = (
+            [_Root(sessions, False, in_sessions)]
+            + [
+                _Root(folder.absolute(), True, is_theme_file)
+                for folder in Theme.load(options.theme).dirs
+            ]
+            + [_Root(_watched_folder(source.path), True, _any_file) for source in watch.imports]
+        )
         self.warm = Warm()
         """Compiled templates and the last manifest, kept from build to build."""
         self.outputs: dict[str, str] = last_outputs(self.options)
@@ -331,6 +372,7 @@ class Watcher:
         self.pending.clear()
         self.retry_at = None
         self.next_rescan = time.monotonic() + self.watch.rescan_interval
+        self._import()
         if not self.roots[0].path.is_dir():
             return  # said by _check_roots; built again once the folder is back
         started = time.perf_counter()
@@ -364,6 +406,28 @@ class Watcher:
             # The pages are written and open ones reloaded; search follows (a shard of
             # ~30 sessions takes Pagefind about half a second).
             self._finish_search(report.pending_search, bool(changed))
+
+    def _import(self) -> None:
+        """Bring the sessions of the followed agents' logs up to date (unchanged sources
+        are skipped by stamp, so this is cheap when nothing changed)."""
+        from ..importers import import_sources
+
+        for source in self.watch.imports:
+            if not source.path.exists():
+                continue
+            try:
+                report = import_sources(
+                    source.agent,
+                    [source.path],
+                    self.options.sessions_dir,
+                    on_problem=lambda problem: _log(f"warning: {problem}"),
+                )
+            except Exception as exc:  # like a build error: logged, redone by the next build
+                _log(f"error: import of {source.path} failed: {describe(exc)}; retrying")
+                self.retry_at = time.monotonic() + self.watch.retry_delay
+                continue
+            if report.written and not self.watch.quiet:
+                _log(f"[{time.strftime('%H:%M:%S')}] {report.summary()}")
 
     def _finish_search(self, pending: PendingSearch, changed: bool) -> None:
         started = time.perf_counter()
