@@ -171,6 +171,7 @@ def serve(
     quiet_window: QuietWindow = 0.3,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    follow: WatchImport = None,
     debug: Debug = False,
 ) -> None:
     """Serve the site locally while watching; open pages reload after each build.
@@ -185,14 +186,17 @@ def serve(
     def action() -> None:
         from ..errors import UsageError
         from ..site.serve import allowed_host, serve_site
-        from ..site.watch import WatchOptions
+        from ..site.watch import ImportSource, WatchOptions
 
         try:
             hosts = [allowed_host(name) for name in allow_host or []]
+            imports = [ImportSource.parse(spec) for spec in follow or []]
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
-        watch = WatchOptions(quiet_window=quiet_window, quiet=quiet)
+        options = build_options(
+            project, out, cache_dir, theme, search, redact, redact_values, bool(imports)
+        )
+        watch = WatchOptions(quiet_window=quiet_window, quiet=quiet, imports=imports)
         serve_site(options, watch, bind, port, hosts)
 
     guarded(ctx, debug, action)
