@@ -490,7 +490,7 @@ def peer_commands(
 
 def run_peers(
     sessions: Path, work: Path, timeout: float, cap_mb: float, log_dir: Path
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     projects = work / "claude-projects"
     if projects.exists():
         shutil.rmtree(projects)
@@ -540,7 +540,44 @@ def run_peers(
             entry["status"] = m.killed or f"failed with exit status {m.returncode}"
             entry["error"] = m.log_tail
         peers[name] = entry
-    return conversion, peers
+    imported = via_import(projects, work, log_dir) if conv.ok else {"status": "not run"}
+    return conversion, peers, imported
+
+
+def via_import(projects: Path, work: Path, log_dir: Path) -> dict[str, Any]:
+    """The peers' input through our own importer: ``polyglav import claude-code`` of the
+    converted Claude Code archive (its throughput), then a site build of what it imported
+    (search off), so the peer ratio can also be read on the very files the peers read."""
+    project = work / "imported"
+    site = work / "site-imported"
+    for folder in (project, site):
+        if folder.exists():
+            shutil.rmtree(folder)
+    project.mkdir(parents=True)
+    source_bytes = tree_size(projects)[1]
+    polyglav = [sys.executable, "-m", "publisher"]
+    imp = measure(
+        [*polyglav, "import", "claude-code", str(projects), "--project", str(project)],
+        log_dir / "import.log",
+    )
+    result: dict[str, Any] = {
+        "source_bytes": source_bytes,
+        "import": {"wall": imp.wall, "max_rss_mb": imp.max_rss_mb, "ok": imp.ok},
+    }
+    if not imp.ok:
+        result["status"] = f"import failed: {imp.log_tail}"
+        return result
+    result["import"]["mb_per_s"] = source_bytes / MB / imp.wall if imp.wall else None
+    sessions = project / ".polyglav" / "sessions"
+    result["imported_bytes"] = tree_size(sessions)[1]
+    build = measure(
+        [*polyglav, "site", "build", "--project", str(project), "--out", str(site),
+         "--no-search", "--quiet"],
+        log_dir / "build-imported.log",
+    )  # fmt: skip
+    result["build_nosearch"] = {"wall": build.wall, "max_rss_mb": build.max_rss_mb, "ok": build.ok}
+    result["status"] = "ok" if build.ok else f"build failed: {build.log_tail}"
+    return result
 
 
 # --------------------------------------------------------------------------------------
@@ -649,12 +686,19 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
         res["watch"] = asdict(w)
         log(f"    {w.status} {w.latencies_ms and [round(x) for x in w.latencies_ms]}")
     if opts.skip_peers:
-        res["conversion"], res["peers"] = {}, {}
+        res["conversion"], res["peers"], res["via_import"] = {}, {}, {}
     else:
         log("  peers ...")
-        res["conversion"], res["peers"] = run_peers(
+        res["conversion"], res["peers"], res["via_import"] = run_peers(
             pristine, work, opts.peer_timeout, opts.mem_cap_gb * 1024, logs
         )
+        imported = res["via_import"]
+        if imported.get("status") == "ok":
+            log(
+                f"    polyglav import: {imported['import']['wall']:.1f} s "
+                f"({imported['import']['mb_per_s']:.1f} MB/s), then site build "
+                f"{imported['build_nosearch']['wall']:.1f} s"
+            )
         for name, entry in res["peers"].items():
             log(f"    {name}: {entry.get('status')} {entry.get('wall', 0):.1f} s")
     if not opts.keep:
@@ -664,6 +708,8 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
             work / "peers",
             work / "claude-projects",
             work / "peer-scratch",
+            work / "imported",
+            work / "site-imported",
             sessions,
         ):
             if folder.exists():
@@ -757,6 +803,26 @@ def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
         _div(fastest, _get(big, "full_nosearch", "wall")),
         ">=",
         5,
+    )
+    add(
+        "faster peer / build of its input imported (search off)",
+        _div(fastest, _get(large, "via_import", "build_nosearch", "wall")),
+        ">=",
+        5,
+        "the Claude Code archive the peers read, through polyglav import (import not counted)",
+    )
+    add(
+        "import throughput / full build throughput (MB/s)",
+        _div(
+            _get(large, "via_import", "import", "mb_per_s"),
+            _div(
+                _div(_get(large, "via_import", "imported_bytes"), MB),
+                _get(large, "via_import", "build_nosearch", "wall"),
+            ),
+        ),
+        ">=",
+        1,
+        "issue 14: import (source MB/s) at least as fast as a site build of it (MB/s)",
     )
     add(
         "append rebuild 2000 / 200 (search on)",
