@@ -635,7 +635,11 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
     res["site_published"] = {"files": len(sizes), "bytes": sum(sizes)}
     sizes_file = work / "site-sizes.json"
     sizes_file.write_text(json.dumps(sizes))
-    for key, workers in (("floor", os.cpu_count() or 1), ("floor_1proc", 1)):
+    for key, workers, render in (
+        ("floor", os.cpu_count() or 1, False),
+        ("floor_1proc", 1, False),
+        ("render_floor", os.cpu_count() or 1, True),
+    ):
         log(f"  {key} ...")
         floor_out = work / "floor-out"
         if floor_out.exists():
@@ -647,6 +651,7 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
                 "out_dir": str(floor_out),
                 "sizes_file": str(sizes_file),
                 "workers": workers,
+                "render": render,
             },
             logs / f"{key}.log",
         )
@@ -788,6 +793,19 @@ def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
         _div(_get(big, "full_nosearch", "seconds"), _get(big, "floor", "seconds")),
         "<=",
         10,
+    )
+    add(
+        "full build / render floor (search off)",
+        _div(_get(big, "full_nosearch", "seconds"), _get(big, "render_floor", "seconds")),
+        "<=",
+        2,
+        "issue 13: the floor also renders every prose text with markdown-it, escapes I/O",
+    )
+    add(
+        "full build / render floor (search on)",
+        _div(_get(big, "full_search", "seconds"), _get(big, "render_floor", "seconds")),
+        "<=",
+        3,
     )
     peers = [p.get("wall") for p in large.get("peers", {}).values() if p.get("status") == "ok"]
     fastest = min(peers) if peers else None
@@ -965,6 +983,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
 STEP_LABELS = [
     ("floor", "floor: read+parse, write site bytes (every core)"),
     ("floor_1proc", "floor, one process"),
+    ("render_floor", "render floor: + markdown-it on prose, escape I/O"),
     ("full_nosearch", "full build, search off"),
     ("full_search", "full build, search on (Pagefind)"),
     ("noop_search", "no-op build, search on"),

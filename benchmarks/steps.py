@@ -10,7 +10,9 @@ Steps:
 - ``build``: ``build_site`` (``sessions_dir``, ``out_dir``, ``search``, ``workers``);
 - ``floor``: read and ``json.loads`` every ``*.json`` of ``sessions_dir``, then write the
   file sizes listed in ``sizes_file`` (the built site's files) under ``out_dir``, with
-  ``workers`` processes (each reads and writes its share);
+  ``workers`` processes (each reads and writes its share); with ``render: true`` (the
+  render floor), also render every prose text with the configured markdown-it-py and
+  HTML-escape every tool input and output;
 - ``profile``: ``build_site`` under cProfile (one process unless ``workers``), stats saved
   to ``prof``; ``append`` grows a session by one turn first;
 - ``phases``: a one-process build with timing wrappers around the main functions.
@@ -90,7 +92,65 @@ def _floor_worker(task: tuple[list[str], list[tuple[str, int]]]) -> tuple[int, i
     return files, size, failed, _write(task[1])
 
 
+PROSE_PARTS = ("user", "text", "thinking", "system")
+
+
+def _render_texts(doc: Any) -> tuple[int, int]:
+    """What rendering a session cannot avoid: every prose text (prompts, answers, thinking,
+    system notes, tool analyses, compaction summaries) through the project's configured
+    markdown-it-py, every tool input and output HTML-escaped. (characters of prose,
+    characters escaped)."""
+    import html
+
+    from publisher.render.markup import MD
+
+    prose = escaped = 0
+    turns = doc.get("turns") if isinstance(doc, dict) else None
+    for turn in turns if isinstance(turns, list) else []:
+        parts = turn.get("parts") if isinstance(turn, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            if not isinstance(part, dict):
+                continue
+            texts = []
+            if part.get("type") in PROSE_PARTS:
+                texts.append(part.get("text"))
+            elif part.get("type") == "tool":
+                texts.append(part.get("analysis"))
+                for value in (json.dumps(part.get("input"), indent=2), part.get("output")):
+                    if isinstance(value, str):
+                        escaped += len(html.escape(value, quote=False))
+            elif part.get("type") == "command":
+                texts.append(part.get("summary"))
+            for text in texts:
+                if isinstance(text, str) and text:
+                    prose += len(MD.render(text))
+    return prose, escaped
+
+
+def _render_floor_worker(task: tuple[list[str], list[tuple[str, int]]]) -> tuple[int, ...]:
+    total = failed = prose = escaped = 0
+    for name in task[0]:
+        with open(name, "rb") as handle:
+            data = handle.read()
+        total += len(data)
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except ValueError:
+            failed += 1
+            continue
+        del data
+        p, e = _render_texts(doc)
+        prose += p
+        escaped += e
+    return len(task[0]), total, failed, _write(task[1]), prose, escaped
+
+
 def step_floor(args: dict[str, Any]) -> dict[str, Any]:
+    """The floor (``render: false``: read, parse, write) or the render floor (``render:
+    true``: also every prose text through markdown-it and every tool input and output
+    escaped), on the same kind of process pool as a build."""
+    render = bool(args.get("render"))
+    worker = _render_floor_worker if render else _floor_worker
     sessions_dir = Path(args["sessions_dir"])
     out_dir = Path(args["out_dir"])
     workers = int(args.get("workers") or os.cpu_count() or 1)
@@ -114,12 +174,21 @@ def step_floor(args: dict[str, Any]) -> dict[str, Any]:
     for k, job in enumerate(outputs):
         tasks[k % workers][1].append(job)
     if workers == 1:
-        results = [_floor_worker(tasks[0])]
+        results = [worker(tasks[0])]
     else:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(_floor_worker, tasks)
+            results = pool.map(worker, tasks)
     seconds = time.perf_counter() - started
+    extra = (
+        {
+            "prose_html_chars": sum(r[4] for r in results),
+            "escaped_chars": sum(r[5] for r in results),
+        }
+        if render
+        else {}
+    )
     return {
+        **extra,
         "seconds": seconds,
         "workers": workers,
         "files_read": sum(r[0] for r in results),
