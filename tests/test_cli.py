@@ -12,7 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from publisher.cli import app
-from tests.conftest import SAMPLES, Writer, part, session_doc, turn
+from tests.helpers import SAMPLES, Writer, part, python_env, session_doc, turn
+
+pytestmark = pytest.mark.unit
 
 runner = CliRunner()
 P = ["--project", str(SAMPLES)]
@@ -182,6 +184,7 @@ def test_help_has_an_example(command: str) -> None:
 def test_console_script_and_module_entry_points() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "publisher", "sessions", *P],
+        env=python_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -210,6 +213,7 @@ def test_project_found_upwards(
     assert "ses_20260817_120000_ab12cd" in result.stdout
 
 
+@pytest.mark.slow
 def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     big = tmp_path / "sessions"
     big.mkdir()
@@ -227,6 +231,7 @@ def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
             "--out",
             "-",
         ],
+        env=python_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 from publisher.archive import Archive
 from publisher.cli import app
 from publisher.render.markdown import export_markdown_text
-from tests.conftest import SAMPLES
+from tests.helpers import SAMPLES
+
+pytestmark = pytest.mark.unit
 
 GOLDEN = Path(__file__).parent / "golden"
 LOADABLE = sorted(e.file_name[:-5] for e in Archive(SAMPLES).entries() if e.session is not None)

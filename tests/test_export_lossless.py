@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from publisher.loader import parse_session_bytes
 from publisher.render.markdown import export_markdown_text
-from tests.conftest import part, session_doc, turn
+from tests.helpers import part, session_doc, turn
+
+pytestmark = pytest.mark.unit
 
 # Every code point, lone surrogates included.
 any_char = st.characters(codec=None, exclude_categories=())
@@ -77,6 +80,7 @@ def same_json(a: Any, b: Any) -> bool:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(tool_input=json_values, output=texts, analysis=texts, prompt=texts)
 def test_tool_input_and_output_recovered_byte_for_byte(

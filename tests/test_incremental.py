@@ -14,8 +14,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, tree_digest
+from tests.helpers import SECURITY, age, build, copy_samples, part, session_doc, tree_digest, turn
+
+pytestmark = pytest.mark.site
 
 NAMES = [f"ses_20260101_00000{i}_abc00{i}" for i in range(4)] + [
     "sub_20260101_000009_abc009",
@@ -131,16 +132,14 @@ class ArchiveMachine(RuleBasedStateMachine):
         assert tree_digest(self.out) == tree_digest(fresh)
 
 
-ArchiveMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=12, deadline=None)
-TestIncremental = ArchiveMachine.TestCase
+# Examples: the hypothesis profile's (conftest.py): 25 by default, many more in CI, where
+# the state machine must catch a dropped page dependency every time.
+ArchiveMachine.TestCase.settings = settings(stateful_step_count=12, deadline=None)
+TestIncremental = pytest.mark.slow(ArchiveMachine.TestCase)
 
 
 def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    shutil.copytree(SAMPLES, sessions)
-    old = 1_600_000_000_000_000_000
-    for path in sessions.iterdir():
-        os.utime(path, ns=(old, old))
+    sessions = copy_samples(tmp_path / "sessions")
     first = build(sessions, tmp_path / "site")
     assert first.files_read == 7 and first.sessions_rendered == 5
     again = build(sessions, tmp_path / "site")
@@ -148,13 +147,9 @@ def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
 
 
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    shutil.copytree(SAMPLES, sessions)
-    old = 1_600_000_000_000_000_000
-    for path in sessions.iterdir():
-        os.utime(path, ns=(old, old))
+    sessions = copy_samples(tmp_path / "sessions")
     build(sessions, tmp_path / "site")
-    path = sessions / "sub_20260817_122000_ef56gh.json"
+    path = sessions / f"{SECURITY}.json"
     doc = json.loads(path.read_text())
     doc["turns"].append(turn(3, part("user", "one more")))
     path.write_text(json.dumps(doc))
@@ -238,7 +233,7 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
     for name in ("ses_20260101_000000_aaa001", "ses_20260101_000000_bbb002"):
         docs[name] = session_doc(name, turns=[turn(1, part("user", "hello"))])
         (sessions / f"{name}.json").write_text(json.dumps(docs[name]))
-        os.utime(sessions / f"{name}.json", (1_700_000_000, 1_700_000_000))  # not racy
+        age(sessions / f"{name}.json")  # not racy
     build(sessions, tmp_path / "site")
     monkeypatch.setattr(build_module, "KEEP_SCANNED_BYTES", 0)  # every file is "large"
     reads = count_session_reads(monkeypatch)

@@ -10,6 +10,8 @@ import pytest
 from publisher.site.graph import Summary
 from publisher.site.manifest import FORMAT, Manifest, SourceState, save_manifest
 
+pytestmark = pytest.mark.unit
+
 
 def summary(name: str, turns: int = 3) -> Summary:
     return Summary(

@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 
 from publisher.cli import app
 from publisher.redact import Redactor
-from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, tree_digest
-from tests.test_redact import CORPUS, FORMS, LISTED, forbidden
+from tests.helpers import SAMPLES, build, page_of, part, session_doc, tree_digest, turn
+from tests.test_redact import CORPUS, FORMS, LISTED, forbidden, form_param
+
+pytestmark = pytest.mark.site
 
 runner = CliRunner()
 
@@ -53,7 +54,9 @@ def output_bytes(out: Path) -> list[tuple[Path, bytes]]:
     return found
 
 
-@pytest.mark.parametrize("form", ["raw", "json-escaped", "url-encoded", "line-split"])
+@pytest.mark.parametrize(
+    "form", [form_param(f, form=f) for f in ["raw", "json-escaped", "url-encoded", "line-split"]]
+)
 def test_redacted_site_holds_no_secret(form: str, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -73,9 +76,7 @@ def test_redacted_site_holds_no_secret(form: str, tmp_path: Path) -> None:
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "Redaction is on:" in index
     for i in range(len(CORPUS)):
-        page = (out / "sessions" / f"ses_20260101_000000_s{i:05d}" / "index.html").read_text(
-            encoding="utf-8"
-        )
+        page = page_of(out, f"ses_20260101_000000_s{i:05d}").read_text(encoding="utf-8")
         assert "Redaction is on:" in page and "[REDACTED:" in page
 
 
@@ -104,7 +105,7 @@ def test_turning_redaction_on_rereads_everything(tmp_path: Path) -> None:
     )
     out = tmp_path / "site"
     build(sessions, out)
-    page = out / "sessions" / "ses_20260101_000000_aaaaaa" / "index.html"
+    page = page_of(out, "ses_20260101_000000_aaaaaa")
     assert secret["secret"].encode() in page.read_bytes()  # unredacted at first
     build(sessions, out, redactor=Redactor.create())
     for path, data in output_bytes(out):
