@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,21 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tests.helpers import SECURITY, age, build, copy_samples, part, session_doc, tree_digest, turn
+from tests.helpers import (
+    MAIN,
+    RACY_WINDOW_NS,
+    SECURITY,
+    age,
+    build,
+    copy_samples,
+    fresh_digest,
+    page_of,
+    part,
+    session_doc,
+    tree_digest,
+    turn,
+    write_json,
+)
 
 pytestmark = pytest.mark.site
 
@@ -161,6 +176,44 @@ def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None
     path.write_text(json.dumps(doc))
     report = build(sessions, tmp_path / "site")
     assert report.sessions_rendered == 2
+
+
+@pytest.mark.parametrize("lag", ["1 ms", "a quarter window"])
+def test_same_size_rewrite_with_the_same_mtime_is_read_again(tmp_path: Path, lag: str) -> None:
+    """A file rewritten with the same size and the same mtime soon after a build (a coarse
+    file-system clock, or a writer that restores the stamp) is read again by the next build,
+    because its stamp was too recent to trust then (the racy-stamp rule): its page changes.
+    The stamp lags the write by 1 ms, or by a quarter of the racy window."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    out = tmp_path / "site"
+    path = sessions / f"{MAIN}.json"
+    lag_ns = 1_000_000 if lag == "1 ms" else RACY_WINDOW_NS // 4
+    stamp = time.time_ns() - lag_ns
+    write_json(path, session_doc(turns=[turn(1, part("user", "version AAAA"))]), stamp)
+    build(sessions, out)
+    if time.time_ns() - stamp >= RACY_WINDOW_NS:  # the rule covers stamps within the window
+        pytest.skip("the first build took longer than the racy window; cannot tell")
+    assert "version AAAA" in page_of(out, MAIN).read_text(encoding="utf-8")
+    size = path.stat().st_size
+    write_json(path, session_doc(turns=[turn(1, part("user", "version BBBB"))]), stamp)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (size, stamp)  # same stamp
+    report = build(sessions, out)
+    assert report.files_read == 1
+    html = page_of(out, MAIN).read_text(encoding="utf-8")
+    assert "version BBBB" in html and "version AAAA" not in html
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def test_a_stamp_trusted_once_old_enough(tmp_path: Path) -> None:
+    """A racy file is read again only until a build scans it later than the window after
+    its mtime: from then on an unchanged stamp is trusted (no file read)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    path = write_json(sessions / f"{MAIN}.json", session_doc(turns=[turn(1, part("user", "x"))]))
+    os.utime(path, ns=(time.time_ns() - 2 * RACY_WINDOW_NS,) * 2)
+    build(sessions, tmp_path / "site")
+    assert build(sessions, tmp_path / "site").files_read == 0
 
 
 def count_session_reads(monkeypatch: Any) -> list[str]:
