@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from tests.helpers import (
     MAIN,
+    OLD_NS,
     RACY_WINDOW_NS,
     SECURITY,
     age,
@@ -214,6 +215,102 @@ def test_a_stamp_trusted_once_old_enough(tmp_path: Path) -> None:
     os.utime(path, ns=(time.time_ns() - 2 * RACY_WINDOW_NS,) * 2)
     build(sessions, tmp_path / "site")
     assert build(sessions, tmp_path / "site").files_read == 0
+
+
+def ref_session(name: str, *texts: str, **fields: Any) -> dict[str, Any]:
+    return session_doc(name, turns=[turn(1, *(part("text", t) for t in texts))], **fields)
+
+
+# Each scenario: the sessions of a first build, then a change to one session (None deletes
+# it) that changes what another session's pages show (the page dependencies).
+DEPENDENCIES = {
+    "a reference target appears": (
+        {"ses_20260101_000001_abc001": ref_session("ses_20260101_000001_abc001", "see #abc002")},
+        ("ses_20260101_000002_abc002", ref_session("ses_20260101_000002_abc002", "here")),
+    ),
+    "a reference target goes": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "see #abc002 and session:notes"
+            ),
+            "ses_20260101_000002_abc002": ref_session("ses_20260101_000002_abc002", "here"),
+            "notes": ref_session("notes", "plain"),
+        },
+        ("notes", None),
+    ),
+    "a sub-session appears": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "parent", sub_sessions=["sub_20260101_000009_abc009"]
+            )
+        },
+        (
+            "sub_20260101_000009_abc009",
+            ref_session(
+                "sub_20260101_000009_abc009", "child", parent_id="ses_20260101_000001_abc001"
+            ),
+        ),
+    ),
+    "a sub-session changes role": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "parent", sub_sessions=["sub_20260101_000009_abc009"]
+            ),
+            "sub_20260101_000009_abc009": ref_session(
+                "sub_20260101_000009_abc009", "child", parent_id="ses_20260101_000001_abc001"
+            ),
+        },
+        (
+            "sub_20260101_000009_abc009",
+            ref_session(
+                "sub_20260101_000009_abc009",
+                "child",
+                parent_id="ses_20260101_000001_abc001",
+                role="auditor",
+            ),
+        ),
+    ),
+    "a parent goes": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "parent", sub_sessions=["sub_20260101_000009_abc009"]
+            ),
+            "sub_20260101_000009_abc009": ref_session(
+                "sub_20260101_000009_abc009", "child", parent_id="ses_20260101_000001_abc001"
+            ),
+        },
+        ("ses_20260101_000001_abc001", None),
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", DEPENDENCIES)
+def test_a_change_rerenders_the_pages_that_show_it(tmp_path: Path, scenario: str) -> None:
+    """Changing one session updates the pages of the others that show it (references,
+    sub-sessions and their roles, the parent chain): the incremental site equals a fresh
+    build, and at least one other session's page changed."""
+    first, (name, doc) = DEPENDENCIES[scenario]
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for file_name, content in first.items():
+        write_json(sessions / f"{file_name}.json", content, OLD_NS)
+    out = tmp_path / "site"
+    build(sessions, out)
+    before = tree_digest(out)
+    if doc is None:
+        (sessions / f"{name}.json").unlink()
+    else:
+        write_json(sessions / f"{name}.json", doc)
+    build(sessions, out)
+    after = tree_digest(out)
+    assert after == fresh_digest(sessions, tmp_path / "fresh")
+    others = [n for n in first if n != name]
+    assert any(
+        before.get(rel) != after.get(rel)
+        for other in others
+        for rel in {*before, *after}
+        if rel.startswith(page_of(Path(), other).parent.as_posix() + "/")
+    ), "no other session's page changed: the scenario tests nothing"
 
 
 def count_session_reads(monkeypatch: Any) -> list[str]:
