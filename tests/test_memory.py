@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import SAMPLES
+from tests.helpers import SAMPLES, python_env
 
 
 @pytest.mark.unit
@@ -114,7 +114,7 @@ def peak_used(setup: str, work: str) -> int:
         "print(base, hwm(), file=sys.stderr)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], env=python_env(), capture_output=True, text=True, check=True
     )
     base_kb, peak_kb = map(int, result.stderr.split()[-2:])
     return (peak_kb - base_kb) * 1024
