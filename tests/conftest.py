@@ -40,7 +40,7 @@ KINDS = ("unit", "site", "browser", "slow")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    unmarked = [item.nodeid for item in items if not any(item.iter_markers(k) for k in KINDS)]
+    unmarked = [item.nodeid for item in items if not any(item.get_closest_marker(k) for k in KINDS)]
     if unmarked:
         raise pytest.UsageError(
             "every test needs one of the markers "
