@@ -1,14 +1,23 @@
-"""Shared browser fixtures: Debian's Chromium driven by Playwright, and a static server."""
+"""Shared browser helpers: Debian's Chromium driven by Playwright, and a static server.
+
+Playwright is imported only when a browser starts, so the other tests of a module run (and
+the browser tests skip, or fail in CI) where it is not installed.
+"""
 
 from __future__ import annotations
 
 import functools
 import http.server
+import importlib.util
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -20,6 +29,28 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here (None when they can)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"Chromium is not installed at {CHROMIUM} (bash scripts/setup-tests.sh)"
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright is not installed (bash scripts/setup-tests.sh)"
+    return None
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium, started by Playwright; closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -1,69 +1,63 @@
+"""Fixtures, markers and hypothesis profiles for every test (shared helpers: tests/helpers.py).
+
+Markers (registered in pyproject.toml, ``--strict-markers``) say what a test needs; every
+test carries at least one:
+
+- ``unit``: pure and fast, no site folder built (loader, model, renderers, export,
+  redaction, manifest, CLI commands other than ``site``);
+- ``site``: builds a site folder (``build_site``, ``site build|watch|serve``);
+- ``browser``: drives Chromium through Playwright (skipped with the reason where either is
+  missing, failed instead in CI);
+- ``slow``: seconds or more each (hypothesis state machines and big property runs, memory
+  probes, big files, the HTML validator, ruff and mypy).
+
+``python3 -m pytest -m "not slow and not browser"`` is the fast subset.
+
+Hypothesis profiles: ``dev`` (default) and ``ci`` (selected by ``CI=true``, as ``.ci/run``
+runs; or by ``HYPOTHESIS_PROFILE=ci``): property tests that do not set their own example
+count, the incremental state machine first, run many more examples in CI.
+"""
+
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
-from publisher.loader import decode_session_bytes, parse_session_text
-from publisher.model import Session
+from tests.browser import browser_missing
+from tests.helpers import IN_CI, Writer, require
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_sessions"
+#: Examples of the tests that do not set their own count (the incremental state machine).
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.register_profile("ci", max_examples=400, deadline=None, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
 
-
-def session_doc(name: str = "ses_20260817_120000_ab12cd", **fields: Any) -> dict[str, Any]:
-    """A minimal valid session document; keyword arguments override fields."""
-    ident = name.rsplit("_", 1)[-1] if name.split("_", 1)[0] in ("ses", "job", "sub") else ""
-    doc: dict[str, Any] = {
-        "created_at": "2026-08-17T12:00:00+00:00",
-        "errors": [],
-        "parent_id": "",
-        "permissions": [],
-        "role": "",
-        "session_id": ident,
-        "session_name": name,
-        "sub_sessions": [],
-        "turns": [],
-        "updated_at": "2026-08-17T12:05:15+00:00",
-        "version": "0.35.0",
-    }
-    doc.update(fields)
-    return doc
+KINDS = ("unit", "site", "browser", "slow")
 
 
-def turn(index: int, *parts: dict[str, Any], status: str = "ok", **fields: Any) -> dict[str, Any]:
-    t: dict[str, Any] = {
-        "index": index,
-        "started_at": "2026-08-17T12:00:00+00:00",
-        "ended_at": "2026-08-17T12:00:05+00:00",
-        "status": status,
-        "model": "llama3.2",
-        "provider": "ollama",
-        "mode": "build",
-        "reasoning": False,
-        "parts": list(parts),
-    }
-    t.update(fields)
-    return t
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [item.nodeid for item in items if not any(item.get_closest_marker(k) for k in KINDS)]
+    if unmarked:
+        raise pytest.UsageError(
+            "every test needs one of the markers "
+            + ", ".join(KINDS)
+            + " (see tests/conftest.py); unmarked: "
+            + ", ".join(unmarked[:10])
+        )
 
 
-def part(ptype: str, text: str = "", **fields: Any) -> dict[str, Any]:
-    p: dict[str, Any] = {"type": ptype, "timestamp": "2026-08-17T12:00:01+00:00"}
-    if ptype != "tool":
-        p["text"] = text
-    p.update(fields)
-    return p
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("browser") is not None:
+        reason = browser_missing()
+        require(reason is None, reason or "")
 
 
-Writer = Callable[..., Path]
-
-
-def parse_session_bytes(data: bytes, file_name: str) -> Session:
-    """The session of a file's bytes, as the loader parses a file named ``file_name``."""
-    return parse_session_text(decode_session_bytes(data, file_name), file_name)
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {settings.get_current_profile_name()}; CI: {IN_CI}"
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 from publisher.cli import app
 from publisher.loader import read_session
 from publisher.model import Session, TextualPart, ToolPart
-from tests.conftest import ROOT
-from tests.site_helpers import build
+from tests.helpers import ROOT, build
 
 FIXTURES = ROOT / "tests" / "data" / "import"
 runner = CliRunner()

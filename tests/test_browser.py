@@ -6,29 +6,27 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
 
 from publisher.site import search, urls
 from publisher.site.context import Tunables
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
-from tests.conftest import SAMPLES, Writer, part, session_doc, turn
-from tests.site_helpers import build
+from tests.browser import chromium, static_server
+from tests.helpers import MAIN, REVIEW, SAMPLES, Writer, build, part, require, session_doc, turn
 
-MAIN = "ses_20260817_120000_ab12cd"
-REVIEW = "sub_20260817_121500_cd34ef"
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.browser
+
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: bash scripts/setup-tests.sh"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -207,13 +205,14 @@ def test_split_session_forwards_anchor(
     build(archive, out)
     context = browser.new_context()
     pg = context.new_page()
-    pg.goto((out / urls.session_page("ses_20260817_120000_ab12cd")).as_uri() + "#turn-650.2")
+    pg.goto((out / urls.session_page(MAIN)).as_uri() + "#turn-650.2")
     pg.wait_for_url("**/page-3.html#turn-650.2")
     pg.wait_for_selector("[id='turn-650.2']", state="attached")
     assert in_viewport(pg, "turn-650.2")
     context.close()
 
 
+@pytest.mark.slow
 def test_3000_turn_session_opens_fast(
     browser: Browser, archive: Path, write_session: Writer, tmp_path: Path
 ) -> None:
@@ -243,7 +242,7 @@ def test_3000_turn_session_opens_fast(
     timings = []
     for target in ("#turn-1", "#turn-2999"):
         start = time.perf_counter()
-        pg.goto((out / urls.session_page("ses_20260817_120000_ab12cd")).as_uri() + target)
+        pg.goto((out / urls.session_page(MAIN)).as_uri() + target)
         pg.wait_for_selector(f"[id='{target[1:]}']", state="attached")
         pg.wait_for_load_state("load")
         timings.append(time.perf_counter() - start)
@@ -252,7 +251,7 @@ def test_3000_turn_session_opens_fast(
 
 
 def test_axe_reports_no_serious_violation(browser: Browser, base_url: str) -> None:
-    assert AXE.is_file(), "axe-core is needed: bash scripts/setup-tests.sh"
+    require(AXE.is_file(), "axe-core is not installed (bash scripts/setup-tests.sh)")
     context = browser.new_context(bypass_csp=True)
     pg = context.new_page()
     found: dict[str, Any] = {}

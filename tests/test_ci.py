@@ -22,7 +22,9 @@ from publisher.archive import Archive
 from publisher.cli import app
 from publisher.loader import read_session
 from publisher.render import junit, summary
-from tests.conftest import ROOT, SAMPLES, Writer, part, session_doc, turn
+from tests.helpers import ROOT, SAMPLES, Writer, part, session_doc, turn
+
+pytestmark = pytest.mark.unit
 
 runner = CliRunner()
 P = ["--project", str(SAMPLES)]
@@ -916,6 +918,7 @@ def _measure(session: Path, out: Path, how: str) -> dict[str, int]:
     return dict(json.loads(result.stdout))
 
 
+@pytest.mark.slow
 def test_junit_of_a_10000_turn_session_is_streamed(archive: Path, write_session: Writer) -> None:
     path = write_session(_long_session_doc(10_000))
     out = archive.parent / "long.xml"

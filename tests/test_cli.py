@@ -12,7 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from publisher.cli import app
-from tests.conftest import SAMPLES, Writer, part, session_doc, turn
+from tests.helpers import ROOT, SAMPLES, Writer, part, python_env, session_doc, turn
+
+pytestmark = pytest.mark.unit
 
 runner = CliRunner()
 P = ["--project", str(SAMPLES)]
@@ -182,11 +184,26 @@ def test_help_has_an_example(command: str) -> None:
 def test_console_script_and_module_entry_points() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "publisher", "sessions", *P],
+        env=python_env(),
         capture_output=True,
         text=True,
         check=False,
     )
     assert out.returncode == 0 and "ses_20260817_120000_ab12cd" in out.stdout
+
+
+def test_subprocesses_run_this_checkout(tmp_path: Path) -> None:
+    """``python -m publisher`` in a test's subprocess imports this checkout's package from any
+    working folder, not another copy installed in editable mode."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import publisher; print(publisher.__file__)"],
+        cwd=tmp_path,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(out.stdout.strip()) == ROOT / "publisher" / "__init__.py"
 
 
 def test_no_project_and_no_polyglav_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,6 +227,7 @@ def test_project_found_upwards(
     assert "ses_20260817_120000_ab12cd" in result.stdout
 
 
+@pytest.mark.slow
 def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     big = tmp_path / "sessions"
     big.mkdir()
@@ -227,6 +245,7 @@ def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
             "--out",
             "-",
         ],
+        env=python_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

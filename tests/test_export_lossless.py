@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from publisher.render.markdown import export_markdown
-from tests.conftest import parse_session_bytes, part, session_doc, turn
+from tests.helpers import parse_session_bytes, part, session_doc, turn
+
+pytestmark = pytest.mark.unit
 
 # Every code point, lone surrogates included.
 any_char = st.characters(codec=None, exclude_categories=())
@@ -76,6 +79,7 @@ def same_json(a: Any, b: Any) -> bool:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(tool_input=json_values, output=texts, analysis=texts, prompt=texts)
 def test_tool_input_and_output_recovered_byte_for_byte(
@@ -137,3 +141,145 @@ def test_export_is_deterministic_and_encodable(text: str, name: str, model: str)
 def test_two_exports_of_a_file_are_byte_identical() -> None:
     doc = session_doc(turns=[turn(1, part("user", "hi"), part("text", "## Errors\nfake"))])
     assert roundtrip(doc).encode() == roundtrip(doc).encode()
+
+
+# ---- permission and error records: the table and the unknown fields -----------------
+
+TABLES = MarkdownIt("commonmark").enable("table")
+PERMISSION_FIELDS = ("timestamp", "tool", "action", "decision", "path")  # the table's order
+ERROR_FIELDS = ("code", "message", "timestamp")
+
+
+def section_blocks(markdown: str, heading: str) -> list[tuple[str, str]]:
+    """(info, recovered text) of the fenced blocks under the level-2 ``heading``."""
+    lines = markdown.split("\n")
+    starts = [
+        (t.map[0], lines[t.map[0]])
+        for t in PARSER.parse(markdown)
+        if t.type == "heading_open" and t.tag == "h2" and t.map
+    ]
+    begin = next(i for i, (_, line) in enumerate(starts) if line == f"## {heading}")
+    first = starts[begin][0]
+    last = starts[begin + 1][0] if begin + 1 < len(starts) else len(lines)
+    return recover_blocks("\n".join(lines[first:last]) + "\n")
+
+
+def table_rows(markdown: str) -> list[list[str]]:
+    """The body rows of the Permissions table, each cell recovered to the value it shows:
+    ``-`` is empty, a code span shows its value, as a JSON string when it starts with ``"``
+    (a value with a line break, a control character or a ``|``)."""
+    section = markdown[markdown.index("## Permissions") : markdown.index("## Errors")]
+    rows: list[list[str]] = []
+    in_body = False
+    for token in TABLES.parse(section):
+        if token.type in ("tbody_open", "tbody_close"):
+            in_body = token.type == "tbody_open"
+        elif token.type == "tr_open" and in_body:
+            rows.append([])
+        elif token.type == "inline" and in_body:
+            children = token.children or []
+            if [c.type for c in children] == ["code_inline"]:
+                value = children[0].content
+                rows[-1].append(json.loads(value) if value.startswith('"') else value)
+            else:
+                assert token.content in ("-", "") or token.content.isdigit(), token.content
+                rows[-1].append("" if token.content == "-" else token.content)
+    return rows
+
+
+def permission(**fields: Any) -> dict[str, Any]:
+    return {"tool": "run_command", "action": "ask", "decision": "granted", "path": "", "timestamp": "", **fields}  # fmt: skip
+
+
+def test_unknown_fields_of_permissions_and_errors_are_recovered() -> None:
+    """Fields this version does not know, of permission and error records, are kept in the
+    export as JSON blocks that give them back as written (the lossless promise)."""
+    first = {"reviewer": {"id": 7, "tags": ["a|b", "`x`"]}, "ttl": 30, "note": "```\n## Errors"}
+    third = {"scope": None, "ratio": 0.5}
+    err = {"provider": "ollama", "retry_after": 2.5, "raw": {"detail": "x|y\n```"}}
+    doc = session_doc(
+        permissions=[permission(**first), permission(decision="denied"), permission(**third)],
+        errors=[{"code": 500, "message": "boom", "timestamp": "", **err},
+                {"code": 0, "message": "plain", "timestamp": ""}],
+    )  # fmt: skip
+    markdown = roundtrip(doc)
+    kept = [json.loads(text) for info, text in section_blocks(markdown, "Permissions")]
+    assert same_json(kept, [first, third])
+    assert "Other fields of decision 1:" in markdown and "Other fields of decision 3:" in markdown
+    blocks = section_blocks(markdown, "Errors")
+    assert blocks[:2] == [("text", "boom"), ("json", blocks[1][1])]
+    assert same_json(json.loads(blocks[1][1]), err)
+    assert blocks[2:] == [("text", "plain")]
+    assert h2_lines(markdown) == ["## Permissions", "## Errors"]
+
+
+extra_fields = st.dictionaries(
+    texts.filter(lambda k: k not in PERMISSION_FIELDS + ERROR_FIELDS), json_values, max_size=3
+)
+# Left out, see the xfail tests below: a value that starts with a double quote, and one of
+# spaces only.
+cell_texts = (st.text(st.sampled_from('a|`\\"-\n *#:'), max_size=8) | texts).filter(
+    lambda v: not v.startswith('"') and not (v and v.strip(" ") == "")
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    extras=st.lists(extra_fields, min_size=1, max_size=3),
+    error_extra=extra_fields,
+    cells=st.lists(cell_texts, min_size=5, max_size=5),
+)
+def test_permission_table_and_unknown_fields_round_trip(
+    extras: list[dict[str, Any]], error_extra: dict[str, Any], cells: list[str]
+) -> None:
+    """Any value in a table cell (pipes, backticks, line breaks…) stays in its cell and is
+    recovered; any unknown fields of any record are recovered."""
+    values = dict(zip(PERMISSION_FIELDS, cells, strict=True))
+    records = [{**permission(**values), **extra} for extra in extras]
+    doc = session_doc(
+        permissions=records,
+        errors=[{"code": 1, "message": "m", "timestamp": "", **error_extra}],
+    )
+    markdown = roundtrip(doc)
+    rows = table_rows(markdown)
+    expected = [[str(i), *cells] for i in range(1, len(records) + 1)]
+    assert rows == expected
+    kept = [json.loads(text) for _, text in section_blocks(markdown, "Permissions")]
+    assert same_json(kept, [e for e in extras if e])
+    error_blocks = section_blocks(markdown, "Errors")
+    if error_extra:
+        assert same_json(json.loads(error_blocks[1][1]), error_extra)
+    else:
+        assert len(error_blocks) == 1
+
+
+def test_a_pipe_in_a_table_cell_stays_in_its_cell() -> None:
+    """``|`` splits a GFM table row even inside a code span: the export writes it escaped."""
+    values = {"tool": "a|b", "path": "x `|` y", "action": "|", "decision": "denied|granted"}
+    markdown = roundtrip(session_doc(permissions=[permission(**values)]))
+    row = markdown.split("|---|---|---|---|---|---|\n", 1)[1].split("\n", 1)[0]
+    assert row.count("|") == 7, row  # the six cells' separators only
+    assert table_rows(markdown) == [["1", "", "a|b", "|", "denied|granted", "x `|` y"]]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: a value that starts with a double quote is shown as written, the same as "
+    'the JSON form of another value (both show `"a\\u007cb"`)',
+)
+def test_a_value_that_looks_like_a_json_string_is_not_ambiguous() -> None:
+    markdown = roundtrip(
+        session_doc(permissions=[permission(tool='"a\\u007cb"'), permission(tool="a|b")])
+    )
+    rows = table_rows(markdown)
+    assert [row[2] for row in rows] == ['"a\\u007cb"', "a|b"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: a value of spaces only gets the padding of a code span, which CommonMark "
+    "strips only when the content is not all spaces (' ' reads back as '   ')",
+)
+def test_a_value_of_spaces_only_reads_back() -> None:
+    rows = table_rows(roundtrip(session_doc(permissions=[permission(path=" ")])))
+    assert rows[0][5] == " "

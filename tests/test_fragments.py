@@ -11,6 +11,8 @@ import pytest
 from publisher.render.html import RenderedTurn
 from publisher.site.fragments import END, MAGIC, FragmentFile, FragmentWriter
 
+pytestmark = pytest.mark.unit
+
 FRAGMENTS = {
     "k1turn-1": RenderedTurn(html="<section>one</section>\n", files={}),
     "k2turn-2": RenderedTurn(

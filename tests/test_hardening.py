@@ -29,14 +29,16 @@ from publisher.site.fragments import FragmentWriter
 from publisher.site.graph import Graph, Summary
 from publisher.site.render import PageFacts, render_session_pages
 from publisher.theme import Theme
-from tests.conftest import (
+from tests.helpers import (
     SAMPLES,
+    build,
     parse_session_bytes,
     part,
+    python_env,
     session_doc,
+    tree_digest,
     turn,
 )
-from tests.site_helpers import build, tree_digest
 
 runner = CliRunner()
 
@@ -46,6 +48,7 @@ HOSTILE_NAMES = [
 ]  # fmt: skip
 
 
+@pytest.mark.site
 def test_hostile_names_stay_inside_and_are_portable(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -82,6 +85,7 @@ def test_hostile_names_stay_inside_and_are_portable(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists() and not Path("/etc/x").exists()
 
 
+@pytest.mark.site
 def test_symlink_planted_at_output_is_replaced(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(SAMPLES, out)
@@ -102,6 +106,7 @@ def test_symlink_planted_at_output_is_replaced(tmp_path: Path) -> None:
     assert tree_digest(out) == tree_digest(fresh)
 
 
+@pytest.mark.site
 def test_output_files_have_ordinary_permissions(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
@@ -113,6 +118,7 @@ def test_output_files_have_ordinary_permissions(tmp_path: Path) -> None:
             assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
 
 
+@pytest.mark.site
 @pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EROFS, errno.EACCES])
 def test_unwritable_output_one_clear_error_no_leftovers(
     failure: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -185,6 +191,8 @@ JSON_TRAPS: dict[str, bytes] = {
 EXPECTED_FAILURES = {"deep", "utf8", "trailing", "deepinput"}
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_json_traps_render_or_fail_clearly(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -261,6 +269,8 @@ class Balance(HTMLParser):
 RENDERER = HtmlRenderer(Theme.load(None))
 
 
+@pytest.mark.unit
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=session_strategy, cut=st.none() | st.integers(0, 400))
 def test_loader_and_renderers_never_crash(doc: dict[str, Any], cut: int | None) -> None:
@@ -290,6 +300,8 @@ def test_loader_and_renderers_never_crash(doc: dict[str, Any], cut: int | None) 
             assert checker.ok and checker.stack == [], rel
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_reproducible_across_environments(tmp_path: Path) -> None:
     digests = []
     for i, env in enumerate(
@@ -314,7 +326,7 @@ def test_reproducible_across_environments(tmp_path: Path) -> None:
         subprocess.run(
             [sys.executable, "-m", "publisher", "site", "build", "--project", str(sessions), "--out", str(out),
              "--no-search", "-q"],
-            env={**os.environ, **env}, check=True, capture_output=True,
+            env=python_env(**env), check=True, capture_output=True,
         )  # fmt: skip
         digests.append(tree_digest(out))
     assert digests[0] == digests[1]

@@ -7,16 +7,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from publisher.site import urls
-from tests.conftest import SAMPLES, Writer, part, session_doc, turn
-from tests.site_helpers import build
+import pytest
+
+from tests.helpers import MAIN, SAMPLES, Writer, build, page_of, part, require, session_doc, turn
+
+pytestmark = [pytest.mark.site, pytest.mark.slow]
 
 VNU = Path(__file__).parent / "node_modules" / "vnu-jar" / "build" / "dist" / "vnu.jar"
 
 
 def vnu_errors(files: list[Path]) -> list[str]:
-    assert VNU.is_file(), "vnu-jar is needed: bash scripts/setup-tests.sh"
-    assert shutil.which("java"), "Java is needed for the Nu Html Checker"
+    require(VNU.is_file(), "vnu-jar is not installed (bash scripts/setup-tests.sh)")
+    require(shutil.which("java") is not None, "Java, for the Nu Html Checker, is not installed")
     result = subprocess.run(
         ["java", "-jar", str(VNU), "--errors-only", "--format", "json", *map(str, files)],
         capture_output=True,
@@ -73,7 +75,7 @@ def test_demo_site_and_odd_sessions_are_valid_html(
     files = [
         *sorted(demo.rglob("*.html")),
         odd / "index.html",
-        odd / urls.session_page("ses_20260817_120000_ab12cd"),
+        page_of(odd, MAIN),
         single,
     ]
     assert vnu_errors(files) == []

@@ -5,11 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from publisher.model import ToolPart
 from tests.import_helpers import FIXTURES, assert_renders, contents, loaded, run_import, snapshot
+
+pytestmark = pytest.mark.site
 
 REAL = FIXTURES / "aider"
 

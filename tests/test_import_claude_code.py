@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from publisher.loader import SessionLoadError, read_session
 from publisher.model import CommandPart, TextualPart, ToolPart
-from tests.conftest import ROOT, SAMPLES
+from tests.helpers import ROOT, SAMPLES
 from tests.import_helpers import (
     FIXTURES,
     assert_renders,
@@ -28,6 +29,8 @@ from tests.import_helpers import (
     snapshot,
     write_jsonl,
 )
+
+pytestmark = pytest.mark.site
 
 REAL = FIXTURES / "claude_code"
 TS = "2026-02-12T16:02:25.284Z"

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,8 @@ from tests.import_helpers import (
     snapshot,
     write_jsonl,
 )
+
+pytestmark = pytest.mark.site
 
 REAL = FIXTURES / "codex"
 
@@ -136,8 +139,7 @@ def test_every_text_input_and_output_survives(
 
 
 def test_an_archive_mixing_all_four_sources_builds(tmp_path: Path) -> None:
-    from tests.conftest import SAMPLES
-    from tests.site_helpers import build
+    from tests.helpers import SAMPLES, build
 
     project = tmp_path / "p"
     folder = project / ".polyglav" / "sessions"

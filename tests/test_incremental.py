@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +15,50 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, tree_digest
+from tests.helpers import (
+    MAIN,
+    OLD_NS,
+    RACY_WINDOW_NS,
+    SECURITY,
+    age,
+    build,
+    copy_samples,
+    fresh_digest,
+    page_of,
+    part,
+    session_doc,
+    tree_digest,
+    turn,
+    write_json,
+)
+
+pytestmark = pytest.mark.site
 
 NAMES = [f"ses_20260101_00000{i}_abc00{i}" for i in range(4)] + [
     "sub_20260101_000009_abc009",
     "notes",
 ]
+# Texts reference every session (by #id or session:name), so that any session appearing,
+# going or changing can change what another session's pages show.
 words = st.sampled_from(
-    ["alpha", "beta", "#abc001", "session:notes", "`code`", "**bold**", "<b>x</b>", "## h"]
+    ["alpha", "`code`", "**bold**", "<b>x</b>", "## h"]
+    + [f"#{name[-6:]}" for name in NAMES if name.count("_") == 3]
+    + ["session:notes", "#abc004"]
 )
 
 
+#: A memory file system where there is one: the machine builds two sites at every step, and
+#: its examples run twice as fast there (CI runs many of them).
+FAST_TMP = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
 class ArchiveMachine(RuleBasedStateMachine):
-    """Adds, edits, appends, renames, deletes and corrupts files between incremental builds."""
+    """Adds, edits, appends, renames, deletes and corrupts files and changes roles; after
+    every step the incremental build equals a fresh one."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.root = Path(tempfile.mkdtemp(prefix="incr-"))
+        self.root = Path(tempfile.mkdtemp(prefix="incr-", dir=FAST_TMP))
         self.sessions = self.root / "sessions"
         self.sessions.mkdir()
         self.out = self.root / "site"
@@ -110,6 +137,14 @@ class ArchiveMachine(RuleBasedStateMachine):
         text = json.dumps(self.docs.pop(name))
         self.write(f"{name}.json", text[: len(text) // 2])
 
+    @precondition(lambda self: self.docs)
+    @rule(data=st.data(), role=st.sampled_from(["", "reviewer", "auditor"]))
+    def set_role(self, data: st.DataObject, role: str) -> None:
+        """A role shows on the parent's page (its list of sub-sessions)."""
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        self.docs[name]["role"] = role
+        self.write(f"{name}.json", self.docs[name])
+
     @rule()
     def touch_without_change(self) -> None:
         for path in sorted(self.sessions.glob("*.json"))[:1]:
@@ -117,13 +152,12 @@ class ArchiveMachine(RuleBasedStateMachine):
             os.utime(path, ns=(1_800_000_000_000_000_000 + self.steps,) * 2)
 
     @rule()
-    def incremental_build(self) -> None:
+    def incremental_build(self) -> None:  # then the invariant's: a build with nothing changed
         build(self.sessions, self.out)
 
     @invariant()
     def incremental_equals_full(self) -> None:
-        if not self.out.exists():
-            return
+        # Every step is followed by an incremental build checked against a fresh one.
         build(self.sessions, self.out)
         fresh = self.root / "fresh"
         shutil.rmtree(fresh, ignore_errors=True)
@@ -131,16 +165,16 @@ class ArchiveMachine(RuleBasedStateMachine):
         assert tree_digest(self.out) == tree_digest(fresh)
 
 
-ArchiveMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=12, deadline=None)
-TestIncremental = ArchiveMachine.TestCase
+# Examples: the hypothesis profile's (conftest.py): 25 by default, many more in CI, where
+# the state machine must catch a dropped page dependency every time. Its own timeout: the ci
+# profile's run takes 1.5-3 min, and shrinking a failure up to 5 more (pytest-timeout's 300 s
+# would cut the shrinking short and add a spurious "flaky" report to the real failure).
+ArchiveMachine.TestCase.settings = settings(stateful_step_count=12, deadline=None)
+TestIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(ArchiveMachine.TestCase))
 
 
 def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    shutil.copytree(SAMPLES, sessions)
-    old = 1_600_000_000_000_000_000
-    for path in sessions.iterdir():
-        os.utime(path, ns=(old, old))
+    sessions = copy_samples(tmp_path / "sessions")
     first = build(sessions, tmp_path / "site")
     assert first.files_read == 7 and first.sessions_rendered == 5
     again = build(sessions, tmp_path / "site")
@@ -148,13 +182,9 @@ def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
 
 
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    shutil.copytree(SAMPLES, sessions)
-    old = 1_600_000_000_000_000_000
-    for path in sessions.iterdir():
-        os.utime(path, ns=(old, old))
+    sessions = copy_samples(tmp_path / "sessions")
     build(sessions, tmp_path / "site")
-    path = sessions / "sub_20260817_122000_ef56gh.json"
+    path = sessions / f"{SECURITY}.json"
     doc = json.loads(path.read_text())
     doc["turns"].append(turn(3, part("user", "one more")))
     path.write_text(json.dumps(doc))
@@ -166,6 +196,140 @@ def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None
     path.write_text(json.dumps(doc))
     report = build(sessions, tmp_path / "site")
     assert report.sessions_rendered == 2
+
+
+@pytest.mark.parametrize("lag", ["1 ms", "a quarter window"])
+def test_same_size_rewrite_with_the_same_mtime_is_read_again(tmp_path: Path, lag: str) -> None:
+    """A file rewritten with the same size and the same mtime soon after a build (a coarse
+    file-system clock, or a writer that restores the stamp) is read again by the next build,
+    because its stamp was too recent to trust then (the racy-stamp rule): its page changes.
+    The stamp lags the write by 1 ms, or by a quarter of the racy window."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    out = tmp_path / "site"
+    path = sessions / f"{MAIN}.json"
+    lag_ns = 1_000_000 if lag == "1 ms" else RACY_WINDOW_NS // 4
+    stamp = time.time_ns() - lag_ns
+    write_json(path, session_doc(turns=[turn(1, part("user", "version AAAA"))]), stamp)
+    build(sessions, out)
+    if time.time_ns() - stamp >= RACY_WINDOW_NS:  # the rule covers stamps within the window
+        pytest.skip("the first build took longer than the racy window; cannot tell")
+    assert "version AAAA" in page_of(out, MAIN).read_text(encoding="utf-8")
+    size = path.stat().st_size
+    write_json(path, session_doc(turns=[turn(1, part("user", "version BBBB"))]), stamp)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (size, stamp)  # same stamp
+    report = build(sessions, out)
+    assert report.files_read == 1
+    html = page_of(out, MAIN).read_text(encoding="utf-8")
+    assert "version BBBB" in html and "version AAAA" not in html
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def test_a_stamp_trusted_once_old_enough(tmp_path: Path) -> None:
+    """A racy file is read again only until a build scans it later than the window after
+    its mtime: from then on an unchanged stamp is trusted (no file read)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    path = write_json(sessions / f"{MAIN}.json", session_doc(turns=[turn(1, part("user", "x"))]))
+    os.utime(path, ns=(time.time_ns() - 2 * RACY_WINDOW_NS,) * 2)
+    build(sessions, tmp_path / "site")
+    assert build(sessions, tmp_path / "site").files_read == 0
+
+
+def ref_session(name: str, *texts: str, **fields: Any) -> dict[str, Any]:
+    return session_doc(name, turns=[turn(1, *(part("text", t) for t in texts))], **fields)
+
+
+# Each scenario: the sessions of a first build, then a change to one session (None deletes
+# it) that changes what another session's pages show (the page dependencies).
+DEPENDENCIES = {
+    "a reference target appears": (
+        {"ses_20260101_000001_abc001": ref_session("ses_20260101_000001_abc001", "see #abc002")},
+        ("ses_20260101_000002_abc002", ref_session("ses_20260101_000002_abc002", "here")),
+    ),
+    "a reference target goes": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "see #abc002 and session:notes"
+            ),
+            "ses_20260101_000002_abc002": ref_session("ses_20260101_000002_abc002", "here"),
+            "notes": ref_session("notes", "plain"),
+        },
+        ("notes", None),
+    ),
+    "a sub-session appears": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "parent", sub_sessions=["sub_20260101_000009_abc009"]
+            )
+        },
+        (
+            "sub_20260101_000009_abc009",
+            ref_session(
+                "sub_20260101_000009_abc009", "child", parent_id="ses_20260101_000001_abc001"
+            ),
+        ),
+    ),
+    "a sub-session changes role": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "parent", sub_sessions=["sub_20260101_000009_abc009"]
+            ),
+            "sub_20260101_000009_abc009": ref_session(
+                "sub_20260101_000009_abc009", "child", parent_id="ses_20260101_000001_abc001"
+            ),
+        },
+        (
+            "sub_20260101_000009_abc009",
+            ref_session(
+                "sub_20260101_000009_abc009",
+                "child",
+                parent_id="ses_20260101_000001_abc001",
+                role="auditor",
+            ),
+        ),
+    ),
+    "a parent goes": (
+        {
+            "ses_20260101_000001_abc001": ref_session(
+                "ses_20260101_000001_abc001", "parent", sub_sessions=["sub_20260101_000009_abc009"]
+            ),
+            "sub_20260101_000009_abc009": ref_session(
+                "sub_20260101_000009_abc009", "child", parent_id="ses_20260101_000001_abc001"
+            ),
+        },
+        ("ses_20260101_000001_abc001", None),
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", DEPENDENCIES)
+def test_a_change_rerenders_the_pages_that_show_it(tmp_path: Path, scenario: str) -> None:
+    """Changing one session updates the pages of the others that show it (references,
+    sub-sessions and their roles, the parent chain): the incremental site equals a fresh
+    build, and at least one other session's page changed."""
+    first, (name, doc) = DEPENDENCIES[scenario]
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for file_name, content in first.items():
+        write_json(sessions / f"{file_name}.json", content, OLD_NS)
+    out = tmp_path / "site"
+    build(sessions, out)
+    before = tree_digest(out)
+    if doc is None:
+        (sessions / f"{name}.json").unlink()
+    else:
+        write_json(sessions / f"{name}.json", doc)
+    build(sessions, out)
+    after = tree_digest(out)
+    assert after == fresh_digest(sessions, tmp_path / "fresh")
+    others = [n for n in first if n != name]
+    assert any(
+        before.get(rel) != after.get(rel)
+        for other in others
+        for rel in {*before, *after}
+        if rel.startswith(page_of(Path(), other).parent.as_posix() + "/")
+    ), "no other session's page changed: the scenario tests nothing"
 
 
 def count_session_reads(monkeypatch: Any) -> list[str]:
@@ -240,7 +404,7 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
     for name in ("ses_20260101_000000_aaa001", "ses_20260101_000000_bbb002"):
         docs[name] = session_doc(name, turns=[turn(1, part("user", "hello"))])
         (sessions / f"{name}.json").write_text(json.dumps(docs[name]))
-        os.utime(sessions / f"{name}.json", (1_700_000_000, 1_700_000_000))  # not racy
+        age(sessions / f"{name}.json")  # not racy
     build(sessions, tmp_path / "site")
     every_file_large = Tunables(keep_scanned_bytes=0)
     reads = count_session_reads(monkeypatch)

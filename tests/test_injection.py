@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
-from tests.conftest import part, session_doc, turn
-from tests.site_helpers import build
+from tests.browser import chromium, static_server
+from tests.helpers import build, part, session_doc, turn
+
+pytestmark = pytest.mark.site
 
 PAYLOADS = [
     line
@@ -171,9 +171,10 @@ def served(hostile_site: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_nothing_executes_and_nothing_is_fetched_outside(hostile_site: Path, served: str) -> None:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         context = browser.new_context()
         outside: list[str] = []
         dialogs: list[str] = []
@@ -196,7 +197,6 @@ def test_nothing_executes_and_nothing_is_fetched_outside(hostile_site: Path, ser
         assert page.locator("#search-results li").count() > 0
         assert page.locator("#search-results script, #search-results img").count() == 0
         assert page.evaluate("window.__pwned") is None
-        browser.close()
     assert dialogs == []
     assert outside == []
     assert errors == []

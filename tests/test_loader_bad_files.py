@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 
 from publisher.archive import Archive
 from publisher.cli import app
-from tests.conftest import Writer, part, session_doc, turn
+from tests.helpers import Writer, part, session_doc, turn
+
+pytestmark = pytest.mark.unit
 
 runner = CliRunner()
 

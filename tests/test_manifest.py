@@ -12,6 +12,8 @@ from publisher.site.context import Warm
 from publisher.site.graph import Summary
 from publisher.site.manifest import FORMAT, SUMMARY_AT, Manifest, SourceState, save_manifest
 
+pytestmark = pytest.mark.unit
+
 
 def summary(name: str, turns: int = 3) -> Summary:
     return Summary(

@@ -16,10 +16,13 @@ from publisher.render.markup import (
     render_markdown,
 )
 
+pytestmark = pytest.mark.unit
+
 # The plain definition that refs.find implements faster.
 REFERENCE = re.compile(r"(?<![\w#/&])(#[0-9a-z]{6}\b|session:[A-Za-z0-9._-]+[A-Za-z0-9_-])")
 
 
+@settings(max_examples=100)
 @given(st.text(st.sampled_from("ab9#_/&:. \nsesion-xyzé"), max_size=80) | st.text(max_size=40))
 def test_find_refs_matches_the_reference_regex(text: str) -> None:
     assert [ref for _, _, ref in find_refs(text)] == [m.group(1) for m in REFERENCE.finditer(text)]
@@ -85,6 +88,7 @@ PROSE = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(PROSE, max_size=40).map("".join))
 def test_plain_prose_fast_path_matches_markdown_it(text: str) -> None:

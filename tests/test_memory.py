@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.helpers import SAMPLES, python_env
 
 
+@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "limit"), [("md", 4), ("html", 4)])
 def test_large_session_exports_in_a_small_multiple_of_its_size(
     tmp_path: Path, fmt: str, limit: float
@@ -47,6 +49,8 @@ def test_large_session_exports_in_a_small_multiple_of_its_size(
     assert used < limit * size, f"{fmt} export used {used / size:.1f}× the file size"
 
 
+@pytest.mark.site
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_budget", [None, 0], ids=["default", "over-keep-budget"])
 def test_long_session_site_build_holds_one_page_at_a_time(
     tmp_path: Path, keep_budget: int | None
@@ -115,12 +119,13 @@ def peak_used(setup: str, work: str) -> int:
         "print(base, hwm(), file=sys.stderr)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], env=python_env(), capture_output=True, text=True, check=True
     )
     base_kb, peak_kb = map(int, result.stderr.split()[-2:])
     return (peak_kb - base_kb) * 1024
 
 
+@pytest.mark.unit
 def test_large_blocks_are_returned_to_the_system_on_glibc() -> None:
     """The build fixes glibc's mmap threshold (see publisher/site/memory.py), once per process."""
     import platform
@@ -133,6 +138,7 @@ def test_large_blocks_are_returned_to_the_system_on_glibc() -> None:
     assert memory.return_large_blocks() == took  # idempotent
 
 
+@pytest.mark.site
 def test_a_build_freezes_the_collector_only_while_it_runs(tmp_path: Path) -> None:
     """The manifest's objects are kept out of the cyclic collector during a build
     (publisher/site/memory.py) and handed back after it, even when it fails; what an

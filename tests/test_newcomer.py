@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from publisher.archive import ArchiveError, NotFoundError
 from publisher.cli import app
 from publisher.site.context import CachePaths
-from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, cache_of, tree_digest
+from tests.helpers import SAMPLES, build, cache_of, part, session_doc, tree_digest, turn
+
+pytestmark = pytest.mark.site
 
 runner = CliRunner()
 P = ["--project", str(SAMPLES)]

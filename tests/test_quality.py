@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

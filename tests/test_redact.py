@@ -33,7 +33,7 @@ from publisher.redact import (
     redact_session,
 )
 from publisher.render.markdown import export_markdown
-from tests.conftest import (
+from tests.helpers import (
     ROOT,
     SAMPLES,
     parse_session_bytes,
@@ -41,6 +41,8 @@ from tests.conftest import (
     session_doc,
     turn,
 )
+
+pytestmark = pytest.mark.unit
 
 CORPUS: list[dict[str, str]] = json.loads(
     (ROOT / "tests" / "data" / "secrets.json").read_text(encoding="utf-8")
@@ -222,8 +224,14 @@ def session_with(value: str) -> Session:
     return parse_session_bytes(json.dumps(doc).encode("utf-8"), f"{SESSION_NAME}.json")
 
 
+def form_param(*values: Any, form: str, id: str | None = None) -> Any:
+    """A parameter set for one form of a value: the raw form runs in the fast subset, the
+    encoded forms are marked slow (the full suite runs every form)."""
+    return pytest.param(*values, id=id or form, marks=[] if form == "raw" else [pytest.mark.slow])
+
+
 CASES = [
-    pytest.param(sample, form, id=f"{i:02d}-{sample['kind']}-{form}")
+    form_param(sample, form, form=form, id=f"{i:02d}-{sample['kind']}-{form}")
     for i, sample in enumerate(CORPUS)
     for form in FORMS
 ]
@@ -266,7 +274,9 @@ def test_secret_in_every_field_and_form_is_redacted(sample: dict[str, str], form
     assert marker(sample["kind"]) in markdown
 
 
-@pytest.mark.parametrize("form", ["raw", "json-escaped", "url-encoded", "line-split"])
+@pytest.mark.parametrize(
+    "form", [form_param(f, form=f) for f in ["raw", "json-escaped", "url-encoded", "line-split"]]
+)
 def test_html_export_of_redacted_session_holds_no_secret(form: str) -> None:
     from publisher.site.single import export_html
 
@@ -325,6 +335,7 @@ secret_forms = st.builds(
 mixed_text = st.lists(any_text | glue | secret_forms, max_size=12).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed_text)
 def test_redact_text_is_total_idempotent_and_never_adds_secrets(text: str) -> None:
@@ -347,6 +358,7 @@ def test_redact_text_never_raises_on_any_text(text: str) -> None:
     assert redactor.redact_text(once) == once
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(st.sampled_from(CORPUS), st.sampled_from(list(FORMS))), min_size=1),
@@ -525,6 +537,7 @@ def test_load_values_file_errors_name_the_file(tmp_path: Path) -> None:
         load_values_file(short)
 
 
+@pytest.mark.slow
 def test_redact_json_walks_deep_values_without_recursion() -> None:
     key = next(s["text"] for s in CORPUS if s["kind"] == "github")
     value: Any = [key]
@@ -590,6 +603,7 @@ ADVERSARIAL = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=list(ADVERSARIAL))
 def test_adversarial_5mb_text_is_fast(text: str) -> None:
     redactor = new_redactor()
@@ -600,6 +614,7 @@ def test_adversarial_5mb_text_is_fast(text: str) -> None:
     assert redactor.redact_text(out) == out
 
 
+@pytest.mark.slow
 def test_big_text_with_a_few_secrets() -> None:
     code = "    def foo(self, x):\n        return self.bar(x) + 1  # see https://example.com\n"
     samples = [s for s in CORPUS if s["kind"] != "listed-value"][:6]

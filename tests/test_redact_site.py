@@ -12,9 +12,22 @@ from typer.testing import CliRunner
 
 from publisher.cli import app
 from publisher.redact import Redactor
-from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, tree_digest
-from tests.test_redact import CORPUS, FORMS, LISTED, forbidden
+from tests.helpers import (
+    MAIN,
+    OLD_NS,
+    SAMPLES,
+    build,
+    page_of,
+    part,
+    polyglav,
+    session_doc,
+    tree_digest,
+    turn,
+    write_json,
+)
+from tests.test_redact import CORPUS, FORMS, LISTED, forbidden, form_param
+
+pytestmark = pytest.mark.site
 
 runner = CliRunner()
 
@@ -53,7 +66,9 @@ def output_bytes(out: Path) -> list[tuple[Path, bytes]]:
     return found
 
 
-@pytest.mark.parametrize("form", ["raw", "json-escaped", "url-encoded", "line-split"])
+@pytest.mark.parametrize(
+    "form", [form_param(f, form=f) for f in ["raw", "json-escaped", "url-encoded", "line-split"]]
+)
 def test_redacted_site_holds_no_secret(form: str, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -73,9 +88,7 @@ def test_redacted_site_holds_no_secret(form: str, tmp_path: Path) -> None:
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "Redaction is on:" in index
     for i in range(len(CORPUS)):
-        page = (out / "sessions" / f"ses_20260101_000000_s{i:05d}" / "index.html").read_text(
-            encoding="utf-8"
-        )
+        page = page_of(out, f"ses_20260101_000000_s{i:05d}").read_text(encoding="utf-8")
         assert "Redaction is on:" in page and "[REDACTED:" in page
 
 
@@ -104,7 +117,7 @@ def test_turning_redaction_on_rereads_everything(tmp_path: Path) -> None:
     )
     out = tmp_path / "site"
     build(sessions, out)
-    page = out / "sessions" / "ses_20260101_000000_aaaaaa" / "index.html"
+    page = page_of(out, "ses_20260101_000000_aaaaaa")
     assert secret["secret"].encode() in page.read_bytes()  # unredacted at first
     build(sessions, out, redactor=Redactor.create())
     for path, data in output_bytes(out):
@@ -128,3 +141,41 @@ def test_cli_redact_flags(tmp_path: Path) -> None:
                                "--no-search", "--redact"])  # fmt: skip
     assert site.exit_code == 0
     assert "Redaction is on: no secrets redacted" in (tmp_path / "s" / "index.html").read_text()
+
+
+def test_a_value_added_to_the_values_file_is_redacted_from_the_pages_that_hold_it(
+    tmp_path: Path,
+) -> None:
+    """Incremental builds with --redact-values: adding a value to the file re-renders the
+    pages (and caches) that hold it, though no session file changed; removing it shows it
+    again. Every step equals a fresh build, and no output file keeps the value."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    holder = session_doc(turns=[turn(1, part("user", "deploy project-zeta-42 today"))])
+    write_json(sessions / f"{MAIN}.json", holder, OLD_NS)
+    write_json(sessions / "notes.json", session_doc("notes", turns=[turn(1, part("user", "hi"))]), OLD_NS)  # fmt: skip
+    values = tmp_path / "values.txt"
+    values.write_text("# nothing listed yet\n")
+    out = tmp_path / "site"
+
+    def site_build(target: Path) -> None:
+        result = polyglav("site", "build", "--project", str(sessions), "--out", str(target),
+                          "--no-search", "-q", "--redact-values", str(values))  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+
+    def holding(target: Path) -> list[str]:
+        return [p.relative_to(target).as_posix() for p, data in output_bytes(target) if b"project-zeta-42" in data]  # fmt: skip
+
+    site_build(out)
+    assert "project-zeta-42" in page_of(out, MAIN).read_text(encoding="utf-8")
+    values.write_text("# nothing listed yet\nproject-zeta-42\n")
+    site_build(out)
+    assert holding(out) == []
+    assert "[REDACTED:listed-value]" in page_of(out, MAIN).read_text(encoding="utf-8")
+    site_build(tmp_path / "fresh")
+    assert tree_digest(out) == tree_digest(tmp_path / "fresh")
+    values.write_text("# nothing listed again\n")
+    site_build(out)
+    assert "project-zeta-42" in page_of(out, MAIN).read_text(encoding="utf-8")
+    site_build(tmp_path / "fresh2")
+    assert tree_digest(out) == tree_digest(tmp_path / "fresh2")

@@ -13,14 +13,23 @@ import pytest
 from publisher.site import search, urls
 from publisher.site.context import Tunables
 from publisher.site.search import Shard, plan_shards, shard_count, shard_id, shard_of
-from tests import site_helpers
-from tests.conftest import SAMPLES, part, session_doc, turn
-from tests.site_helpers import build, cache_of, tree_digest
+from tests import helpers
+from tests.helpers import (
+    SAMPLES,
+    build,
+    cache_of,
+    fresh_digest,
+    part,
+    session_doc,
+    tree_digest,
+    turn,
+)
 
 # --------------------------------------------------------------------------------------
 # Assignment (pure functions).
 
 
+@pytest.mark.unit
 def test_shard_count_is_a_power_of_two_of_the_session_count() -> None:
     assert Tunables().sessions_per_shard == 32 and Tunables().max_shards == 128
     expected = {0: 1, 1: 1, 5: 1, 32: 1, 33: 2, 64: 2, 65: 4, 200: 8, 2000: 64, 4096: 128}
@@ -33,6 +42,7 @@ def test_shard_count_is_a_power_of_two_of_the_session_count() -> None:
         assert k == 1 or n > 16 * k  # and more than 16 (never needlessly many shards)
 
 
+@pytest.mark.unit
 def test_shard_of_is_a_stable_hash_of_the_slug() -> None:
     # Fixed values: a change of the hash would move every session (and is a format change).
     assert [shard_of("ses_20260817_120000_ab12cd", k) for k in (1, 2, 8, 64, 128)] == [
@@ -54,6 +64,7 @@ def test_shard_of_is_a_stable_hash_of_the_slug() -> None:
         assert max(counts) < 2 * len(names) / k + 10  # roughly even
 
 
+@pytest.mark.unit
 def test_plan_keeps_every_page_of_a_session_in_one_shard() -> None:
     produced = {
         "index.html": "i",
@@ -88,6 +99,7 @@ def test_plan_keeps_every_page_of_a_session_in_one_shard() -> None:
     assert plan_shards({"index.html": "i"}) == []
 
 
+@pytest.mark.unit
 def test_heavy_sessions_are_shards_of_their_own() -> None:
     produced = {f"sessions/s{i:02d}/index.html": f"d{i}" for i in range(40)}
     produced["sessions/long/index.html"] = "l1"
@@ -104,6 +116,7 @@ def test_heavy_sessions_are_shards_of_their_own() -> None:
     assert shard_count(41) == 2 and all(s.id.endswith("-of-002") for s in shards[:-1])
 
 
+@pytest.mark.unit
 def test_glob_selects_the_shard_folders_and_refuses_unsafe_names() -> None:
     assert Shard("x", ("a",), (), True).glob() == "sessions/a/*.html"
     assert Shard("x", ("a", "b-1.2"), (), True).glob() == "sessions/{a,b-1.2}/*.html"
@@ -120,7 +133,7 @@ def test_glob_selects_the_shard_folders_and_refuses_unsafe_names() -> None:
 @pytest.fixture
 def small_shards(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Two sessions a shard; yields the list of shards Pagefind indexed, in call order."""
-    monkeypatch.setitem(site_helpers.DEFAULTS, "tunables", Tunables(sessions_per_shard=2))
+    monkeypatch.setitem(helpers.DEFAULTS, "tunables", Tunables(sessions_per_shard=2))
     runs: list[str] = []
     real = search.run_pagefind
 
@@ -174,16 +187,12 @@ def mtimes(out: Path) -> dict[str, int]:
     }
 
 
-def fresh_digest(sessions: Path, out: Path) -> dict[str, str]:
-    build(sessions, out, search=True)
-    return tree_digest(out)
-
-
 def shard_of_session(name: str, out: Path) -> str:
     count = int(shard_listing(out)[0].rsplit("-", 1)[1])
     return shard_id(shard_of(urls.slug(name), count), count)
 
 
+@pytest.mark.site
 def test_append_reindexes_one_shard_and_equals_a_fresh_build(
     small_shards: list[str], tmp_path: Path
 ) -> None:
@@ -210,9 +219,11 @@ def test_append_reindexes_one_shard_and_equals_a_fresh_build(
     changed = {rel for rel in after if before.get(rel) != after[rel]}
     assert changed and all(rel.startswith(f"pagefind/{touched}/") for rel in changed), changed
     assert {rel.split("/")[1] for rel in before} == {rel.split("/")[1] for rel in after}
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", search=True)
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_shards_that_empty_or_change_count_are_removed_and_the_tree_equals_a_fresh_build(
     small_shards: list[str], tmp_path: Path
 ) -> None:
@@ -232,7 +243,7 @@ def test_shards_that_empty_or_change_count_are_removed_and_the_tree_equals_a_fre
     assert small_shards == [listing[1]]  # only the new primary: it needs the runtime
     assert report.search == f"built 1/{len(listing) - 1} shards, 1 removed"
     assert not (out / "pagefind" / primary).exists()
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh1")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh1", search=True)
     # Fewer sessions: fewer shards, everything indexed again, old bundles removed.
     write_archive(sessions, kept[:3])
     small_shards.clear()
@@ -242,9 +253,10 @@ def test_shards_that_empty_or_change_count_are_removed_and_the_tree_equals_a_fre
     assert sorted(p.name for p in (out / "pagefind").iterdir()) == sorted(
         [*shard_listing(out), "shards.json"]
     )
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2", search=True)
 
 
+@pytest.mark.site
 def test_only_the_primary_bundle_carries_the_runtime_and_no_ui_is_published(
     small_shards: list[str], tmp_path: Path
 ) -> None:
@@ -262,6 +274,7 @@ def test_only_the_primary_bundle_carries_the_runtime_and_no_ui_is_published(
     assert not [p for p in (out / "pagefind").rglob("pagefind-highlight*")]
 
 
+@pytest.mark.site
 def test_two_sharded_builds_are_byte_identical(small_shards: list[str], tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     write_archive(sessions, NAMES)
@@ -270,6 +283,8 @@ def test_two_sharded_builds_are_byte_identical(small_shards: list[str], tmp_path
     assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_a_missing_or_tampered_bundle_is_rebuilt_and_stray_files_removed(
     small_shards: list[str], tmp_path: Path
 ) -> None:
@@ -306,6 +321,8 @@ def test_a_missing_or_tampered_bundle_is_rebuilt_and_stray_files_removed(
     assert tree_digest(out) == expected
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_a_failed_shard_is_reported_and_retried(
     small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -334,9 +351,10 @@ def test_a_failed_shard_is_reported_and_retried(
     assert build(sessions, out, search=True).search == f"built 1/{len(listing)} shards"
     assert small_shards == [listing[1]]
     assert tree_digest(out) != expected
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", search=True)
 
 
+@pytest.mark.site
 def test_search_off_removes_the_index_and_its_state(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(SAMPLES, out, search=True)
@@ -347,6 +365,7 @@ def test_search_off_removes_the_index_and_its_state(tmp_path: Path) -> None:
     assert not cache_of(out).search_tmp.exists()
 
 
+@pytest.mark.site
 def test_pagefind_config_in_the_working_directory_is_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -364,11 +383,13 @@ def test_pagefind_config_in_the_working_directory_is_ignored(
     assert os.environ["PAGEFIND_FORCE_LANGUAGE"] == "de"
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_a_session_growing_heavy_moves_to_a_shard_of_its_own(
     small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(
-        site_helpers.DEFAULTS, "tunables", Tunables(sessions_per_shard=2, solo_bytes=60_000)
+        helpers.DEFAULTS, "tunables", Tunables(sessions_per_shard=2, solo_bytes=60_000)
     )
     sessions, out = tmp_path / "sessions", tmp_path / "site"
     write_archive(sessions, NAMES)
@@ -383,16 +404,18 @@ def test_a_session_growing_heavy_moves_to_a_shard_of_its_own(
     solo = search.solo_id(urls.slug(heavy))
     assert shard_listing(out)[-1] == solo
     assert sorted(small_shards) == sorted([solo] + ([home] if home in shard_listing(out) else []))
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh1")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh1", search=True)
     # A change to another session of its old shard no longer re-indexes the heavy one.
     neighbour = next(n for n in NAMES if n != heavy and shard_of_session(n, out) != solo)
     write_archive(sessions, NAMES, {heavy: 120, neighbour: 1})
     small_shards.clear()
     build(sessions, out, search=True)
     assert small_shards == [shard_of_session(neighbour, out)]
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2", search=True)
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_another_pagefind_binary_reindexes_every_shard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -427,6 +450,7 @@ def test_another_pagefind_binary_reindexes_every_shard(
     assert seeds == [] and tree_digest(out) == expected
 
 
+@pytest.mark.site
 def test_bundle_chunks_names_exactly_the_files_pagefind_wrote(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(SAMPLES, out, search=True)
@@ -444,6 +468,8 @@ def test_bundle_chunks_names_exactly_the_files_pagefind_wrote(tmp_path: Path) ->
     assert search.bundle_chunks(bundle) is None
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_an_append_seeds_the_shard_with_its_old_chunks_and_prunes_the_stale_ones(
     small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -469,9 +495,11 @@ def test_an_append_seeds_the_shard_with_its_old_chunks_and_prunes_the_stale_ones
     assert small_shards == [shard] and seeded == [True]
     new_fragments = {p.name for p in (out / "pagefind" / shard / "fragment").iterdir()}
     assert old_fragments - new_fragments and new_fragments - old_fragments  # one page changed
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", search=True)
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_unreadable_chunk_lists_fall_back_to_indexing_from_scratch(
     small_shards: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -490,9 +518,10 @@ def test_unreadable_chunk_lists_fall_back_to_indexing_from_scratch(
     small_shards.clear()
     build(sessions, out, search=True)
     assert small_shards == [shard]  # not tried again: from scratch at once
-    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", search=True)
 
 
+@pytest.mark.site
 def test_seeding_never_follows_links_out_of_the_site(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(SAMPLES, out, search=True)

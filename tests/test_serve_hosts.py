@@ -23,8 +23,10 @@ from playwright.sync_api import sync_playwright
 
 from publisher.site.serve import HostPolicy, Refusal, allowed_host, inject_reload
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.test_watch_serve import MAIN, NOTES, Running, edited, watch_args
+
+pytestmark = pytest.mark.site
 
 PORT = 8791
 LOCAL = HostPolicy.create("127.0.0.1", "127.0.0.1", PORT)

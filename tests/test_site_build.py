@@ -12,13 +12,23 @@ from typer.testing import CliRunner
 
 from publisher.cli import app
 from publisher.site import urls
-from tests.conftest import ROOT, SAMPLES, Writer, part, session_doc, turn
-from tests.site_helpers import build, tree_digest
+from tests.helpers import (
+    MAIN,
+    REVIEW,
+    ROOT,
+    SAMPLES,
+    SECURITY,
+    Writer,
+    build,
+    page_of,
+    part,
+    session_doc,
+    tree_digest,
+    turn,
+)
 
 runner = CliRunner()
-MAIN = "ses_20260817_120000_ab12cd"
-REVIEW = "sub_20260817_121500_cd34ef"
-SECURITY = "sub_20260817_122000_ef56gh"
+pytestmark = pytest.mark.site
 
 
 class Ids(HTMLParser):
@@ -53,17 +63,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def page(site: Path, name: str) -> Path:
-    return site / urls.session_page(name)
-
-
 def test_every_turn_and_part_has_its_anchor(site: Path) -> None:
     from publisher.archive import Archive
 
     for entry in Archive(SAMPLES).entries():
         if entry.session is None:
             continue
-        ids = parse(page(site, entry.session.session_name)).ids
+        ids = parse(page_of(site, entry.session.session_name)).ids
         assert len(ids) == len(set(ids)), "duplicate ids"
         for t in entry.session.turns:
             assert f"turn-{t.index}" in ids
@@ -73,39 +79,39 @@ def test_every_turn_and_part_has_its_anchor(site: Path) -> None:
 
 
 def test_errors_and_permissions_sections(site: Path) -> None:
-    html = page(site, MAIN).read_text(encoding="utf-8")
+    html = page_of(site, MAIN).read_text(encoding="utf-8")
     errors = html[html.index('id="errors"') :]
     assert "code 401" in errors and "max_tokens truncation" in errors
     perms = html[html.index('id="permissions"') : html.index('id="errors"')]
     for decision in ("granted", "declined", "denied"):
         assert f'class="badge dec-{decision}"' in perms
-    assert "No errors were recorded in this session." in page(site, REVIEW).read_text(
+    assert "No errors were recorded in this session." in page_of(site, REVIEW).read_text(
         encoding="utf-8"
     )
 
 
 def test_delegation_links_both_ways(site: Path) -> None:
-    parent = parse(page(site, MAIN))
+    parent = parse(page_of(site, MAIN))
     assert f"../{REVIEW}/index.html" in parent.hrefs
-    child = page(site, REVIEW).read_text(encoding="utf-8")
+    child = page_of(site, REVIEW).read_text(encoding="utf-8")
     lineage = child[
         child.index('class="lineage"') : child.index("</nav>", child.index('class="lineage"'))
     ]
     assert f'href="../{MAIN}/index.html"' in lineage
-    grandchild = page(site, SECURITY).read_text(encoding="utf-8")
+    grandchild = page_of(site, SECURITY).read_text(encoding="utf-8")
     lineage = grandchild[grandchild.index('class="lineage"') :]
     assert lineage.index(MAIN) < lineage.index(REVIEW) < lineage.index(SECURITY)
-    assert f"../{SECURITY}/index.html" in parse(page(site, REVIEW)).hrefs
+    assert f"../{SECURITY}/index.html" in parse(page_of(site, REVIEW)).hrefs
 
 
 def test_references_in_text_link_to_sessions(site: Path) -> None:
-    html = page(site, MAIN).read_text(encoding="utf-8")
+    html = page_of(site, MAIN).read_text(encoding="utf-8")
     assert f'<a class="session-ref" href="../{REVIEW}/index.html">#cd34ef</a>' in html
     assert (
         '<a class="session-ref" href="../release-notes/index.html">session:release-notes</a>'
         in html
     )
-    named = page(site, "release-notes").read_text(encoding="utf-8")
+    named = page_of(site, "release-notes").read_text(encoding="utf-8")
     assert f'href="../{REVIEW}/index.html">#cd34ef</a>' in named
 
 
@@ -183,7 +189,7 @@ def test_user_theme_overrides_one_template(tmp_path: Path) -> None:
         '<p class="mine">turn {{ t.turn.index }} by {{ t.turn.model }}</p>\n'
     )
     build(SAMPLES, tmp_path / "out", theme=str(tmp_path / "mytheme"))
-    html = (tmp_path / "out" / urls.session_page(MAIN)).read_text(encoding="utf-8")
+    html = page_of(tmp_path / "out", MAIN).read_text(encoding="utf-8")
     assert '<p class="mine">turn 1 by qwen2.5-coder:32b</p>' in html
     assert 'id="errors"' in html  # everything else from the default theme
 
@@ -234,9 +240,7 @@ def test_user_theme_overriding_parts_tool_changes_tool_parts_only(tmp_path: Path
 def test_builtin_paper_theme(tmp_path: Path) -> None:
     build(SAMPLES, tmp_path / "out", theme="paper")
     assert "print-like reading theme" in (tmp_path / "out" / "assets" / "theme.css").read_text()
-    assert 'class="turn-line"' in (tmp_path / "out" / urls.session_page(MAIN)).read_text(
-        encoding="utf-8"
-    )
+    assert 'class="turn-line"' in page_of(tmp_path / "out", MAIN).read_text(encoding="utf-8")
 
 
 def test_export_html_is_self_contained(tmp_path: Path) -> None:
@@ -319,7 +323,7 @@ def test_hostile_text_never_becomes_markup(
     )
     out = tmp_path / "out"
     build(archive, out)
-    for path in [out / "index.html", out / urls.session_page("ses_20260817_120000_ab12cd")]:
+    for path in [out / "index.html", page_of(out, MAIN)]:
         html = path.read_text(encoding="utf-8")
         assert "<script>alert" not in html and "<img" not in html
         assert "javascript:" not in " ".join(parse(path).hrefs)

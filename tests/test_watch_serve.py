@@ -19,24 +19,32 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TYPE_CHECKING, TypeVar
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, sync_playwright
-from typer.testing import CliRunner
 
-from publisher.cli import app
 from publisher.site.serve import RELOAD_TAG, inject_reload
 from publisher.site.watch import Debouncer, HoldPolicy
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
-from tests.conftest import ROOT, SAMPLES
-from tests.site_helpers import build, tree_digest
+from tests.browser import chromium
+from tests.helpers import (
+    JOB,
+    MAIN,
+    NOTES,
+    ROOT,
+    SAMPLES,
+    copy_samples,
+    fresh_digest,
+    page_of,
+    polyglav,
+    python_env,
+    tree_digest,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ConsoleMessage, Page
 
 T = TypeVar("T")
 
-MAIN = "ses_20260817_120000_ab12cd"
-NOTES = "release-notes"
-JOB = "job_20260826_110230_7f3k2a"
 TIMEOUT = 10.0
 
 
@@ -48,8 +56,7 @@ class Running:
     """A ``polyglav site …`` subprocess; its stdout and stderr lines are collected."""
 
     def __init__(self, cwd: Path, *args: str) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        env = python_env(PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "publisher", "site", *args],
             cwd=cwd,
@@ -126,15 +133,7 @@ def start(tmp_path: Path) -> Iterator[Callable[..., Running]]:
 
 @pytest.fixture
 def sessions(tmp_path: Path) -> Path:
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    for name in (MAIN, NOTES):
-        shutil.copy2(SAMPLES / f"{name}.json", folder)
-    return folder
-
-
-def page_of(out: Path, name: str) -> Path:
-    return out / "sessions" / name / "index.html"
+    return copy_samples(tmp_path / "sessions", [MAIN, NOTES], old=False)
 
 
 def edited(name: str, marker: str) -> bytes:
@@ -149,12 +148,6 @@ def has(path: Path, text: str) -> bool:
         return text.encode() in path.read_bytes()
     except OSError:
         return False
-
-
-def fresh_build(sessions: Path, out: Path, theme: str | None = None) -> dict[str, str]:
-    """The published files (path → hash) of a plain full build into ``out``."""
-    build(sessions, out, theme=theme)
-    return tree_digest(out)
 
 
 def watch_args(sessions: Path, out: Path, *extra: str) -> list[str]:
@@ -175,6 +168,7 @@ def watch_args(sessions: Path, out: Path, *extra: str) -> list[str]:
 # Pure parts
 
 
+@pytest.mark.unit
 def test_debounce_quiet_window_and_cap() -> None:
     debounce = Debouncer(quiet_window=0.3, max_delay=2.0)
     assert debounce.due() is None
@@ -189,6 +183,7 @@ def test_debounce_quiet_window_and_cap() -> None:
     assert debounce.due() is None
 
 
+@pytest.mark.unit
 def test_hold_policy_releases_after_the_limit() -> None:
     now = [0.0]
     hold = HoldPolicy(limit=30.0, clock=lambda: now[0])
@@ -201,15 +196,17 @@ def test_hold_policy_releases_after_the_limit() -> None:
     assert hold("a.json", "truncated JSON")
 
 
+@pytest.mark.unit
 def test_reload_tag_goes_before_head_end() -> None:
     page = b"<html><head><title>x</title></HEAD ><body></body></html>"
     assert inject_reload(page) == page.replace(b"</HEAD >", RELOAD_TAG + b"</HEAD >")
     assert inject_reload(b"<p>no head</p>") == b"<p>no head</p>" + RELOAD_TAG
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", ["watch", "serve"])
 def test_help_has_an_example(command: str) -> None:
-    result = CliRunner().invoke(app, ["site", command, "--help"])
+    result = polyglav("site", command, "--help")
     assert result.exit_code == 0
     assert f"Example: polyglav site {command}" in result.stdout
 
@@ -218,6 +215,8 @@ def test_help_has_an_example(command: str) -> None:
 # watch
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_follows_writes_renames_deletes_and_the_theme(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -245,9 +244,11 @@ def test_watch_follows_writes_renames_deletes_and_the_theme(
     code, took = watch.stop(signal.SIGINT)
     assert code == 0 and took < 5, watch.log()
     assert "Traceback" not in watch.log()
-    assert tree_digest(out) == fresh_build(sessions, tmp_path / "fresh", str(theme))
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", theme=str(theme))
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_with_search_writes_pages_first_then_indexes(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -270,11 +271,11 @@ def test_watch_with_search_writes_pages_first_then_indexes(
     assert watch.err.index(build_line, after) < watch.err.index(search_line, after)
     assert watch.stop()[0] == 0
     assert "Traceback" not in watch.log()
-    fresh = tmp_path / "fresh"
-    build(sessions, fresh, search=True)
-    assert tree_digest(out) == tree_digest(fresh)
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", search=True)
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_keeps_the_last_good_page_of_a_half_written_file(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -293,9 +294,11 @@ def test_watch_keeps_the_last_good_page_of_a_half_written_file(
     (sessions / f"{NOTES}.json").write_bytes(whole)  # done writing
     watch.until(lambda: has(page_of(out, NOTES), "SECOND-VERSION"), "the finished page")
     assert watch.stop()[0] == 0
-    assert tree_digest(out) == fresh_build(sessions, tmp_path / "fresh")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_never_drops_a_page_while_a_careless_writer_rewrites(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -334,12 +337,14 @@ def test_watch_never_drops_a_page_while_a_careless_writer_rewrites(
     assert f"{MAIN}.json does not load yet" in watch.log()  # the writer was caught halfway
     target.write_bytes(versions[0])
     watch.until(lambda: has(page_of(out, MAIN), "VERSION-0"), "the final version")
-    fresh = fresh_build(sessions, tmp_path / "fresh")
+    fresh = fresh_digest(sessions, tmp_path / "fresh")
     watch.until(lambda: tree_digest(out) == fresh, "the site to equal a fresh build")
     assert watch.stop()[0] == 0
     assert "polyglav: error" not in watch.log(), watch.log()
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_survives_the_folder_deleted_and_recreated(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -369,6 +374,8 @@ def test_watch_survives_the_folder_deleted_and_recreated(
     assert code == 0 and took < 5, watch.log()
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_redacts_like_build(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -417,6 +424,8 @@ def served(
     return server, port, out
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_serve_pages_headers_and_injected_script(
     tmp_path: Path, sessions: Path, served: tuple[Running, int, Path]
 ) -> None:
@@ -430,7 +439,7 @@ def test_serve_pages_headers_and_injected_script(
     assert body.count(RELOAD_TAG + b"</head>") == 1
     on_disk = page_of(out, MAIN).read_bytes()
     assert b"__polyglav" not in on_disk and body.replace(RELOAD_TAG, b"") == on_disk
-    assert tree_digest(out) == fresh_build(sessions, tmp_path / "plain")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "plain")
 
     assert http(port, b"/")[2] == inject_reload((out / "index.html").read_bytes())
     status, headers, _ = http(port, f"/sessions/{MAIN}".encode())
@@ -448,6 +457,8 @@ def test_serve_pages_headers_and_injected_script(
     assert server.stop(signal.SIGINT)[0] == 0
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_serve_answers_404_outside_the_site(
     tmp_path: Path, served: tuple[Running, int, Path]
 ) -> None:
@@ -502,6 +513,8 @@ def test_serve_answers_404_outside_the_site(
     assert server.stop()[0] == 0
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_serve_sends_an_event_after_each_build_that_changed_files(
     sessions: Path, served: tuple[Running, int, Path]
 ) -> None:
@@ -540,16 +553,15 @@ def is_error(message: ConsoleMessage) -> bool:
     return message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico")
 
 
+@pytest.mark.browser
 def test_browser_reloads_changed_pages_at_the_same_turn(
     sessions: Path, served: tuple[Running, int, Path]
 ) -> None:
     server, port, _ = served
     shutil.copy2(SAMPLES / f"{JOB}.json", sessions)
     server.until(lambda: http(port, f"/sessions/{JOB}/".encode())[0] == 200, "the job's page")
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: bash scripts/setup-tests.sh"
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         context = browser.new_context(viewport={"width": 1100, "height": 700})
 
         def open_page(path: str) -> Page:
@@ -580,11 +592,12 @@ def test_browser_reloads_changed_pages_at_the_same_turn(
         now = main.evaluate("document.getElementById('turn-7').getBoundingClientRect().top")
         assert abs(now - top) < 2
         assert other.evaluate("window.__before") is True  # not changed: not reloaded
-        browser.close()
     assert problems == []
     assert server.stop()[0] == 0
 
 
+@pytest.mark.site
+@pytest.mark.slow
 def test_soak_several_careless_writers_every_few_milliseconds(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
@@ -637,12 +650,13 @@ def test_soak_several_careless_writers_every_few_milliseconds(
             lambda n=name: has(page_of(out, n), f"SOAK-{n[:3]}-{written[n]}"),
             f"the last version of {name}",
         )
-    fresh = fresh_build(sessions, tmp_path / "fresh")
+    fresh = fresh_digest(sessions, tmp_path / "fresh")
     watch.until(lambda: tree_digest(out) == fresh, "the site to equal a fresh build")
     assert watch.stop()[0] == 0
     assert "Traceback" not in watch.log() and "polyglav: error" not in watch.log(), watch.log()
 
 
+@pytest.mark.site
 def test_watch_follows_another_agents_logs_through_the_importer(
     tmp_path: Path, start: Callable[..., Running]
 ) -> None:
