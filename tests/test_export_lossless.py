@@ -29,8 +29,17 @@ texts = st.text(any_char, max_size=60) | st.sampled_from(
         "x\n",
         "\ud800",
         "\t```",
+        "a\r\nb\r\n",
+        "1 failed\r\n```\r\n",
+        "\r\n\r\n",
     ]
 )
+# Text whose line endings are all CRLF: kept as a normal block, the ending in the info.
+crlf_texts = st.lists(
+    st.text(st.characters(codec="utf-8", exclude_characters="\r\n\x00"), max_size=20),
+    min_size=2,
+    max_size=6,
+).map("\r\n".join)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | texts,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
@@ -50,7 +59,10 @@ def recover_blocks(markdown: str) -> list[tuple[str, str]]:
             out.append((token.info, json.loads(token.content)))
         else:
             assert token.content.endswith("\n")
-            out.append((token.info, token.content[:-1]))
+            text = token.content[:-1]
+            if "line-ending=crlf" in token.info.split():
+                text = text.replace("\n", "\r\n")
+            out.append((token.info, text))
     return out
 
 
@@ -132,6 +144,17 @@ def test_export_is_deterministic_and_encodable(text: str, name: str, model: str)
     assert first == roundtrip(doc)
     first.encode("utf-8")  # no lone surrogate reaches the file
     assert h2_lines(first) == ["## Turn 1", "## Permissions", "## Errors"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(output=crlf_texts | texts)
+def test_crlf_text_stays_a_normal_block_and_lossless(output: str) -> None:
+    doc = session_doc(turns=[turn(1, part("tool", name="run", input={}, output=output))])
+    blocks = recover_blocks(roundtrip(doc))
+    assert blocks[1][1] == output
+    uniform = output.count("\r\n") == output.count("\n") == output.count("\r") > 0
+    if uniform and "\x00" not in output and not any(0xD800 <= ord(c) <= 0xDFFF for c in output):
+        assert blocks[1][0] == "text line-ending=crlf"
 
 
 def test_two_exports_of_a_file_are_byte_identical() -> None:
