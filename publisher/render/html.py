@@ -34,6 +34,8 @@ from ..model import Session, ToolPart, Turn
 from ..theme import Theme
 from . import markup, view
 from .contexts import (
+    DecisionNote,
+    ErrorNote,
     IndexPage,
     IndexRow,
     OutputView,
@@ -43,6 +45,7 @@ from .contexts import (
     TreeNode,
     TurnView,
 )
+from .places import error_code
 from .text import json_text
 
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
@@ -118,6 +121,7 @@ class HtmlRenderer:
             human_size=human_size,
             number=_number,
             short_time=short_time,
+            error_code=error_code,
         )
         self.env.filters.update(
             md=_md_filter, pre=_pre_filter, jsonhl=_json_filter, to_json=_to_json
@@ -134,8 +138,15 @@ class HtmlRenderer:
         resolve_ref: markup.RefResolver | None,
         externalize: bool = True,
         anchor: str | None = None,
+        errors: list[ErrorNote] | None = None,
+        decisions: dict[int, list[DecisionNote]] | None = None,
+        sections: str = "",
     ) -> RenderedTurn:
-        """``turn.html`` for one turn, and the side files of its long outputs."""
+        """``turn.html`` for one turn, and the side files of its long outputs.
+
+        ``errors`` and ``decisions`` (by part number) are the session's errors and
+        permission decisions placed in this turn (:func:`.places.turn_notes`); ``sections``
+        the page that holds the Errors and Permissions sections (``""``: this one)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
         parts = []
@@ -152,6 +163,7 @@ class HtmlRenderer:
                     label=view.part_label(part),
                     template=view.part_template(part),
                     output=output,
+                    decisions=(decisions or {}).get(number, []),
                 )
             )
         context = TurnView(
@@ -160,6 +172,8 @@ class HtmlRenderer:
             boundaries=boundaries,
             parts=parts,
             last_index=view.last_index(session),
+            errors=errors or [],
+            sections=sections,
         )
         html = self.template("turn.html").render(t=context, resolve_ref=resolve_ref)
         return RenderedTurn(html, files)
