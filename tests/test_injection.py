@@ -88,7 +88,41 @@ def hostile_session(i: int, payload: str) -> dict[str, Any]:
             ),
             turn(2, part("command", p, summary=p, compact_from=1)),
             # An error and a decision placed in a turn and on its call: shown in place.
-            turn(3, part("tool", name=p, input={"command": p}, output=p), status=p),
+            turn(
+                3,
+                part("tool", name=p, input={"command": p}, output=p),
+                # Tool-aware views: shell line, diff, read, fetch URL, delegate, ANSI.
+                part(
+                    "tool",
+                    name="run_command",
+                    input={"command": p},
+                    output=f"\x1b[31m{p}\x1b[0m\x00",
+                ),
+                part(
+                    "tool", name="file_write", input={"path": p, "patch": f"-{p}\n+{p}"}, output=p
+                ),
+                part(
+                    "tool",
+                    name="Edit",
+                    input={"file_path": p, "old_string": p, "new_string": p + "x"},
+                ),
+                part(
+                    "tool",
+                    name="run_command",
+                    input={"command": ["bash", "-lc", p]},
+                    output=f"--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-{p}\n+{p}\n",
+                ),
+                part("tool", name="file_read", input={"path": p, "start_line": 1, "end_line": 2}),
+                part("tool", name="web_fetch", input={"url": p}),
+                part("tool", name="web_fetch", input={"url": "https://x.test/" + p}),
+                part(
+                    "tool",
+                    name="delegate",
+                    input={"role": p, "task": p},
+                    output=f"Delegated to {p}",
+                ),
+                status=p,
+            ),
         ],
         errors=[
             {"code": p, "message": p, "timestamp": p, p: p},

@@ -35,6 +35,7 @@ from markupsafe import Markup
 
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
 from .markup import RefResolver
+from .tools import ToolView
 from .view import Boundary
 
 
@@ -55,6 +56,16 @@ class OutputView:
     file: str | None = None
     """The side file holding the full output (relative to the page), when it is too long to
     inline; ``None`` when the page holds all of it."""
+    mode: str = "text"
+    """How it reads: ``diff`` (a unified diff), ``ansi`` (terminal colours) or ``text``."""
+    head: str = ""
+    """For a long output: its first lines, shown (``head + middle + tail == text``)."""
+    middle: str = ""
+    """Its hidden lines, behind "N lines hidden · show all"; empty when nothing is hidden."""
+    tail: str = ""
+    """Its last lines, shown (where a failure summary usually is)."""
+    hidden: int = 0
+    """How many lines ``middle`` holds."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -101,6 +112,12 @@ class PartView:
     """A tool call's output; ``None`` for other parts and for a call with no output yet."""
     decisions: list[DecisionNote] = field(default_factory=list)
     """The permission decisions matched to this tool call."""
+    friendly: ToolView | None = None
+    """A tool call's friendly view (:mod:`.tools`), ``None`` for the generic one."""
+    tool_template: str | None = None
+    """The theme's ``tools/<name>.html`` for this tool, when it ships one."""
+    sub_url: str | None = None
+    """The page of the sub-session a delegate call spawned, when it is in the archive."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -119,6 +136,9 @@ class TurnView:
     """The session's last turn index (a compaction note names it)."""
     errors: list[ErrorNote] = field(default_factory=list)
     """The session's errors placed in this turn."""
+    changed: frozenset[str] = frozenset({"model", "provider", "mode", "reasoning"})
+    """Which of model, provider, mode and reasoning differ from the turn before (all of
+    them for the first turn): the card shows only those."""
     sections: str = ""
     """The page holding the Errors and Permissions sections (``index.html``), ``""`` when
     it is the page the turn is on (the single-file export)."""

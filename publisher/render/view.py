@@ -207,6 +207,18 @@ def boundaries(session: Session) -> dict[int, list[Boundary]]:
     return out
 
 
+#: The turn settings a card shows only when they change from the turn before.
+META_FIELDS = ("model", "provider", "mode", "reasoning")
+
+
+def meta_changes(previous: Turn | None, turn: Turn) -> frozenset[str]:
+    """Which of :data:`META_FIELDS` ``turn`` sets differently from ``previous`` (all of
+    them when there is no turn before)."""
+    if previous is None:
+        return frozenset(META_FIELDS)
+    return frozenset(f for f in META_FIELDS if getattr(previous, f) != getattr(turn, f))
+
+
 def turn_anchors(session: Session) -> list[str]:
     """Each turn's element id: ``turn-3``, ``turn-3-dup2`` for the second turn 3."""
     seen: dict[int, int] = {}

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ..audit import Audit
-from ..model import Session
-from ..render import places, view
+from ..model import Session, ToolPart
+from ..render import places, tools, view
 from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
@@ -120,10 +120,12 @@ def render_session_pages(
     marks = view.boundaries(session)
     audit = Audit.of(session)
     anchors: list[str] = []
+    sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
     refs_key = staleness.refs_key(facts.refs)
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
     rendered: list[_Fragment] = []
+    previous = None
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = (
@@ -133,8 +135,19 @@ def render_session_pages(
         )
         anchors.append(anchor)
         errors, decisions = places.turn_notes(session, audit, len(anchors) - 1)
+        # The sub-sessions its delegate calls link to (present in the site or not).
+        spawned = {
+            target: sub_urls.get(target)
+            for part in turn.parts
+            if isinstance(part, ToolPart) and (target := tools.delegate_target(part))
+        }
         key = staleness.turn_key(
-            turn, refs_key, marks.get(turn.index, []), last_index, anchor, (errors, decisions)
+            turn,
+            refs_key,
+            marks.get(turn.index, []),
+            last_index,
+            anchor,
+            (errors, decisions, sorted(spawned.items()), sorted(view.meta_changes(previous, turn))),
         )
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
@@ -147,7 +160,10 @@ def render_session_pages(
                 errors=errors,
                 decisions=decisions,
                 sections="index.html",
+                sub_urls={k: v for k, v in spawned.items() if v is not None},
+                previous=previous,
             )
+        previous = turn
         store.add(key, fragment)
         rendered.append(_Fragment(turn.index, key, len(fragment.html)))
         del fragment

@@ -38,6 +38,7 @@ def export_html(
             anchor=anchors[position],
             errors=errors,
             decisions=decisions,
+            previous=session.turns[position - 1] if position else None,
         )
         return Markup(rendered.html)
 
