@@ -162,10 +162,13 @@ def _turn(
         yield "**Other turn fields:**\n\n"
         yield from code_block(json_text(turn.extra), "json")
         yield "\n"
-    if audit is None or position is None:
-        audit = Audit.of(session)
-        position = session.turns.index(turn) if turn in session.turns else -1
-    errors, decisions = places.turn_notes(session, audit, position)
+    # One turn alone (turn_markdown, e.g. a JUnit failure) carries no notes: placing them
+    # needs the whole session, once, not once a turn.
+    errors, decisions = (
+        places.turn_notes(session, audit, position)
+        if audit is not None and position is not None
+        else ([], {})
+    )
     if not turn.parts:
         yield "_This turn has no parts._\n\n"
     for number, part in enumerate(turn.parts, start=1):
