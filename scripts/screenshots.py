@@ -46,10 +46,23 @@ def main() -> None:
         if site is None:
             site = Path(tmp) / "site"
             subprocess.run(
-                [sys.executable, "-m", "publisher", "site", "build", "--project",
-                 str(ROOT / "sample_sessions"), "--out", str(site), "--no-search",
-                 "--cache-dir", str(Path(tmp) / "cache")],
-                check=True, cwd=ROOT, capture_output=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "publisher",
+                    "site",
+                    "build",
+                    "--project",
+                    str(ROOT / "sample_sessions"),
+                    "--out",
+                    str(site),
+                    "--no-search",
+                    "--cache-dir",
+                    str(Path(tmp) / "cache"),
+                ],
+                check=True,
+                cwd=ROOT,
+                capture_output=True,
             )
         args.out.mkdir(parents=True, exist_ok=True)
         with static_server(site) as base, sync_playwright() as pw:
