@@ -17,14 +17,10 @@ kind                    found when
 
 **Attribution.** Turn statuses and tool errors belong to their turn (``N``) or part
 (``N.M``, numbered as ``/print N.M`` numbers parts). Errors and permission decisions live
-outside the turn log with only a timestamp, so they are attributed by time: the event goes
-to the latest-started turn whose ``started_at``–``ended_at`` span holds its timestamp; when
-no span holds it, to the latest turn started at or before it (the turn in progress, or the
-last one that ran: an error recorded just after a turn failed belongs to that turn). A
-permission is then narrowed to the tool part of its turn with the same tool name and the same
-timestamp, else the last such part started before it, else the first. An event with no
-readable timestamp, or one earlier than every turn, names no turn (``turn`` is empty).
-Timestamps without a zone are read as UTC.
+outside the turn log with only a timestamp: they are placed in a turn (and a decision on a
+tool call) by the rules of :mod:`.audit`, the one home of those rules, which the session
+pages and the Markdown export use too. An event placed in no turn names none (``turn`` is
+empty).
 
 **Sub-sessions.** :func:`session_tree` follows ``sub_sessions`` at any depth, depth first in
 the order the parents list them; a name already visited is not followed again (a cycle or a
@@ -33,16 +29,15 @@ diamond), and a name that does not load is kept with the reason.
 
 from __future__ import annotations
 
-import heapq
 import re
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from .audit import Audit, attribute, utc_time
 from .model import Session, ToolPart, Turn
 from .render.text import FIRST_LINE_RE
-from .render.view import parse_time
+
+__all__ = ["attribute", "utc_time"]
 
 #: Every kind ``--fail-on`` takes, in the order reports list them.
 KINDS: tuple[str, ...] = (
@@ -206,25 +201,20 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
                     add(seq, _tool_error(name, turn, position, number, part))
                     seq += 1
 
-    # (timestamp, kind, message, tool): errors and permission decisions, attributed by time.
-    events: list[tuple[str, str, str, str | None]] = []
+    # Errors and permission decisions, placed by the rules of :mod:`.audit`.
+    placed = Audit.of(session)
     if "error" in wanted:
-        for error in session.errors:
-            events.append(
-                (error.timestamp, "error", _error_message(error.code, error.message), None)
-            )
-    for permission in session.permissions:
+        for error, where in zip(session.errors, placed.errors, strict=True):
+            message = _error_message(error.code, error.message)
+            add(seq, _attributed(session, "error", message, where.position, None))
+            seq += 1
+    for permission, decided in zip(session.permissions, placed.decisions, strict=True):
         kind = permission.decision
         if kind in ("denied", "declined") and kind in wanted:
             what = one_line(f"{permission.tool} {permission.path}".strip())
-            events.append(
-                (permission.timestamp, kind, f"permission {kind}: {what}", permission.tool)
-            )
-    positions = attribute(session.turns, [event[0] for event in events]) if events else []
-    calls = _ToolCalls(session)
-    for (stamp, kind, message, tool), at in zip(events, positions, strict=True):
-        add(seq, _attributed(session, calls, kind, message, at, tool, stamp))
-        seq += 1
+            message = f"permission {kind}: {what}"
+            add(seq, _attributed(session, kind, message, decided.position, decided.part))
+            seq += 1
     keyed.sort(key=lambda item: item[0])
     return [finding for _, finding in keyed]
 
@@ -285,118 +275,14 @@ def _error_message(code: int | float | str, message: str) -> str:
 
 
 def _attributed(
-    session: Session,
-    calls: _ToolCalls,
-    kind: str,
-    message: str,
-    position: int | None,
-    tool: str | None,
-    stamp: str,
+    session: Session, kind: str, message: str, position: int | None, number: int | None
 ) -> Finding:
-    """A finding for an event attributed to the turn at ``position`` (and, for a permission
-    on ``tool``, to the part of that turn that called it)."""
+    """A finding for an event placed in the turn at ``position`` (and part ``number``)."""
     if position is None:
         return Finding(session.session_name, kind, "", message)
     turn = session.turns[position]
-    number = calls.part_for(position, tool, stamp) if tool is not None else None
     label = f"{turn.index}.{number}" if number is not None else str(turn.index)
     return Finding(session.session_name, kind, label, message, position, number)
-
-
-class _ToolCalls:
-    """The tool parts of a session's turns by name, sorted by time, read once per turn."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.by_turn: dict[int, dict[str, tuple[list[datetime], list[int], int]]] = {}
-
-    def part_for(self, position: int, tool: str, stamp: str) -> int | None:
-        """The part a permission on ``tool`` at ``stamp`` was for: the call of that tool with
-        the same timestamp, else the last one before it, else the first; None if none."""
-        table = self.by_turn.get(position)
-        if table is None:
-            table = self.by_turn[position] = self._index(self.session.turns[position])
-        entry = table.get(tool)
-        if entry is None:
-            return None
-        times, numbers, first = entry
-        at = utc_time(stamp)
-        if at is None:
-            return first
-        i = bisect_left(times, at)
-        if i < len(times) and times[i] == at:
-            return numbers[i]
-        return numbers[i - 1] if i else first
-
-    @staticmethod
-    def _index(turn: Turn) -> dict[str, tuple[list[datetime], list[int], int]]:
-        timed: dict[str, list[tuple[datetime, int]]] = {}
-        first: dict[str, int] = {}
-        for number, part in enumerate(turn.parts, start=1):
-            if isinstance(part, ToolPart):
-                first.setdefault(part.name, number)
-                when = utc_time(part.timestamp)
-                if when is not None:
-                    timed.setdefault(part.name, []).append((when, number))
-        table = {}
-        for name, number in first.items():
-            calls = sorted(timed.get(name, []))
-            table[name] = ([w for w, _ in calls], [n for _, n in calls], number)
-        return table
-
-
-def utc_time(value: str) -> datetime | None:
-    """A timestamp as an aware UTC datetime (a naive one is read as UTC), or None."""
-    parsed = parse_time(value)
-    if parsed is None:
-        return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    try:
-        return parsed.astimezone(UTC)
-    except (OverflowError, ValueError):
-        return None
-
-
-def attribute(turns: list[Turn], stamps: Iterable[str]) -> list[int | None]:
-    """For each timestamp, the position of the turn it is attributed to (module docstring).
-
-    One sweep over the events in time order with a heap of the turns started so far: a
-    turn whose span ended before the current event can hold no later event either, so it
-    is dropped for good. O((turns + events) log turns).
-    """
-    spans: list[tuple[datetime, datetime, int]] = []
-    for position, turn in enumerate(turns):
-        start = utc_time(turn.started_at)
-        if start is None:
-            continue
-        end = utc_time(turn.ended_at)
-        spans.append((start, end if end is not None and end >= start else start, position))
-    spans.sort(key=lambda span: (span[0], span[2]))
-    starts = [span[0] for span in spans]
-    times = [utc_time(stamp) for stamp in stamps]
-    order = sorted(
-        (i for i, when in enumerate(times) if when is not None),
-        key=lambda i: times[i],  # type: ignore[arg-type, return-value]
-    )
-    out: list[int | None] = [None] * len(times)
-    heap: list[tuple[float, int, int, datetime]] = []  # (-start, -order, position, end)
-    added = 0
-    for i in order:
-        when = times[i]
-        assert when is not None
-        limit = bisect_right(starts, when)
-        while added < limit:
-            start, end, position = spans[added]
-            heapq.heappush(heap, (-start.timestamp(), -added, position, end))
-            added += 1
-        while heap and heap[0][3] < when:
-            heapq.heappop(heap)
-        if heap:
-            out[i] = heap[0][2]
-        elif limit:
-            out[i] = spans[limit - 1][2]
-    return out
 
 
 def kind_lines(found: list[Finding], root: str, limit: int = 10) -> list[str]:

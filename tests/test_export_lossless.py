@@ -32,8 +32,17 @@ texts = st.text(any_char, max_size=60) | st.sampled_from(
         "x\n",
         "\ud800",
         "\t```",
+        "a\r\nb\r\n",
+        "1 failed\r\n```\r\n",
+        "\r\n\r\n",
     ]
 )
+# Text whose line endings are all CRLF: kept as a normal block, the ending in the info.
+crlf_texts = st.lists(
+    st.text(st.characters(codec="utf-8", exclude_characters="\r\n\x00"), max_size=20),
+    min_size=2,
+    max_size=6,
+).map("\r\n".join)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | texts,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
@@ -53,7 +62,10 @@ def recover_blocks(markdown: str) -> list[tuple[str, str]]:
             out.append((token.info, json.loads(token.content)))
         else:
             assert token.content.endswith("\n")
-            out.append((token.info, token.content[:-1]))
+            text = token.content[:-1]
+            if "line-ending=crlf" in token.info.split():
+                text = text.replace("\n", "\r\n")
+            out.append((token.info, text))
     return out
 
 
@@ -138,6 +150,17 @@ def test_export_is_deterministic_and_encodable(text: str, name: str, model: str)
     assert h2_lines(first) == ["## Turn 1", "## Permissions", "## Errors"]
 
 
+@settings(max_examples=200, deadline=None)
+@given(output=crlf_texts | texts)
+def test_crlf_text_stays_a_normal_block_and_lossless(output: str) -> None:
+    doc = session_doc(turns=[turn(1, part("tool", name="run", input={}, output=output))])
+    blocks = recover_blocks(roundtrip(doc))
+    assert blocks[1][1] == output
+    uniform = output.count("\r\n") == output.count("\n") == output.count("\r") > 0
+    if uniform and "\x00" not in output and not any(0xD800 <= ord(c) <= 0xDFFF for c in output):
+        assert blocks[1][0] == "text line-ending=crlf"
+
+
 def test_two_exports_of_a_file_are_byte_identical() -> None:
     doc = session_doc(turns=[turn(1, part("user", "hi"), part("text", "## Errors\nfake"))])
     assert roundtrip(doc).encode() == roundtrip(doc).encode()
@@ -167,7 +190,8 @@ def section_blocks(markdown: str, heading: str) -> list[tuple[str, str]]:
 def table_rows(markdown: str) -> list[list[str]]:
     """The body rows of the Permissions table, each cell recovered to the value it shows:
     ``-`` is empty, a code span shows its value, as a JSON string when it starts with ``"``
-    (a value with a line break, a control character or a ``|``)."""
+    (a value with a line break, a control character or a ``|``). The last column (the
+    tool call a decision resolved, ours, not the record's) is left out."""
     section = markdown[markdown.index("## Permissions") : markdown.index("## Errors")]
     rows: list[list[str]] = []
     in_body = False
@@ -182,8 +206,11 @@ def table_rows(markdown: str) -> list[list[str]]:
                 value = children[0].content
                 rows[-1].append(json.loads(value) if value.startswith('"') else value)
             else:
-                assert token.content in ("-", "") or token.content.isdigit(), token.content
                 rows[-1].append("" if token.content == "-" else token.content)
+    for row in rows:
+        call = row.pop()
+        assert call == "no matching call" or call.replace(".", "").isdigit(), call
+        assert row[0].isdigit(), row
     return rows
 
 
@@ -257,8 +284,8 @@ def test_a_pipe_in_a_table_cell_stays_in_its_cell() -> None:
     """``|`` splits a GFM table row even inside a code span: the export writes it escaped."""
     values = {"tool": "a|b", "path": "x `|` y", "action": "|", "decision": "denied|granted"}
     markdown = roundtrip(session_doc(permissions=[permission(**values)]))
-    row = markdown.split("|---|---|---|---|---|---|\n", 1)[1].split("\n", 1)[0]
-    assert row.count("|") == 7, row  # the six cells' separators only
+    row = markdown.split("|---|---|---|---|---|---|---|\n", 1)[1].split("\n", 1)[0]
+    assert row.count("|") == 8, row  # the seven cells' separators only
     assert table_rows(markdown) == [["1", "", "a|b", "|", "denied|granted", "x `|` y"]]
 
 

@@ -38,6 +38,7 @@ ALLOWED_TAGS = {
     "h1", "h2", "h3", "h4", "h5", "h6", "code", "pre", "span", "dl", "dt", "dd", "div", "section", "article",
     "details", "summary", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "strong", "em", "br",
     "hr", "blockquote", "label", "input", "select", "option", "button", "s", "del", "mark",
+    "svg", "rect", "kbd", "aside",
 }  # fmt: skip
 
 
@@ -86,9 +87,51 @@ def hostile_session(i: int, payload: str) -> dict[str, Any]:
                 **{p: p},
             ),
             turn(2, part("command", p, summary=p, compact_from=1)),
+            # An error and a decision placed in a turn and on its call: shown in place.
+            turn(
+                3,
+                part("tool", name=p, input={"command": p}, output=p),
+                # Tool-aware views: shell line, diff, read, fetch URL, delegate, ANSI.
+                part(
+                    "tool",
+                    name="run_command",
+                    input={"command": p},
+                    output=f"\x1b[31m{p}\x1b[0m\x00",
+                ),
+                part(
+                    "tool", name="file_write", input={"path": p, "patch": f"-{p}\n+{p}"}, output=p
+                ),
+                part(
+                    "tool",
+                    name="Edit",
+                    input={"file_path": p, "old_string": p, "new_string": p + "x"},
+                ),
+                part(
+                    "tool",
+                    name="run_command",
+                    input={"command": ["bash", "-lc", p]},
+                    output=f"--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-{p}\n+{p}\n",
+                ),
+                part("tool", name="file_read", input={"path": p, "start_line": 1, "end_line": 2}),
+                part("tool", name="web_fetch", input={"url": p}),
+                part("tool", name="web_fetch", input={"url": "https://x.test/" + p}),
+                part(
+                    "tool",
+                    name="delegate",
+                    input={"role": p, "task": p},
+                    output=f"Delegated to {p}",
+                ),
+                status=p,
+            ),
         ],
-        errors=[{"code": p, "message": p, "timestamp": p, p: p}],
-        permissions=[{"tool": p, "action": p, "decision": p, "path": p, "timestamp": p}],
+        errors=[
+            {"code": p, "message": p, "timestamp": p, p: p},
+            {"code": p, "message": p, "timestamp": "2026-08-17T12:00:02+00:00"},
+        ],
+        permissions=[
+            {"tool": p, "action": p, "decision": p, "path": p, "timestamp": p},
+            {"tool": p, "action": p, "decision": p, "path": p, "timestamp": "2026-08-17T12:00:01Z"},
+        ],
         **{f"x_{i}": p},
     )
 
@@ -129,7 +172,7 @@ class TagAudit(HTMLParser):
                     self.problems.append(f"{name}={value!r} on <{tag}>")
         if tag == "script" and dict(attrs).get("type") != "application/json":
             src = dict(attrs).get("src") or ""
-            if not src.endswith("assets/app.js"):
+            if not src.endswith(("assets/app.js", "assets/session.js")):
                 self.problems.append(f"script {src!r}")
         equiv = (dict(attrs).get("http-equiv") or "").lower()
         if tag == "meta" and equiv == "refresh":
@@ -137,7 +180,7 @@ class TagAudit(HTMLParser):
         if tag == "meta" and equiv == "content-security-policy":
             self.csp += 1
         if tag == "link" and not (dict(attrs).get("href") or "").endswith(
-            ("assets/style.css", "assets/theme.css")
+            ("assets/style.css", "assets/theme.css", "assets/session.css")
         ):
             self.problems.append(f"link {attrs}")
 

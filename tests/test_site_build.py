@@ -81,7 +81,7 @@ def test_every_turn_and_part_has_its_anchor(site: Path) -> None:
 def test_errors_and_permissions_sections(site: Path) -> None:
     html = page_of(site, MAIN).read_text(encoding="utf-8")
     errors = html[html.index('id="errors"') :]
-    assert "code 401" in errors and "max_tokens truncation" in errors
+    assert "HTTP 401" in errors and "max_tokens truncation" in errors
     perms = html[html.index('id="permissions"') : html.index('id="errors"')]
     for decision in ("granted", "declined", "denied"):
         assert f'class="badge dec-{decision}"' in perms

@@ -33,8 +33,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..model import LoadFailure, Part, Session, Turn
+from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
 from .markup import RefResolver
+from .tools import ToolView
 from .view import Boundary
 
 
@@ -55,6 +56,40 @@ class OutputView:
     file: str | None = None
     """The side file holding the full output (relative to the page), when it is too long to
     inline; ``None`` when the page holds all of it."""
+    mode: str = "text"
+    """How it reads: ``diff`` (a unified diff), ``ansi`` (terminal colours) or ``text``."""
+    head: str = ""
+    """For a long output: its first lines, shown (``head + middle + tail == text``)."""
+    middle: str = ""
+    """Its hidden lines, behind "N lines hidden · show all"; empty when nothing is hidden."""
+    tail: str = ""
+    """Its last lines, shown (where a failure summary usually is)."""
+    hidden: int = 0
+    """How many lines ``middle`` holds."""
+
+
+@dataclass(slots=True, frozen=True)
+class ErrorNote:
+    """An entry of the session's ``errors`` shown in the turn it was placed in."""
+
+    number: int
+    """Its 1-based position in ``errors`` (the Errors section's ``#error-N``)."""
+    entry: ErrorEntry
+    """The error."""
+    rule: str
+    """Why it is shown in this turn, in words (:data:`publisher.audit.ERROR_RULES`)."""
+
+
+@dataclass(slots=True, frozen=True)
+class DecisionNote:
+    """A permission decision shown on the tool call it resolved."""
+
+    number: int
+    """Its 1-based position in ``permissions`` (the table's ``#decision-N``)."""
+    permission: Permission
+    """The decision."""
+    rule: str
+    """How it was matched to the call, in words (:data:`publisher.audit.DECISION_RULES`)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -75,6 +110,14 @@ class PartView:
     """The template that shows it (:func:`.view.part_template`), e.g. ``parts/tool.html``."""
     output: OutputView | None = None
     """A tool call's output; ``None`` for other parts and for a call with no output yet."""
+    decisions: list[DecisionNote] = field(default_factory=list)
+    """The permission decisions matched to this tool call."""
+    friendly: ToolView | None = None
+    """A tool call's friendly view (:mod:`.tools`), ``None`` for the generic one."""
+    tool_template: str | None = None
+    """The theme's ``tools/<name>.html`` for this tool, when it ships one."""
+    sub_url: str | None = None
+    """The page of the sub-session a delegate call spawned, when it is in the archive."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -91,6 +134,14 @@ class TurnView:
     """The turn's parts, in order."""
     last_index: int
     """The session's last turn index (a compaction note names it)."""
+    errors: list[ErrorNote] = field(default_factory=list)
+    """The session's errors placed in this turn."""
+    changed: frozenset[str] = frozenset({"model", "provider", "mode", "reasoning"})
+    """Which of model, provider, mode and reasoning differ from the turn before (all of
+    them for the first turn): the card shows only those."""
+    sections: str = ""
+    """The page holding the Errors and Permissions sections (``index.html``), ``""`` when
+    it is the page the turn is on (the single-file export)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,6 +181,62 @@ class DecisionCount:
 
 
 @dataclass(slots=True, frozen=True)
+class Placed:
+    """Where an error or a decision is shown in the turns, for its row in a section."""
+
+    href: str | None
+    """The turn or call it is shown in (``#turn-3.2``, ``page-2.html#turn-310``), or
+    ``None`` when it is in no turn (no call)."""
+    label: str
+    """``turn 3`` or ``call 3.2``; empty when ``href`` is None."""
+    rule: str
+    """The rule that placed it, in words."""
+
+
+@dataclass(slots=True, frozen=True)
+class OutlineEntry:
+    """One turn in the overview's outline and timeline."""
+
+    index: int
+    href: str
+    status: str
+    duration: str
+    seconds: float
+    """Its duration in seconds (0 when unknown), for the timeline."""
+    tools: int
+    prompt: str
+    """The first line of its prompt (or command)."""
+    errors: int
+    """Errors placed in it (its ``errors`` entries and tool errors)."""
+    refused: int
+    """Decisions ``denied`` or ``declined`` matched to it."""
+
+
+@dataclass(slots=True, frozen=True)
+class Overview:
+    """The facts at the top of a session page."""
+
+    outcome: str
+    """The last turn's status (empty when there are no turns)."""
+    duration: str
+    """From the first turn's start to the last turn's end."""
+    busy: str
+    """Sum of the turns' durations."""
+    models: list[str]
+    """The models used, in order of first use (``model · provider``)."""
+    outline: list[OutlineEntry]
+    """Every turn."""
+    errors: list[str]
+    """The hrefs of the places of errors, in page order (for previous/next)."""
+    refused: list[str]
+    """The hrefs of the calls with a refused decision, in page order."""
+    tool_errors: int
+    """Tool calls whose result is an error."""
+    bars: list[tuple[str, str, str, int]]
+    """The timeline: (x, width) in a 1000-wide box as text, status, turn index."""
+
+
+@dataclass(slots=True, frozen=True)
 class SessionPage:
     """One page of a session, for ``session.html``."""
 
@@ -158,6 +265,12 @@ class SessionPage:
     to the ``md`` and ``pre`` filters); ``None`` links none."""
     redaction: str | None = None
     """What redaction replaced (``3 secrets (…)``), or ``None`` when redaction is off."""
+    error_places: list[Placed] = field(default_factory=list)
+    """Where each entry of ``errors`` is shown in the turns, in order."""
+    decision_places: list[Placed] = field(default_factory=list)
+    """Which call each entry of ``permissions`` is shown on, in order."""
+    overview: Overview | None = None
+    """The overview (on the first page)."""
 
     @property
     def page_map(self) -> dict[str, Any] | None:

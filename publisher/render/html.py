@@ -32,8 +32,10 @@ from markupsafe import Markup
 from .. import __version__
 from ..model import Session, ToolPart, Turn
 from ..theme import Theme
-from . import markup, view
+from . import markup, tools, view
 from .contexts import (
+    DecisionNote,
+    ErrorNote,
     IndexPage,
     IndexRow,
     OutputView,
@@ -43,6 +45,7 @@ from .contexts import (
     TreeNode,
     TurnView,
 )
+from .places import error_code
 from .text import json_text
 
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
@@ -118,9 +121,23 @@ class HtmlRenderer:
             human_size=human_size,
             number=_number,
             short_time=short_time,
+            error_code=error_code,
+            tools=tools,
         )
         self.env.filters.update(
-            md=_md_filter, pre=_pre_filter, jsonhl=_json_filter, to_json=_to_json
+            md=_md_filter,
+            pre=_pre_filter,
+            jsonhl=_json_filter,
+            to_json=_to_json,
+            diff=_diff_filter,
+            ansi=_ansi_filter,
+            output=_output_filter,
+        )
+        # A theme's tools/<name>.html renders that tool's friendly view (tools.py).
+        self.tool_templates = frozenset(
+            name[len("tools/") : -len(".html")]
+            for name in self.env.list_templates(extensions=["html"])
+            if name.startswith("tools/")
         )
 
     def template(self, name: str) -> Any:
@@ -134,8 +151,18 @@ class HtmlRenderer:
         resolve_ref: markup.RefResolver | None,
         externalize: bool = True,
         anchor: str | None = None,
+        errors: list[ErrorNote] | None = None,
+        decisions: dict[int, list[DecisionNote]] | None = None,
+        sections: str = "",
+        sub_urls: dict[str, str] | None = None,
+        previous: Turn | None = None,
     ) -> RenderedTurn:
-        """``turn.html`` for one turn, and the side files of its long outputs."""
+        """``turn.html`` for one turn, and the side files of its long outputs.
+
+        ``errors`` and ``decisions`` (by part number) are the session's errors and
+        permission decisions placed in this turn (:func:`.places.turn_notes`); ``sections``
+        the page that holds the Errors and Permissions sections (``""``: this one);
+        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
         parts = []
@@ -152,6 +179,16 @@ class HtmlRenderer:
                     label=view.part_label(part),
                     template=view.part_template(part),
                     output=output,
+                    decisions=(decisions or {}).get(number, []),
+                    friendly=tools.friendly(part) if isinstance(part, ToolPart) else None,
+                    tool_template=(
+                        f"tools/{part.name}.html"
+                        if isinstance(part, ToolPart) and part.name in self.tool_templates
+                        else None
+                    ),
+                    sub_url=sub_urls.get(tools.delegate_target(part))
+                    if isinstance(part, ToolPart) and sub_urls
+                    else None,
                 )
             )
         context = TurnView(
@@ -160,6 +197,9 @@ class HtmlRenderer:
             boundaries=boundaries,
             parts=parts,
             last_index=view.last_index(session),
+            errors=errors or [],
+            sections=sections,
+            changed=view.meta_changes(previous, turn),
         )
         html = self.template("turn.html").render(t=context, resolve_ref=resolve_ref)
         return RenderedTurn(html, files)
@@ -194,11 +234,46 @@ def _output_view(
     lines = output.count("\n") + (0 if output.endswith("\n") else 1) if output else 0
     size = len(output.encode("utf-8", "surrogatepass"))
     collapsed = len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES
+    mode = "diff" if tools.looks_like_diff(output) else "ansi" if tools.has_ansi(output) else "text"
     if externalize and len(output) > EXTERNAL_CHARS:
         name = f"output-{turn.index}.{number}.txt"
         files[name] = output
-        return OutputView(output[:PREVIEW_CHARS], len(output), lines, size, collapsed, name)
-    return OutputView(output, len(output), lines, size, collapsed)
+        return OutputView(
+            output[:PREVIEW_CHARS], len(output), lines, size, collapsed, name, mode=mode
+        )
+    if lines > LONG_LINES:
+        head, middle, tail, hidden = _head_tail(output)
+        if hidden:
+            return OutputView(
+                output, len(output), lines, size, False, None, mode, head, middle, tail, hidden
+            )
+    return OutputView(output, len(output), lines, size, collapsed, mode=mode)
+
+
+#: An output of more lines than this shows its first HEAD_LINES and last TAIL_LINES lines
+#: (where a failure summary usually is); the ones between are one click away.
+LONG_LINES = 24
+HEAD_LINES = 6
+TAIL_LINES = 12
+
+
+def _head_tail(text: str) -> tuple[str, str, str, int]:
+    """(head, middle, tail, lines in middle) of ``text``, cut after line breaks."""
+    cut = -1
+    for _ in range(HEAD_LINES):
+        cut = text.find("\n", cut + 1)
+        if cut < 0:
+            return text, "", "", 0
+    head_end = cut + 1
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    cut = end
+    for _ in range(TAIL_LINES):
+        cut = text.rfind("\n", 0, cut)
+        if cut < head_end:
+            return text, "", "", 0
+    tail_start = cut + 1
+    middle = text[head_end:tail_start]
+    return text[:head_end], middle, text[tail_start:], middle.count("\n")
 
 
 @pass_context
@@ -208,6 +283,25 @@ def _md_filter(ctx: Context, text: str) -> Markup:
 
 @pass_context
 def _pre_filter(ctx: Context, text: str) -> Markup:
+    return Markup(markup.escape_text(text, ctx.get("resolve_ref")))
+
+
+def _diff_filter(text: str) -> Markup:
+    return Markup(tools.diff_html(text))
+
+
+def _ansi_filter(text: str) -> Markup:
+    return Markup(tools.ansi_html(text))
+
+
+@pass_context
+def _output_filter(ctx: Context, text: str, mode: str = "text") -> Markup:
+    """A tool output (or a piece of one) read as ``mode`` (:class:`OutputView`): a diff
+    shown as one, ANSI colours as classes, else plain text."""
+    if mode == "diff":
+        return Markup(tools.diff_html(text))
+    if mode == "ansi":
+        return Markup(tools.ansi_html(text))
     return Markup(markup.escape_text(text, ctx.get("resolve_ref")))
 
 

@@ -9,10 +9,14 @@ The export is produced as a stream of chunks so a 100 MB session never becomes o
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from ..model import CommandPart, ErrorEntry, Part, Permission, Session, TextualPart, ToolPart, Turn
-from . import view
+from ..audit import ERROR_RULES, Audit
+from ..model import CommandPart, Part, Session, TextualPart, ToolPart, Turn
+from . import places, view
+from .contexts import DecisionNote
+from .places import error_code
 from .text import code_block, inline_code, json_text
 
 TEXT_INFO = {"user": "text", "text": "markdown", "thinking": "text", "system": "text"}
@@ -25,11 +29,13 @@ def export_markdown(session: Session, redaction: str | None = None) -> Iterator[
     when the session was redacted before rendering.
     """
     yield from _header(session, redaction)
+    audit = Audit.of(session)
+    yield from _overview(session, audit)
     marks = view.boundaries(session)
-    for turn in session.turns:
-        yield from _turn(session, turn, marks.get(turn.index, []))
-    yield from _permissions(session.permissions)
-    yield from _errors(session.errors)
+    for position, turn in enumerate(session.turns):
+        yield from _turn(session, turn, marks.get(turn.index, []), audit, position)
+    yield from _permissions(session, audit)
+    yield from _errors(session, audit)
 
 
 def turn_markdown(
@@ -42,7 +48,7 @@ def turn_markdown(
     """
     if marks is None:
         marks = view.boundaries(session).get(turn.index, [])
-    yield from _turn(session, turn, marks)
+    yield from _turn(session, turn, marks, None, None)
 
 
 def _bullets(items: Iterable[tuple[str, str]]) -> Iterator[str]:
@@ -91,7 +97,46 @@ def _header(session: Session, redaction: str | None) -> Iterator[str]:
         yield "\n"
 
 
-def _turn(session: Session, turn: Turn, marks: list[view.Boundary]) -> Iterator[str]:
+def _overview(session: Session, audit: Audit) -> Iterator[str]:
+    """The overview: what a reviewer reads first (the same facts as the page's)."""
+    facts = places.overview(session, audit, view.turn_anchors(session))
+    yield "**Overview:**\n\n"
+    decisions = ", ".join(
+        f"{n} {inline_code(d)}"
+        for d, n in sorted(Counter(p.decision for p in session.permissions).items())
+    )
+    yield from _bullets(
+        [
+            ("Outcome", inline_code(facts.outcome) if session.turns else "no turns"),
+            ("Duration", f"{facts.duration} (turns {facts.busy})"),
+            ("Models", _names(facts.models)),
+            ("Tool calls", f"{session.tool_calls} ({facts.tool_errors} failed)"),
+            ("Errors", str(len(session.errors))),
+            ("Decisions", decisions or "none"),
+        ]
+    )
+    if facts.outline:
+        yield "- **Turns:**\n"
+        for e in facts.outline:
+            marks = ""
+            if e.errors:
+                marks += f", {view.plural(e.errors, 'error')}"
+            if e.refused:
+                marks += f", {e.refused} refused"
+            prompt = f": {inline_code(e.prompt)}" if e.prompt else ""
+            status = inline_code(e.status)
+            line = f"turn {e.index} {status}, {e.duration}, {view.tools_label(e.tools)}"
+            yield f"  - {line}{marks}{prompt}\n"
+    yield "\n"
+
+
+def _turn(
+    session: Session,
+    turn: Turn,
+    marks: list[view.Boundary],
+    audit: Audit | None,
+    position: int | None,
+) -> Iterator[str]:
     yield f"## Turn {turn.index}\n\n"
     for mark in marks:
         yield f"> **{mark.text}**\n\n"
@@ -117,13 +162,28 @@ def _turn(session: Session, turn: Turn, marks: list[view.Boundary]) -> Iterator[
         yield "**Other turn fields:**\n\n"
         yield from code_block(json_text(turn.extra), "json")
         yield "\n"
+    # One turn alone (turn_markdown, e.g. a JUnit failure) carries no notes: placing them
+    # needs the whole session, once, not once a turn.
+    errors, decisions = (
+        places.turn_notes(session, audit, position)
+        if audit is not None and position is not None
+        else ([], {})
+    )
     if not turn.parts:
         yield "_This turn has no parts._\n\n"
     for number, part in enumerate(turn.parts, start=1):
-        yield from _part(session, turn, number, part)
+        yield from _part(session, turn, number, part, decisions.get(number, []))
+    for note in errors:
+        yield (
+            f"> **Error {note.number}** ({error_code(note.entry.code)}, at "
+            f"{inline_code(note.entry.timestamp)}) is shown here: {note.rule}. "
+            f"Its message is under Errors.\n\n"
+        )
 
 
-def _part(session: Session, turn: Turn, number: int, part: Part) -> Iterator[str]:
+def _part(
+    session: Session, turn: Turn, number: int, part: Part, decisions: list[DecisionNote]
+) -> Iterator[str]:
     label = view.part_label(part)
     if isinstance(part, ToolPart):
         label += f" {inline_code(part.name)}"
@@ -137,6 +197,12 @@ def _part(session: Session, turn: Turn, number: int, part: Part) -> Iterator[str
     yield f"### {turn.index}.{number} {label}\n\n"
     if part.timestamp:
         yield f"At {inline_code(part.timestamp)}\n\n"
+    for d in decisions:
+        path = f" on {inline_code(d.permission.path)}" if d.permission.path else ""
+        yield (
+            f"> **Permission {d.number}:** {inline_code(d.permission.decision)} "
+            f"(action {inline_code(d.permission.action)}{path}; matched: {d.rule})\n\n"
+        )
     if isinstance(part, TextualPart):
         yield from code_block(part.text, TEXT_INFO[part.type])
         yield "\n"
@@ -170,7 +236,8 @@ def _part(session: Session, turn: Turn, number: int, part: Part) -> Iterator[str
         yield "\n"
 
 
-def _permissions(permissions: list[Permission]) -> Iterator[str]:
+def _permissions(session: Session, audit: Audit) -> Iterator[str]:
+    permissions = session.permissions
     yield "## Permissions\n\n"
     if not permissions:
         yield "No permission decisions were recorded in this session.\n\n"
@@ -180,10 +247,15 @@ def _permissions(permissions: list[Permission]) -> Iterator[str]:
         counts[p.decision] = counts.get(p.decision, 0) + 1
     summary = ", ".join(f"{n} {inline_code(d)}" for d, n in sorted(counts.items()))
     yield f"{view.plural(len(permissions), 'decision')}: {summary}.\n\n"
-    yield "| # | Time | Tool | Action | Decision | Path |\n|---|---|---|---|---|---|\n"
-    for i, p in enumerate(permissions, start=1):
+    yield "| # | Time | Tool | Action | Decision | Path | Call |\n"
+    yield "|---|---|---|---|---|---|---|\n"
+    for i, (p, placed) in enumerate(zip(permissions, audit.decisions, strict=True), start=1):
         cells = [p.timestamp, p.tool, p.action, p.decision, p.path]
-        yield f"| {i} | " + " | ".join(inline_code(c) for c in cells) + " |\n"
+        if placed.position is not None and placed.part is not None:
+            call = f"{session.turns[placed.position].index}.{placed.part}"
+        else:
+            call = "no matching call"
+        yield f"| {i} | " + " | ".join(inline_code(c) for c in cells) + f" | {call} |\n"
     yield "\n"
     extras = [(i, p.extra) for i, p in enumerate(permissions, start=1) if p.extra]
     for i, extra in extras:
@@ -192,17 +264,23 @@ def _permissions(permissions: list[Permission]) -> Iterator[str]:
         yield "\n"
 
 
-def _errors(errors: list[ErrorEntry]) -> Iterator[str]:
+def _errors(session: Session, audit: Audit) -> Iterator[str]:
+    errors = session.errors
     yield "## Errors\n\n"
     if not errors:
         yield "No errors were recorded in this session.\n"
         return
     yield f"{view.plural(len(errors), 'error')} recorded.\n"
-    for i, error in enumerate(errors, start=1):
+    for i, (error, placed) in enumerate(zip(errors, audit.errors, strict=True), start=1):
         code = error.code if isinstance(error.code, str) else json_text(error.code)
-        yield f"\n### Error {i} · code {inline_code(str(code))}\n\n"
+        yield f"\n### Error {i} · code {inline_code(str(code))} ({error_code(error.code)})\n\n"
         if error.timestamp:
             yield f"At {inline_code(error.timestamp)}\n\n"
+        if placed.position is not None:
+            where = session.turns[placed.position].index
+            yield f"In turn {where} ({ERROR_RULES[placed.rule]}).\n\n"
+        else:
+            yield "In no turn (it has no time within any turn).\n\n"
         yield from code_block(error.message, "text")
         if error.extra:
             yield "\n**Other fields** (as written):\n\n"

@@ -23,6 +23,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from .. import refs
+from .tools import visible_controls
 
 #: Resolves a reference (``#ab12cd`` or ``session:name``) to a URL, or None.
 RefResolver = Callable[[str], str | None]
@@ -116,7 +117,33 @@ def make_markdown() -> MarkdownIt:
     md.add_render_rule("image", _image_as_link)
     md.add_render_rule("link_open", _link_open)
     md.core.ruler.push("session_refs", _session_refs)
+    md.core.ruler.push("nest_headings", _nest_headings)
+    md.core.ruler.push("focusable_code", _focusable_code)
     return md
+
+
+#: A message sits under a part's ``<h3>``: its headings start at ``<h4>`` (``#`` → h4).
+HEADING_SHIFT = 3
+
+
+def _nest_headings(state: StateCore) -> None:
+    """Heading levels nest under the part that holds the message: the levels it uses, in
+    order, become h4, h5, h6 (the deeper ones h6), so none is skipped."""
+    headings = [t for t in state.tokens if t.type in ("heading_open", "heading_close")]
+    if not headings:
+        return
+    used = sorted({int(t.tag[1:]) for t in headings})
+    level = {n: min(6, 1 + HEADING_SHIFT + i) for i, n in enumerate(used)}
+    for token in headings:
+        token.tag = f"h{level[int(token.tag[1:])]}"
+
+
+def _focusable_code(state: StateCore) -> None:
+    """Every code block a message holds can scroll: it is focusable (axe
+    scrollable-region-focusable), as tool blocks are."""
+    for token in state.tokens:
+        if token.type in ("fence", "code_block"):
+            token.attrSet("tabindex", "0")
 
 
 MD = make_markdown()
@@ -128,7 +155,19 @@ def render_markdown(text: str, resolve_ref: RefResolver | None = None) -> str:
     if plain is not None:
         return plain
     env: dict[str, Any] = {"resolve_ref": resolve_ref} if resolve_ref else {}
-    return str(MD.render(_scrub(text), env))
+    out = str(MD.render(_controls_as_text(_scrub(text)), env))
+    # The fence renderer puts a fence's attributes on <code>: the scrolling <pre> takes
+    # the tabindex (raw HTML is off, so this string is only ever the renderer's own).
+    return out.replace('<pre><code tabindex="0"', '<pre tabindex="0"><code')
+
+
+_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _controls_as_text(text: str) -> str:
+    """Control characters (but tab and line breaks) as visible escapes (``\\x1b``), as
+    the CLI shows them: ESC and NUL never reach the HTML."""
+    return _CONTROL_RE.sub(lambda m: "\\" + m.group(0).encode("unicode_escape").decode()[1:], text)
 
 
 #: Characters that can start Markdown syntax anywhere in a line (or need normalising).
@@ -178,8 +217,12 @@ def _has_surrogate(text: str) -> bool:
 
 
 def escape_text(text: str, resolve_ref: RefResolver | None = None) -> str:
-    """Plain untrusted text to HTML (for ``<pre>``), linking session references."""
-    text = _scrub(text)
+    """Plain untrusted text to HTML (for ``<pre>``), linking session references; control
+    characters (but tab and line breaks) are shown as visible escapes."""
+    return visible_controls(_escape_text(_scrub(text), resolve_ref))
+
+
+def _escape_text(text: str, resolve_ref: RefResolver | None) -> str:
     found = refs.find(text) if resolve_ref is not None else []
     if not found:
         return escape(text, quote=False)

@@ -30,17 +30,40 @@ def is_carriable(text: str) -> bool:
     return UNCARRIABLE_RE.search(text) is None
 
 
+#: Added to a block's info string when the text's line endings were all CRLF: each ``\n``
+#: of the block's content (but the final one) stands for ``\r\n``.
+CRLF_INFO = "line-ending=crlf"
+
+
+def is_uniform_crlf(text: str) -> bool:
+    """True when every line break of ``text`` is CRLF (one at least) and, those made LF,
+    a code block carries it exactly."""
+    crlf = text.count("\r\n")
+    return (
+        crlf > 0
+        and crlf == text.count("\n") == text.count("\r")
+        and is_carriable(text.replace("\r\n", "\n"))
+    )
+
+
 def code_block(text: str, info: str) -> Iterator[str]:
     """A fenced code block whose content is ``text`` plus one newline.
 
     The fence is one backtick longer than any run inside, so nothing can close it early.
     Text a code block cannot carry (CR, NUL, lone surrogates) is written as a JSON string
     literal in a block whose info string is ``json-string``: ``json.loads`` of its content
-    gives the text back. Recovery rule: content minus its final newline, or json.loads.
+    gives the text back, except text whose line endings are all CRLF (and carriable but
+    for them): a normal block, its lines LF, with ``line-ending=crlf`` added to the info
+    string. Recovery rule: content minus its final newline (then each ``\n`` as ``\r\n``
+    when the info string says ``line-ending=crlf``), or json.loads.
     """
     if not is_carriable(text):
-        info = "json-string"
-        text = json.dumps(text, ensure_ascii=True)
+        if is_uniform_crlf(text):
+            info = f"{info} {CRLF_INFO}"
+            text = text.replace("\r\n", "\n")
+        else:
+            info = "json-string"
+            text = json.dumps(text, ensure_ascii=True)
     fence = "`" * max(3, longest_backtick_run(text) + 1)
     yield f"{fence}{info}\n"
     yield text

@@ -207,6 +207,29 @@ def boundaries(session: Session) -> dict[int, list[Boundary]]:
     return out
 
 
+#: The turn settings a card shows only when they change from the turn before.
+META_FIELDS = ("model", "provider", "mode", "reasoning")
+
+
+def meta_changes(previous: Turn | None, turn: Turn) -> frozenset[str]:
+    """Which of :data:`META_FIELDS` ``turn`` sets differently from ``previous`` (all of
+    them when there is no turn before)."""
+    if previous is None:
+        return frozenset(META_FIELDS)
+    return frozenset(f for f in META_FIELDS if getattr(previous, f) != getattr(turn, f))
+
+
+def turn_anchors(session: Session) -> list[str]:
+    """Each turn's element id: ``turn-3``, ``turn-3-dup2`` for the second turn 3."""
+    seen: dict[int, int] = {}
+    out = []
+    for turn in session.turns:
+        seen[turn.index] = seen.get(turn.index, 0) + 1
+        count = seen[turn.index]
+        out.append(f"turn-{turn.index}" if count == 1 else f"turn-{turn.index}-dup{count}")
+    return out
+
+
 def prompt_of(turn: Turn) -> str:
     """The text /history shows for a turn: the first prompt or command."""
     for part in turn.parts:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import Session
-from ..render import view
+from ..audit import Audit
+from ..model import Session, ToolPart
+from ..render import places, tools, view
 from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
@@ -117,10 +118,14 @@ def render_session_pages(
         return _rel_session_url(target) if target is not None else None
 
     marks = view.boundaries(session)
+    audit = Audit.of(session)
+    anchors: list[str] = []
+    sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
     refs_key = staleness.refs_key(facts.refs)
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
     rendered: list[_Fragment] = []
+    previous = None
     for turn in session.turns:
         seen[turn.index] += 1
         anchor = (
@@ -128,12 +133,37 @@ def render_session_pages(
             if seen[turn.index] == 1
             else f"turn-{turn.index}-dup{seen[turn.index]}"
         )
-        key = staleness.turn_key(turn, refs_key, marks.get(turn.index, []), last_index, anchor)
+        anchors.append(anchor)
+        errors, decisions = places.turn_notes(session, audit, len(anchors) - 1)
+        # The sub-sessions its delegate calls link to (present in the site or not).
+        spawned = {
+            target: sub_urls.get(target)
+            for part in turn.parts
+            if isinstance(part, ToolPart) and (target := tools.delegate_target(part))
+        }
+        key = staleness.turn_key(
+            turn,
+            refs_key,
+            marks.get(turn.index, []),
+            last_index,
+            anchor,
+            (errors, decisions, sorted(spawned.items()), sorted(view.meta_changes(previous, turn))),
+        )
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
             fragment = renderer.render_turn(
-                session, turn, marks.get(turn.index, []), resolve_ref, anchor=anchor
+                session,
+                turn,
+                marks.get(turn.index, []),
+                resolve_ref,
+                anchor=anchor,
+                errors=errors,
+                decisions=decisions,
+                sections="index.html",
+                sub_urls={k: v for k, v in spawned.items() if v is not None},
+                previous=previous,
             )
+        previous = turn
         store.add(key, fragment)
         rendered.append(_Fragment(turn.index, key, len(fragment.html)))
         del fragment
@@ -157,6 +187,13 @@ def render_session_pages(
         for number, group in enumerate(groups, start=1)
     ]
 
+    # Where each turn is: its anchor, on its page (the sections are on the first page).
+    hrefs: list[str] = []
+    for page, group in zip(pages, groups, strict=True):
+        prefix = "" if page.number == 1 else page.url
+        hrefs.extend(f"{prefix}#{anchors[len(hrefs)]}" for _ in group)
+    error_places, decision_places = places.section_places(session, audit, hrefs)
+    summary = places.overview(session, audit, hrefs)
     decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
@@ -184,6 +221,9 @@ def render_session_pages(
                 root="../../",
                 resolve_ref=resolve_ref,
                 redaction=redaction,
+                error_places=error_places,
+                decision_places=decision_places,
+                overview=summary,
             )
         )
         sink(f"{base}/{page.url}", encode_display(html))

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from markupsafe import Markup
 
-from ..model import Session
-from ..render import view
+from ..audit import Audit
+from ..model import Session, Turn
+from ..render import places, view
 from ..render.contexts import PageLink, SessionLink, SinglePage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
@@ -21,16 +22,29 @@ def export_html(
     """The whole session on one page; long outputs stay inline (collapsed)."""
     renderer = HtmlRenderer(Theme.load(theme))
     marks = view.boundaries(session)
+    audit = Audit.of(session)
+    anchors = view.turn_anchors(session)
+    hrefs = [f"#{anchor}" for anchor in anchors]
+    error_places, decision_places = places.section_places(session, audit, hrefs)
+
+    def fragment(position: int, turn: Turn) -> Markup:
+        errors, decisions = places.turn_notes(session, audit, position)
+        rendered = renderer.render_turn(
+            session,
+            turn,
+            marks.get(turn.index, []),
+            None,
+            externalize=False,
+            anchor=anchors[position],
+            errors=errors,
+            decisions=decisions,
+            previous=session.turns[position - 1] if position else None,
+        )
+        return Markup(rendered.html)
+
     # Each turn is rendered when the template reaches it and written out with the chunks
     # around it: the page is never held whole (a 100 MB session stays a 100 MB session).
-    fragments = (
-        Markup(
-            renderer.render_turn(
-                session, turn, marks.get(turn.index, []), None, externalize=False
-            ).html
-        )
-        for turn in session.turns
-    )
+    fragments = (fragment(position, turn) for position, turn in enumerate(session.turns))
     parts = renderer.render_single(
         SinglePage(
             session=session,
@@ -45,7 +59,12 @@ def export_html(
             tool_calls=session.tool_calls,
             root="",
             redaction=redaction,
-            inline_css=_inline_css(renderer.theme.asset_text("style.css")),
+            error_places=error_places,
+            decision_places=decision_places,
+            overview=places.overview(session, audit, hrefs),
+            inline_css=_inline_css(
+                renderer.theme.asset_text("style.css") + renderer.theme.asset_text("session.css")
+            ),
             inline_theme_css=_inline_css(renderer.theme.asset_text("theme.css")),
         )
     )

@@ -24,8 +24,9 @@ a session's pages         the file's content hash, and                 content o
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
                           context boundaries starting at it, the       shows did
-                          last turn index when it shows a
-                          compaction note
+                          last turn index when it shows a              (an error or a
+                          compaction note, the errors and decisions    decision placed in
+                          placed in it (publisher/audit.py)            it appeared)
 an index row              :func:`summary_key` of its session           that session's summary
 the delegation tree       :func:`graph_key`                            a session appeared,
                                                                        vanished, or changed
@@ -131,18 +132,26 @@ def refs_key(refs: dict[str, str]) -> str:
 
 
 def turn_key(
-    turn: Turn, refs: str, boundaries: list[Boundary], last_index: int, anchor: str
+    turn: Turn,
+    refs: str,
+    boundaries: list[Boundary],
+    last_index: int,
+    anchor: str,
+    notes: object = None,
 ) -> str:
     """The key of a turn fragment: everything ``turn.html`` reads.
 
-    That is the turn itself (pickled as it is: its bytes are a function of its content),
-    the reference targets (``refs``: :func:`refs_key`), the context boundaries that start
-    at it, the session's last turn index when it holds a compaction note (the note names
-    it; other turns keep their key when a turn is appended), and its anchor. The theme and
-    the publisher version are not in it: the build key drops the whole cache for those.
+        That is the turn itself (pickled as it is: its bytes are a function of its content),
+        the reference targets (``refs``: :func:`refs_key`), the context boundaries that start
+        at it, the session's last turn index when it holds a compaction note (the note names
+        it; other turns keep their key when a turn is appended), its anchor, and the ``notes``
+    it shows of what the session keeps outside the turn: the errors placed in it and the
+    permission decisions matched to its calls (:func:`publisher.render.places.turn_notes`).
+    The theme and
+        the publisher version are not in it: the build key drops the whole cache for those.
     """
     shown_last = last_index if reads_last_index(turn) else 0
-    digest = hashlib.sha256(pickle.dumps((turn, refs, boundaries, shown_last), protocol=5))
+    digest = hashlib.sha256(pickle.dumps((turn, refs, boundaries, shown_last, notes), protocol=5))
     return digest.hexdigest() + anchor
 
 

@@ -1,0 +1,263 @@
+"""Where the events kept outside the turn log happened: the one home of the matching rules.
+
+A session keeps its ``errors`` and ``permissions`` beside the turns, each with only a
+timestamp. The session pages, the Markdown export and the CI findings (:mod:`.gate`) all
+place them with the rules of this module, so they always agree.
+
+**Error → turn.** An error goes to the latest-started turn whose ``started_at``–``ended_at``
+span holds its timestamp (rule ``within``); when no span holds it, to the latest turn
+started at or before it (rule ``in progress``: the turn running then, or the last one that
+ran: an error recorded just after a turn failed belongs to that turn). An error with no
+readable timestamp, or one earlier than every turn, is placed in no turn (rule
+``unplaced``). Timestamps without a zone are read as UTC.
+
+**Decision → tool call.** A permission decision is first placed in a turn by the same rule,
+then matched to a tool part of that turn with the same tool name, choosing, in order:
+a call whose input names the decision's ``path`` (a string value equal to it, or, for a
+command, starting with it) and was not matched yet; the call with the same timestamp; the
+last call started before it; the first call. Rules: ``path``, ``same time``, ``before``,
+``first``. A decision whose turn holds no call of that tool, or that is placed in no turn,
+matches no call (rule ``unmatched``) and is shown only in the table.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .model import JSON, Session, ToolPart, Turn
+from .render.view import parse_time
+
+WITHIN = "within"
+IN_PROGRESS = "in progress"
+UNPLACED = "unplaced"
+#: How each error rule reads on a page ("placed by …").
+ERROR_RULES = {
+    WITHIN: "its time is within this turn",
+    IN_PROGRESS: "this turn was the one in progress at its time",
+    UNPLACED: "it has no time within any turn",
+}
+DECISION_RULES = {
+    "path": "same tool, its path or command",
+    "same time": "same tool, same time",
+    "before": "same tool, the last call before it",
+    "first": "same tool, the first call of the turn",
+    "unmatched": "no call of this tool in the turn it falls in",
+}
+
+
+def utc_time(value: str) -> datetime | None:
+    """A timestamp as an aware UTC datetime (a naive one is read as UTC), or None."""
+    parsed = parse_time(value)
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+def attribute(turns: list[Turn], stamps: Iterable[str]) -> list[int | None]:
+    """For each timestamp, the position of the turn it is placed in (module docstring)."""
+    return [position for position, _ in place(turns, stamps)]
+
+
+def place(turns: list[Turn], stamps: Iterable[str]) -> list[tuple[int | None, str]]:
+    """For each timestamp, (position of its turn or None, the rule that placed it).
+
+    One sweep over the events in time order with a heap of the turns started so far: a
+    turn whose span ended before the current event can hold no later event either, so it
+    is dropped for good. O((turns + events) log turns).
+    """
+    spans: list[tuple[datetime, datetime, int]] = []
+    for position, turn in enumerate(turns):
+        start = utc_time(turn.started_at)
+        if start is None:
+            continue
+        end = utc_time(turn.ended_at)
+        spans.append((start, end if end is not None and end >= start else start, position))
+    spans.sort(key=lambda span: (span[0], span[2]))
+    starts = [span[0] for span in spans]
+    times = [utc_time(stamp) for stamp in stamps]
+    order = sorted(
+        (i for i, when in enumerate(times) if when is not None),
+        key=lambda i: times[i],  # type: ignore[arg-type, return-value]
+    )
+    out: list[tuple[int | None, str]] = [(None, UNPLACED)] * len(times)
+    heap: list[tuple[float, int, int, datetime]] = []  # (-start, -order, position, end)
+    added = 0
+    for i in order:
+        when = times[i]
+        assert when is not None
+        limit = bisect_right(starts, when)
+        while added < limit:
+            start, end, position = spans[added]
+            heapq.heappush(heap, (-start.timestamp(), -added, position, end))
+            added += 1
+        while heap and heap[0][3] < when:
+            heapq.heappop(heap)
+        if heap:
+            out[i] = (heap[0][2], WITHIN)
+        elif limit:
+            out[i] = (spans[limit - 1][2], IN_PROGRESS)
+    return out
+
+
+@dataclass(slots=True, frozen=True)
+class ErrorPlace:
+    """Where one entry of ``errors`` happened."""
+
+    number: int
+    """Its 1-based position in the session's ``errors``."""
+    position: int | None
+    """0-based position of its turn in ``Session.turns``, or None."""
+    rule: str
+    """``within``, ``in progress`` or ``unplaced``."""
+
+
+@dataclass(slots=True, frozen=True)
+class DecisionPlace:
+    """Which tool call one entry of ``permissions`` resolved."""
+
+    number: int
+    """Its 1-based position in the session's ``permissions``."""
+    position: int | None
+    """0-based position of its turn, or None."""
+    part: int | None
+    """1-based number of the tool part in that turn, or None when it matches no call."""
+    rule: str
+    """``path``, ``same time``, ``before``, ``first`` or ``unmatched``."""
+
+
+def _strings(value: JSON) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+#: A command names a decision's path when it starts with it: its first words are indexed.
+_PREFIX_WORDS = 8
+
+
+class _Calls:
+    """The tool calls of one turn by name: their times in order and the strings their
+    inputs name, built once per turn (matching stays O(log n) a decision)."""
+
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+        self.first: dict[str, int] = {}
+        timed: dict[str, list[tuple[datetime, int]]] = {}
+        self.named: dict[tuple[str, str], list[int]] = {}
+        for number, part in enumerate(turn.parts, start=1):
+            if not isinstance(part, ToolPart):
+                continue
+            self.first.setdefault(part.name, number)
+            when = utc_time(part.timestamp)
+            if when is not None:
+                timed.setdefault(part.name, []).append((when, number))
+            keys: set[str] = set()
+            for value in _strings(part.input):
+                keys.add(value)
+                words = value.split(" ", _PREFIX_WORDS)
+                for k in range(1, min(len(words), _PREFIX_WORDS)):
+                    keys.add(" ".join(words[:k]))
+            for key in sorted(keys):
+                self.named.setdefault((part.name, key), []).append(number)
+        self.times: dict[str, tuple[list[datetime], list[int]]] = {}
+        for name, calls in timed.items():
+            calls.sort()
+            self.times[name] = ([w for w, _ in calls], [n for _, n in calls])
+        self.claimed: set[int] = set()
+
+    def match(self, tool: str, path: str, stamp: str) -> tuple[int | None, str]:
+        if tool not in self.first:
+            return None, "unmatched"
+        at = utc_time(stamp)
+        if path:
+            candidates = self.named.get((tool, path), [])
+            free = [n for n in candidates[:64] if n not in self.claimed]
+            if free:
+                chosen = free[0]
+                if at is not None:
+                    for n in free:
+                        if utc_time(self.turn.parts[n - 1].timestamp) == at:
+                            chosen = n
+                            break
+                self.claimed.add(chosen)
+                return chosen, "path"
+        if at is None or tool not in self.times:
+            return self.first[tool], "first"
+        times, numbers = self.times[tool]
+        i = bisect_left(times, at)
+        if i < len(times) and times[i] == at:
+            return numbers[i], "same time"
+        if i:
+            return numbers[i - 1], "before"
+        return self.first[tool], "first"
+
+
+@dataclass(slots=True)
+class Audit:
+    """Every error and decision of a session, placed (computed once per session)."""
+
+    errors: list[ErrorPlace]
+    decisions: list[DecisionPlace]
+    _errors_by_turn: dict[int, list[ErrorPlace]]
+    _decisions_by_turn: dict[int, dict[int, list[DecisionPlace]]]
+
+    @classmethod
+    def of(cls, session: Session) -> Audit:
+        turns = session.turns
+        errors = [
+            ErrorPlace(i, position, rule)
+            for i, (position, rule) in enumerate(
+                place(turns, (e.timestamp for e in session.errors)), start=1
+            )
+        ]
+        decisions: list[DecisionPlace] = []
+        index: dict[int, _Calls] = {}
+        placed = place(turns, (p.timestamp for p in session.permissions))
+        for i, (permission, (position, _)) in enumerate(
+            zip(session.permissions, placed, strict=True), start=1
+        ):
+            if position is None:
+                decisions.append(DecisionPlace(i, None, None, "unmatched"))
+                continue
+            calls = index.get(position)
+            if calls is None:
+                calls = index[position] = _Calls(turns[position])
+            part, rule = calls.match(permission.tool, permission.path, permission.timestamp)
+            decisions.append(DecisionPlace(i, position, part, rule))
+        errors_by_turn: dict[int, list[ErrorPlace]] = {}
+        for e in errors:
+            if e.position is not None:
+                errors_by_turn.setdefault(e.position, []).append(e)
+        decisions_by_turn: dict[int, dict[int, list[DecisionPlace]]] = {}
+        for d in decisions:
+            if d.position is not None and d.part is not None:
+                decisions_by_turn.setdefault(d.position, {}).setdefault(d.part, []).append(d)
+        return cls(errors, decisions, errors_by_turn, decisions_by_turn)
+
+    def errors_in(self, position: int) -> list[ErrorPlace]:
+        """The errors placed in the turn at ``position``."""
+        return self._errors_by_turn.get(position, [])
+
+    def decisions_in(self, position: int) -> dict[int, list[DecisionPlace]]:
+        """The decisions matched to the calls of one turn, by part number."""
+        return self._decisions_by_turn.get(position, {})
+
+
+def match_call(turn: Turn, tool: str, path: str, stamp: str) -> tuple[int | None, str]:
+    """The tool part of ``turn`` a decision on ``tool``/``path`` at ``stamp`` resolved, and
+    the rule that chose it (module docstring); ``(None, "unmatched")`` when none."""
+    return _Calls(turn).match(tool, path, stamp)

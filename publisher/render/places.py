@@ -1,0 +1,166 @@
+"""What the pages show of :mod:`publisher.audit`: notes in the turns, links in the
+sections, and the overview at the top. Pure functions of the session (and where its turns
+are), shared by the site's pages and the single-file export."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..audit import DECISION_RULES, ERROR_RULES, Audit
+from ..model import Session, ToolPart
+from . import view
+from .contexts import DecisionNote, ErrorNote, OutlineEntry, Overview, Placed
+from .text import FIRST_LINE_RE
+
+REFUSED = ("denied", "declined")
+
+
+def error_code(code: object) -> str:
+    """``HTTP 503``; ``no HTTP status`` for ``0`` (the spec's "no status"); ``code X`` else."""
+    if isinstance(code, float) and code.is_integer():
+        code = int(code)
+    if isinstance(code, bool):
+        return f"code {str(code).lower()}"
+    if code == 0 or code == "" or code == "0":
+        return "no HTTP status"
+    if isinstance(code, int) and 100 <= code <= 599:
+        return f"HTTP {code}"
+    return f"code {code}"
+
+
+def turn_notes(
+    session: Session, audit: Audit, position: int
+) -> tuple[list[ErrorNote], dict[int, list[DecisionNote]]]:
+    """The errors placed in the turn at ``position``, and its decisions by part number."""
+    errors = [
+        ErrorNote(e.number, session.errors[e.number - 1], ERROR_RULES[e.rule])
+        for e in audit.errors_in(position)
+    ]
+    decisions = {
+        number: [
+            DecisionNote(d.number, session.permissions[d.number - 1], DECISION_RULES[d.rule])
+            for d in found
+        ]
+        for number, found in audit.decisions_in(position).items()
+    }
+    return errors, decisions
+
+
+def section_places(
+    session: Session, audit: Audit, hrefs: Sequence[str]
+) -> tuple[list[Placed], list[Placed]]:
+    """For the Errors section and the Permissions table: where each entry is shown.
+
+    ``hrefs[position]`` is the link to the turn at that position (``#turn-3``)."""
+    errors = []
+    for e in audit.errors:
+        if e.position is None:
+            errors.append(Placed(None, "", ERROR_RULES[e.rule]))
+        else:
+            turn = session.turns[e.position]
+            errors.append(Placed(hrefs[e.position], f"turn {turn.index}", ERROR_RULES[e.rule]))
+    decisions = []
+    for d in audit.decisions:
+        if d.position is None or d.part is None:
+            decisions.append(Placed(None, "", DECISION_RULES["unmatched"]))
+        else:
+            turn = session.turns[d.position]
+            decisions.append(
+                Placed(
+                    f"{hrefs[d.position]}.{d.part}",
+                    f"call {turn.index}.{d.part}",
+                    DECISION_RULES[d.rule],
+                )
+            )
+    return errors, decisions
+
+
+def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
+    """The overview of a session whose turn ``position`` is at ``hrefs[position]``."""
+    turns = session.turns
+    errors_at = [0] * len(turns)
+    refused_at = [0] * len(turns)
+    error_hrefs: list[tuple[int, int, str]] = []
+    refused_hrefs: list[tuple[int, int, str]] = []
+    for e in audit.errors:
+        if e.position is not None:
+            errors_at[e.position] += 1
+            error_hrefs.append((e.position, 0, f"{hrefs[e.position]}-error-{e.number}"))
+    for d in audit.decisions:
+        if d.position is not None and session.permissions[d.number - 1].decision in REFUSED:
+            refused_at[d.position] += 1
+            if d.part is not None:
+                refused_hrefs.append((d.position, d.part, f"{hrefs[d.position]}.{d.part}"))
+    models: list[str] = []
+    seen: set[str] = set()
+    outline = []
+    busy = 0.0
+    longest = 0.0
+    tool_errors = 0
+    for position, turn in enumerate(turns):
+        label = " · ".join(x for x in (turn.model, turn.provider) if x)
+        if label and label not in seen:
+            seen.add(label)
+            models.append(label)
+        for number, part in enumerate(turn.parts, start=1):
+            if isinstance(part, ToolPart) and part.is_error and part.output is not None:
+                tool_errors += 1
+                errors_at[position] += 1
+                error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))
+        seconds = view.duration_seconds(turn)
+        if seconds is not None and seconds > 0:
+            busy += seconds
+            longest = max(longest, seconds)
+        prompt = view.prompt_of(turn)
+        match = FIRST_LINE_RE.search(prompt)
+        first = prompt[match.start() : match.end()][:120] if match else ""
+        outline.append(
+            OutlineEntry(
+                index=turn.index,
+                href=hrefs[position],
+                status=turn.status,
+                duration=view.format_duration(seconds),
+                seconds=seconds if seconds is not None and seconds > 0 else 0.0,
+                tools=turn.tool_count,
+                prompt=first,
+                errors=errors_at[position],
+                refused=refused_at[position],
+            )
+        )
+    total = "-"
+    if turns:
+        start = view.parse_time(turns[0].started_at)
+        ends = [t for t in (view.parse_time(turn.ended_at) for turn in turns) if t is not None]
+        end = ends[-1] if ends else None
+        if start is not None and end is not None:
+            try:
+                total = view.format_duration((end - start).total_seconds())
+            except TypeError:
+                total = "-"
+    return Overview(
+        outcome=turns[-1].status if turns else "",
+        duration=total,
+        busy=view.format_duration(busy) if turns else "-",
+        models=models,
+        outline=outline,
+        errors=[h for _, _, h in sorted(error_hrefs)],
+        refused=[h for _, _, h in sorted(refused_hrefs)],
+        tool_errors=tool_errors,
+        bars=_bars(outline, longest),
+    )
+
+
+def _bars(outline: list[OutlineEntry], longest: float) -> list[tuple[str, str, str, int]]:
+    """Each turn as a bar, its width by duration (at least a sliver, so every turn shows)."""
+    if not outline:
+        return []
+    floor = (longest or 1.0) / 50
+    widths = [max(e.seconds, floor) for e in outline]
+    total = sum(widths)
+    out = []
+    x = 0.0
+    for entry, width in zip(outline, widths, strict=True):
+        w = width / total * 1000
+        out.append((f"{x:.2f}", f"{max(w - 0.5, 0.3):.2f}", entry.status, entry.index))
+        x += w
+    return out

@@ -1,0 +1,351 @@
+"""Tool-aware rendering: a small registry keyed by tool name, the generic view as fallback.
+
+Each entry reads a tool call's input and says what it is: a shell command line, a patch
+or an edit (shown as a unified diff), a file read (path and line range), a delegation
+(role and the sub-session it spawned), a fetched URL, a new file. ``parts/tool.html``
+shows that *friendly view* above the full input and output, which stay reachable as
+written. Any other tool keeps the generic view.
+
+To add a renderer for your own tool without editing the package, ship a theme template
+``tools/<name>.html`` (``--theme DIR``): ``parts/tool.html`` includes it in place of the
+friendly view; it sees ``p`` (the PartView), ``t`` (the TurnView), ``m`` (macros) and the
+``diff``, ``ansi`` and ``pre`` filters. Or register a function in :data:`REGISTRY` from a
+plugin module named in the ``polyglav.tools`` entry point group: ``module:function``
+where ``function(registry)`` adds entries (loaded once, at the first render).
+
+Outputs are read too, for every tool: a unified diff is shown as one, and ANSI SGR colour
+codes become classes (``ansi-fg-1``…), never raw markup; other control characters are
+shown as visible escapes (``\\x1b``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from html import escape
+from importlib.metadata import entry_points
+
+from ..model import JSON, ToolPart
+from .text import TERMINAL_CONTROL_RE
+
+
+@dataclass(slots=True, frozen=True)
+class ToolView:
+    """What a tool call is, as its friendly view shows it (every field optional)."""
+
+    kind: str
+    """``shell``, ``diff``, ``read``, ``delegate``, ``fetch`` or ``write``."""
+    command: str = ""
+    """A shell command line."""
+    path: str = ""
+    """The file it reads or edits."""
+    lines: str = ""
+    """A line range (``40–45``)."""
+    diff: str = ""
+    """A unified diff (or ``+``/``-`` lines) of what it changes."""
+    content: str = ""
+    """A new file's content."""
+    url: str = ""
+    """A fetched URL."""
+    role: str = ""
+    """A delegation's role."""
+    task: str = ""
+    """A delegation's task."""
+    target: str = ""
+    """The sub-session a delegation spawned (empty when unknown)."""
+
+
+Renderer = Callable[[ToolPart], "ToolView | None"]
+#: Tool name → what reads its input. A plugin adds entries (module docstring).
+REGISTRY: dict[str, Renderer] = {}
+_plugins_loaded = False
+
+#: Edits larger than this (characters) are not diffed (the input stays shown as written).
+DIFF_LIMIT = 200_000
+DELEGATED_RE = re.compile(r"\ADelegated to (\S+)")
+
+
+def _s(value: JSON) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _d(part: ToolPart) -> dict[str, JSON]:
+    return part.input if isinstance(part.input, dict) else {}
+
+
+def edit_diff(path: str, old: str, new: str) -> str:
+    """A unified diff of ``old`` → ``new`` (empty when too large to diff)."""
+    if len(old) + len(new) > DIFF_LIMIT:
+        return ""
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=3
+    )
+    return "\n".join(lines)
+
+
+def _shell(part: ToolPart) -> ToolView | None:
+    value = _d(part).get("command", part.input)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        words = [str(v) for v in value]
+        if len(words) == 3 and words[0] in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
+            return ToolView("shell", command=words[2])
+        return ToolView("shell", command=" ".join(_quote(w) for w in words))
+    command = _s(value)
+    return ToolView("shell", command=command) if command else None
+
+
+def _quote(word: str) -> str:
+    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+
+
+def _read(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    path = _s(d.get("path")) or _s(d.get("file_path"))
+    if not path:
+        return None
+    start = d.get("start_line", d.get("offset"))
+    end = d.get("end_line")
+    if end is None and isinstance(start, int) and isinstance(d.get("limit"), int):
+        end = start + int(d["limit"]) - 1
+    lines = ""
+    if isinstance(start, int) and isinstance(end, int):
+        lines = f"lines {start}–{end}"
+    elif isinstance(start, int):
+        lines = f"from line {start}"
+    return ToolView("read", path=path, lines=lines)
+
+
+def _patch(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    path = _s(d.get("path")) or _s(d.get("file_path"))
+    patch = _s(d.get("patch")) or _s(d.get("diff"))
+    if patch:
+        return ToolView("diff", path=path, diff=patch)
+    content = _s(d.get("content"))
+    if content:
+        return ToolView("write", path=path, content=content)
+    return None
+
+
+def _apply_patch(part: ToolPart) -> ToolView | None:
+    text = part.input if isinstance(part.input, str) else _s(_d(part).get("input"))
+    text = text or _s(_d(part).get("patch"))
+    if not text:
+        cmd = _d(part).get("command")
+        if isinstance(cmd, list) and len(cmd) == 2 and cmd[0] == "apply_patch":
+            text = _s(cmd[1])
+    return ToolView("diff", diff=text) if text else None
+
+
+def _edit(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    path = _s(d.get("file_path")) or _s(d.get("path"))
+    edits = d.get("edits")
+    pairs: list[tuple[str, str]] = []
+    if isinstance(edits, list):
+        for e in edits:
+            if isinstance(e, dict):
+                pairs.append((_s(e.get("old_string")), _s(e.get("new_string"))))
+    else:
+        old = _s(d.get("old_string")) or _s(d.get("search"))
+        new = _s(d.get("new_string")) or _s(d.get("replace"))
+        pairs.append((old, new))
+    diff = "\n".join(edit_diff(path, old, new) for old, new in pairs if old or new)
+    return ToolView("diff", path=path, diff=diff) if diff else None
+
+
+def _write(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    path = _s(d.get("file_path")) or _s(d.get("path"))
+    content = _s(d.get("content"))
+    return ToolView("write", path=path, content=content) if path else None
+
+
+def _delegate(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    role = _s(d.get("role")) or _s(d.get("subagent_type"))
+    task = _s(d.get("task")) or _s(d.get("description")) or _s(d.get("prompt"))
+    target = delegate_target(part)
+    return ToolView("delegate", role=role, task=task, target=target)
+
+
+def delegate_target(part: ToolPart) -> str:
+    """The sub-session a delegate call spawned: the importer's ``sub_session`` field, or
+    the name Polyglav's delegate reports (``Delegated to sub_… (role …)``)."""
+    named = part.extra.get("sub_session")
+    if isinstance(named, str) and named:
+        return named
+    match = DELEGATED_RE.match(part.output or "")
+    return match.group(1) if match else ""
+
+
+def _fetch(part: ToolPart) -> ToolView | None:
+    url = _s(_d(part).get("url"))
+    return ToolView("fetch", url=url) if url else None
+
+
+REGISTRY.update(
+    {
+        "run_command": _shell,
+        "Bash": _shell,
+        "shell": _shell,
+        "exec_command": _shell,
+        "local_shell": _shell,
+        "file_read": _read,
+        "Read": _read,
+        "file_write": _patch,
+        "Edit": _edit,
+        "MultiEdit": _edit,
+        "edit": _edit,
+        "Write": _write,
+        "apply_patch": _apply_patch,
+        "delegate": _delegate,
+        "Task": _delegate,
+        "Agent": _delegate,
+        "web_fetch": _fetch,
+        "WebFetch": _fetch,
+        "fetch_page": _fetch,
+        "open": _fetch,
+    }
+)
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in sorted(entry_points(group="polyglav.tools"), key=lambda e: e.name):
+        ep.load()(REGISTRY)
+
+
+def friendly(part: ToolPart) -> ToolView | None:
+    """The friendly view of a tool call, or None (the generic view)."""
+    _load_plugins()
+    reader = REGISTRY.get(part.name)
+    if reader is None:
+        return None
+    try:
+        return reader(part)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+# --- Outputs: diffs, ANSI colours, control characters -------------------------------------
+
+_DIFF_HINT_RE = re.compile(r"^(?:diff --git |--- \S|\*\*\* Begin Patch|@@ -\d)", re.M)
+_HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
+
+
+def looks_like_diff(text: str) -> bool:
+    """True when ``text`` holds a unified diff (a hunk header) or an apply_patch block."""
+    head = text[:200_000]
+    return (_HUNK_RE.search(head) is not None and _DIFF_HINT_RE.search(head) is not None) or (
+        "*** Begin Patch" in head
+    )
+
+
+def _visible(text: str) -> str:
+    """Escaped text, control characters (but tab and line breaks) as visible escapes."""
+    out = escape(text, quote=False)
+    return TERMINAL_CONTROL_RE.sub(_control, out)
+
+
+def _control(match: re.Match[str]) -> str:
+    char = match.group(0)
+    if char in "\r":
+        return char
+    if "\ud800" <= char <= "\udfff":
+        shown = f"\\u{ord(char):04x}"
+    else:
+        shown = char.encode("unicode_escape").decode("ascii")
+    return f'<span class="ctl">{shown}</span>'
+
+
+def visible_controls(html: str) -> str:
+    """Escaped HTML with its raw control characters made visible escapes."""
+    return TERMINAL_CONTROL_RE.sub(_control, html)
+
+
+def diff_html(text: str) -> str:
+    """A diff as escaped lines, each in a span: ``d-add``, ``d-del``, ``d-hunk``, ``d-file``."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith(("+++", "---", "diff --git", "*** ", "index ")):
+            cls = "d-file"
+        elif line.startswith("@@"):
+            cls = "d-hunk"
+        elif line.startswith("+"):
+            cls = "d-add"
+        elif line.startswith("-"):
+            cls = "d-del"
+        else:
+            out.append(_visible(line))
+            continue
+        out.append(f'<span class="{cls}">{_visible(line)}</span>')
+    return "\n".join(out)
+
+
+_SGR_RE = re.compile("\x1b\\[([0-9;]*)m")
+
+
+def has_ansi(text: str) -> bool:
+    return "\x1b[" in text and _SGR_RE.search(text) is not None
+
+
+def ansi_html(text: str) -> str:
+    """Text with ANSI SGR colour codes as ``<span class="ansi-…">``; other escapes visible."""
+    out: list[str] = []
+    classes: list[str] = []
+    pos = 0
+    open_span = False
+    for match in _SGR_RE.finditer(text):
+        chunk = text[pos : match.start()]
+        if chunk:
+            out.append(_visible(chunk))
+        pos = match.end()
+        codes = [c for c in match.group(1).split(";") if c] or ["0"]
+        for code in codes:
+            if not code.isdigit():
+                continue
+            n = int(code)
+            if n == 0:
+                classes = []
+            elif n == 1:
+                classes = [c for c in classes if c != "ansi-bold"] + ["ansi-bold"]
+            elif 30 <= n <= 37 or 90 <= n <= 97:
+                classes = [c for c in classes if not c.startswith("ansi-fg")]
+                classes.append(f"ansi-fg-{n - 30 if n < 90 else n - 82}")
+            elif n == 39:
+                classes = [c for c in classes if not c.startswith("ansi-fg")]
+            elif 40 <= n <= 47:
+                classes = [c for c in classes if not c.startswith("ansi-bg")]
+                classes.append(f"ansi-bg-{n - 40}")
+            elif n == 49:
+                classes = [c for c in classes if not c.startswith("ansi-bg")]
+        if open_span:
+            out.append("</span>")
+            open_span = False
+        if classes:
+            out.append(f'<span class="{" ".join(classes)}">')
+            open_span = True
+    rest = text[pos:]
+    if rest:
+        out.append(_visible(rest))
+    if open_span:
+        out.append("</span>")
+    return "".join(out)
+
+
+def fetch_url_allowed(url: str) -> bool:
+    """True for an absolute http(s) URL without whitespace or control characters: one a
+    page may link (``rel="nofollow noopener noreferrer"``)."""
+    return re.fullmatch(r"https?://[^\s\x00-\x1f\x7f]+", url) is not None
+
+
+def spawn_id(target: str) -> str:
+    """The element id a delegate call carries for the sub-session it spawned (its name),
+    so the sub-session's page links back to the call; empty when a name cannot be an id."""
+    return f"spawn-{target}" if target and not any(c.isspace() for c in target) else ""

@@ -1,0 +1,111 @@
+"""The matching rules of publisher/audit.py: error → turn, decision → tool call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from publisher.audit import Audit
+from publisher.loader import session_from_json
+from tests.helpers import part, session_doc, turn
+
+pytestmark = pytest.mark.unit
+
+T = "2026-08-17T12:00:{:02d}+00:00"
+
+
+def _session(**fields: Any) -> Any:
+    return session_from_json(session_doc(**fields), "x.json")
+
+
+def _call(name: str, second: int, **inp: Any) -> dict[str, Any]:
+    return part("tool", name=name, input=inp, output="ok", timestamp=T.format(second))
+
+
+def _perm(tool: str, second: int | None, path: str = "", decision: str = "denied") -> Any:
+    stamp = T.format(second) if second is not None else ""
+    return {"tool": tool, "action": "ask", "decision": decision, "path": path, "timestamp": stamp}
+
+
+def test_error_within_a_span_in_progress_and_unplaced() -> None:
+    s = _session(
+        turns=[
+            turn(1, started_at=T.format(10), ended_at=T.format(20)),
+            turn(2, started_at=T.format(30), ended_at=T.format(40)),
+        ],
+        errors=[
+            {"code": 0, "message": "a", "timestamp": T.format(15)},  # within turn 1
+            {"code": 0, "message": "b", "timestamp": T.format(25)},  # after turn 1 ended
+            {"code": 0, "message": "c", "timestamp": T.format(5)},  # before every turn
+            {"code": 0, "message": "d", "timestamp": "not a time"},
+        ],
+    )
+    places = [(e.position, e.rule) for e in Audit.of(s).errors]
+    assert places == [(0, "within"), (0, "in progress"), (None, "unplaced"), (None, "unplaced")]
+
+
+def test_error_in_overlapping_spans_goes_to_the_latest_started() -> None:
+    s = _session(
+        turns=[
+            turn(1, started_at=T.format(10), ended_at=T.format(50)),
+            turn(2, started_at=T.format(20), ended_at=T.format(30)),
+        ],
+        errors=[{"code": 503, "message": "x", "timestamp": T.format(25)}],
+    )
+    assert Audit.of(s).errors_in(1)[0].rule == "within"
+    assert Audit.of(s).errors_in(0) == []
+
+
+def test_decision_matches_by_path_among_calls_at_the_same_time() -> None:
+    # Two calls of the same tool at the same second: the path tells them apart.
+    s = _session(
+        turns=[
+            turn(
+                1,
+                _call("run_command", 1, command="git status"),
+                _call("run_command", 1, command="git push origin main"),
+                started_at=T.format(0),
+                ended_at=T.format(9),
+            )
+        ],
+        permissions=[_perm("run_command", 1, "git push"), _perm("run_command", 1, "git status")],
+    )
+    audit = Audit.of(s)
+    assert [(d.part, d.rule) for d in audit.decisions] == [(2, "path"), (1, "path")]
+    assert sorted(audit.decisions_in(0)) == [1, 2]
+
+
+def test_decision_ambiguous_by_time_takes_the_same_time_then_the_last_before() -> None:
+    s = _session(
+        turns=[
+            turn(
+                1,
+                _call("file_write", 1, path="a"),
+                _call("file_write", 3, path="b"),
+                _call("file_write", 5, path="c"),
+                started_at=T.format(0),
+                ended_at=T.format(9),
+            )
+        ],
+        permissions=[_perm("file_write", 3), _perm("file_write", 4), _perm("file_write", 0)],
+    )
+    rules = [(d.part, d.rule) for d in Audit.of(s).decisions]
+    assert rules == [(2, "same time"), (2, "before"), (1, "first")]
+
+
+def test_unmatched_decisions_match_no_call() -> None:
+    s = _session(
+        turns=[
+            turn(1, _call("file_read", 1, path="a"), started_at=T.format(0), ended_at=T.format(9))
+        ],
+        permissions=[_perm("run_command", 2, "ls"), _perm("file_read", None, "a"), _perm("x", 0)],
+    )
+    s.turns[0].started_at = T.format(1)
+    audit = Audit.of(s)
+    assert [(d.position, d.part, d.rule) for d in audit.decisions] == [
+        (0, None, "unmatched"),  # no call of that tool in its turn
+        (None, None, "unmatched"),  # no timestamp: no turn
+        (None, None, "unmatched"),  # before every turn
+    ]
+    assert audit.decisions_in(0) == {}

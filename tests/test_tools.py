@@ -1,0 +1,108 @@
+"""Tool-aware rendering (publisher/render/tools.py): the registry, diffs, ANSI colours,
+control characters, long outputs, and a theme's own tools/<name>.html."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from publisher.loader import session_from_json
+from publisher.model import ToolPart
+from publisher.render import html, tools
+from publisher.render.markup import escape_text, render_markdown
+from publisher.theme import Theme
+from tests.helpers import part, session_doc, turn
+
+pytestmark = pytest.mark.unit
+
+EVIL = '<script>alert(1)</script>"\x1b[2J\x00'
+
+
+def _tool(name: str, inp: object, output: str | None = "ok") -> ToolPart:
+    doc = session_doc(turns=[turn(1, part("tool", name=name, input=inp, output=output))])
+    found = session_from_json(doc, "x.json").turns[0].parts[0]
+    assert isinstance(found, ToolPart)
+    return found
+
+
+def test_registry_reads_the_known_tools() -> None:
+    assert tools.friendly(_tool("run_command", {"command": "ls -la"})) == tools.ToolView(
+        "shell", command="ls -la"
+    )
+    assert tools.friendly(_tool("shell", {"command": ["bash", "-lc", "git status"]})).command == (  # type: ignore[union-attr]
+        "git status"
+    )
+    read = tools.friendly(_tool("Read", {"file_path": "a.py", "offset": 10, "limit": 5}))
+    assert read is not None and (read.path, read.lines) == ("a.py", "lines 10–14")
+    edit = tools.friendly(
+        _tool("Edit", {"file_path": "a.py", "old_string": "x\n", "new_string": "y\n"})
+    )
+    assert edit is not None and "-x" in edit.diff and "+y" in edit.diff
+    multi = tools.friendly(
+        _tool("MultiEdit", {"file_path": "a", "edits": [{"old_string": "1", "new_string": "2"}]})
+    )
+    assert multi is not None and "+2" in multi.diff
+    assert tools.friendly(_tool("Write", {"file_path": "n.py", "content": "x"})).kind == "write"  # type: ignore[union-attr]
+    patch = "*** Begin Patch\n*** Update File: a\n@@\n-a\n+b\n*** End Patch"
+    assert tools.friendly(_tool("apply_patch", {"input": patch})).diff == patch  # type: ignore[union-attr]
+    aider = tools.friendly(_tool("edit", {"path": "f", "search": "a", "replace": "b"}))
+    assert aider is not None and aider.kind == "diff"
+    task = _tool("delegate", {"role": "reviewer"}, "Delegated to sub_1 (role reviewer).")
+    assert tools.friendly(task) == tools.ToolView("delegate", role="reviewer", target="sub_1")
+    assert tools.friendly(_tool("my_tool", {"x": 1})) is None  # the generic view
+    assert tools.friendly(_tool("run_command", [1, {}])) is None  # odd input: generic
+
+
+def test_diff_lines_are_classed_and_escaped() -> None:
+    out = tools.diff_html(f"--- a\n+++ b\n@@ -1 +1 @@\n-{EVIL}\n+new\n ctx")
+    assert '<span class="d-del">-&lt;script&gt;' in out and '<span class="d-add">+new</span>' in out
+    assert "<script>" not in out and "\x1b" not in out and "\x00" not in out
+    assert '<span class="ctl">\\x1b</span>' in out
+    assert tools.looks_like_diff("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+    assert not tools.looks_like_diff("- a list\n+ not a diff\n")
+
+
+def test_ansi_colours_become_classes_and_other_escapes_stay_visible() -> None:
+    out = tools.ansi_html(f"\x1b[1;31mFAIL\x1b[0m ok \x1b[32m{EVIL}\x1b[0m\x1b]0;title\x07")
+    assert '<span class="ansi-bold ansi-fg-1">FAIL</span>' in out
+    assert '<span class="ansi-fg-2">&lt;script&gt;' in out
+    assert "\x1b" not in out and "\x07" not in out and "\x00" not in out
+    assert "<script>" not in out
+
+
+def test_control_characters_never_reach_html_raw() -> None:
+    for rendered in (escape_text("a\x1b[0mb\x00c"), render_markdown("# t\n\na\x1bb\x00 *c*")):
+        assert "\x1b" not in rendered and "\x00" not in rendered
+        assert "x1b" in rendered
+
+
+def test_markdown_headings_nest_under_the_part_and_code_is_focusable() -> None:
+    out = render_markdown("# One\n\n### Three\n\n```\ncode\n```\n\n    indented\n")
+    assert "<h4>One</h4>" in out and "<h5>Three</h5>" in out and "<h1>" not in out
+    assert out.count('<pre tabindex="0">') == 2
+
+
+def test_long_output_keeps_head_and_tail_and_every_byte() -> None:
+    text = "".join(f"line {i}\r\n" if i % 7 == 0 else f"line {i}\n" for i in range(100))
+    head, middle, tail, hidden = html._head_tail(text)
+    assert head + middle + tail == text
+    assert head.startswith("line 0") and tail.endswith("line 99\n")
+    assert hidden == 100 - html.HEAD_LINES - html.TAIL_LINES
+    assert html._head_tail("short\n") == ("short\n", "", "", 0)
+
+
+def test_a_theme_template_renders_its_own_tool(tmp_path: Path) -> None:
+    theme = tmp_path / "mytheme"
+    (theme / "templates" / "tools").mkdir(parents=True)
+    (theme / "templates" / "tools" / "deploy.html").write_text(
+        '<p class="deploy">Deploy to {{ p.part.input.env }}</p>\n', encoding="utf-8"
+    )
+    doc = session_doc(
+        turns=[turn(1, part("tool", name="deploy", input={"env": EVIL}, output="done"))]
+    )
+    session = session_from_json(doc, "x.json")
+    renderer = html.HtmlRenderer(Theme.load(str(theme)))
+    out = renderer.render_turn(session, session.turns[0], [], None).html
+    assert '<p class="deploy">Deploy to &lt;script&gt;' in out
+    assert "Input as written (JSON)" in out  # the full input stays reachable
