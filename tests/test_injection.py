@@ -89,6 +89,7 @@ def hostile_session(i: int, payload: str) -> dict[str, Any]:
         ],
         errors=[{"code": p, "message": p, "timestamp": p, p: p}],
         permissions=[{"tool": p, "action": p, "decision": p, "path": p, "timestamp": p}],
+        imported_from={"agent": p, "path": p, "session_id": p},
         **{f"x_{i}": p},
     )
 
@@ -137,7 +138,7 @@ class TagAudit(HTMLParser):
         if tag == "meta" and equiv == "content-security-policy":
             self.csp += 1
         if tag == "link" and not (dict(attrs).get("href") or "").endswith(
-            ("assets/style.css", "assets/theme.css")
+            ("assets/style.css", "assets/theme.css", "assets/archive.css")
         ):
             self.problems.append(f"link {attrs}")
 

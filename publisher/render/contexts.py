@@ -221,7 +221,11 @@ class IndexRow:
     last_status: str
     """Status of the last turn."""
     first_prompt: str
-    """First line of the first prompt."""
+    """First line of the first prompt, as plain text."""
+    file_name: str = ""
+    """Its file name, when it is not ``<name>.json`` (else empty)."""
+    origin: str = ""
+    """Where an imported session came from (``agent: source``), empty for a native one."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -53,13 +53,18 @@ class Summary:
     """Permission decision counts, sorted by decision."""
     redacted: int = 0
     """Secrets redacted from the session (when the build redacts)."""
+    origin: str = ""
+    """Where an imported session came from (its ``imported_from``: agent and source), or
+    empty for a native session."""
 
     @classmethod
     def of(cls, session: Session, redacted: int = 0) -> Summary:
+        from ..render.markup import plain_inline
         from ..render.text import first_line
         from ..render.view import prompt_of
 
-        first = first_line(prompt_of(session.turns[0]), 120) if session.turns else ""
+        first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
         return cls(
             name=session.session_name,
@@ -79,6 +84,7 @@ class Summary:
             first_prompt=first,
             decisions=tuple(sorted(decisions.items())),
             redacted=redacted,
+            origin=origin_of(session),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -104,6 +110,19 @@ class Summary:
         ):
             raise ValueError("a summary of the wrong shape")
         return cls(*values)
+
+
+def origin_of(session: Session) -> str:
+    """``agent: source`` of an imported session's ``imported_from`` (untrusted: only its
+    text values count), "" when it has none."""
+    origin = session.extra.get("imported_from")
+    if not isinstance(origin, dict):
+        return ""
+    agent, path = origin.get("agent"), origin.get("path")
+    label = ": ".join(v for v in (agent, path) if isinstance(v, str) and v)
+    if not label:
+        label = "another agent"
+    return label if len(label) <= 160 else label[:159] + "…"
 
 
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))

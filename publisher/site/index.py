@@ -34,10 +34,8 @@ INDEX_CACHE = "index-cache"
 
 COLUMNS = [
     Column("kind", "Kind", "text"),
-    Column("name", "Name", "text"),
-    Column("id", "Id", "text"),
+    Column("name", "Session", "text"),
     Column("role", "Role", "text"),
-    Column("version", "Version", "text"),
     Column("created", "Created", "text"),
     Column("updated", "Updated", "text"),
     Column("turns", "Turns", "number"),
@@ -168,6 +166,8 @@ def index_row(summary: Summary) -> IndexRow:
         errors=summary.errors,
         last_status=summary.last_status,
         first_prompt=summary.first_prompt,
+        file_name="" if summary.file_name == f"{summary.name}.json" else summary.file_name,
+        origin=summary.origin,
     )
 
 

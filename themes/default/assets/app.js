@@ -50,8 +50,9 @@
     function applyFilters() {
       var shown = 0;
       Array.prototype.forEach.call(tbody.rows, function (row) {
+        /* Role options are "=" + the role ("=" alone: no role), so "(none)" is not "all". */
         var ok = (!kind.value || row.dataset.kind === kind.value) &&
-          (!role.value || row.dataset.role === role.value) &&
+          (!role.value || "=" + row.dataset.role === role.value) &&
           (!errors.checked || parseInt(row.dataset.errors, 10) > 0);
         row.hidden = !ok;
         if (ok) { shown++; }
@@ -79,8 +80,19 @@
   }
 
   /* ---- search (Pagefind, needs http) ---- */
+  /* The text of an HTML fragment, its leading and trailing spaces kept (after <body>
+   * the parser keeps whitespace; before it, it would drop it: "push<mark>to</mark> main"). */
   function textOf(html) {
-    return new DOMParser().parseFromString(html, "text/html").body.textContent || "";
+    return new DOMParser().parseFromString("<!DOCTYPE html><body>" + html, "text/html").body.textContent || "";
+  }
+  /* A heading's text without its permalink mark ("# Turn 7" is "Turn 7"). */
+  function titleOf(html) {
+    return textOf(html).replace(/^[\s#]+/, "").replace(/[\s#]+$/, "");
+  }
+  function matchCount(pages, places) {
+    var text = pages === 1 ? "1 page matches" : pages + " pages match";
+    if (places > pages) { text += ", in " + places + " places"; }
+    return text + ".";
   }
   function excerptNodes(excerpt, into) {
     /* Pagefind marks hits with <mark>; rebuild them as elements, everything else as text. */
@@ -139,14 +151,22 @@
         return Promise.all(res.results.slice(0, 20).map(function (r) { return r.data(); })).then(function (items) {
           if (mine !== seq) { return; }
           list.textContent = "";
-          status.textContent = res.results.length + " pages match.";
+          var places = 0;
+          items.forEach(function (item) {
+            places += (item.sub_results && item.sub_results.length) ? Math.min(3, item.sub_results.length) : 1;
+          });
+          status.textContent = res.results.length > items.length
+            ? matchCount(res.results.length, res.results.length) + " The first " + items.length + " are shown."
+            : matchCount(items.length, places);
           items.forEach(function (item) {
             var hits = (item.sub_results && item.sub_results.length) ? item.sub_results.slice(0, 3) : [item];
             hits.forEach(function (hit) {
               var li = document.createElement("li");
               var a = document.createElement("a");
               a.href = hit.url;
-              a.textContent = textOf((item.meta && item.meta.title) || item.url) + (hit !== item ? " — " + textOf(hit.title || "") : "");
+              var heading = hit !== item ? titleOf(hit.title || "") : "";
+              var page = titleOf((item.meta && item.meta.title) || item.url);
+              a.textContent = page + (heading && heading !== page ? " — " + heading : "");
               li.appendChild(a);
               var p = document.createElement("p");
               p.className = "dim";

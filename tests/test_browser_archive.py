@@ -1,0 +1,142 @@
+"""Chromium tests of the archive-wide pages: the index's layout, filters and search."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
+from tests.conftest import SAMPLES, part, session_doc, turn
+from tests.site_helpers import build
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build(SAMPLES, out, search=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_url(site: Path) -> Iterator[str]:
+    with static_server(site) as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert errors == [], errors
+
+
+def overflow(browser: Browser, url: str, width: int, scheme: str = "light") -> int:
+    """How far the page scrolls sideways at ``width`` px (0: it fits), the table included."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)  # type: ignore[arg-type]
+    pg = context.new_page()
+    pg.goto(url)
+    scroll = pg.evaluate(
+        """() => Math.max(document.documentElement.scrollWidth - innerWidth,
+                 ...[...document.querySelectorAll('.table-wrap')].map(
+                     w => w.scrollWidth - w.clientWidth))"""
+    )
+    context.close()
+    return int(scroll)
+
+
+def test_index_fits_without_horizontal_scroll(browser: Browser, base_url: str) -> None:
+    for width in (1600, 1280, 390):
+        assert overflow(browser, base_url + "index.html", width) <= 0, width
+
+
+def test_index_with_long_untrusted_values_fits(browser: Browser, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    name = "ses_20260101_000000_" + "x" * 90
+    doc = session_doc(
+        name,
+        role="r" * 120,
+        turns=[turn(1, part("user", "`" + "y" * 300 + "` and **bold**"), part("text", "ok"))],
+    )
+    doc["imported_from"] = {"agent": "claude-code", "path": "/home/u/" + "z" * 200 + ".jsonl"}
+    (sessions / "renamed-file.json").write_text(json.dumps(doc))
+    out = tmp_path / "site"
+    build(sessions, out)
+    for width in (1280, 390):
+        assert overflow(browser, (out / "index.html").as_uri(), width) <= 0, width
+    html = (out / "index.html").read_text()
+    assert "imported from claude-code: /home/u/" in html
+    assert "renamed-file.json" in html
+    assert "`" not in html.split('id="session-table"')[1].split("</table>")[0]
+
+
+def test_phone_card_shows_every_field(browser: Browser, base_url: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    pg = context.new_page()
+    pg.goto(base_url + "index.html")
+    cells = pg.evaluate(
+        """() => [...document.querySelector('#session-table tbody tr').cells].map(td => {
+             const r = td.getBoundingClientRect();
+             const label = getComputedStyle(td, '::before').content;
+             return [td.className, r.width > 0 && r.left >= 0 && r.right <= innerWidth, label];
+           })"""
+    )
+    context.close()
+    shown = {cls.split()[-1]: (visible, label) for cls, visible, label in cells}
+    for key, label in [
+        ("c-kind", "Kind"),
+        ("c-role", "Role"),
+        ("c-updated", "Updated"),
+        ("c-turns", "Turns"),
+        ("c-errors", "Errors"),
+        ("c-status", "Last status"),
+    ]:
+        assert shown[key] == (True, f'"{label}: "'), (key, shown[key])
+    assert shown["c-name"][0]
+
+
+def test_role_filter_none_is_not_all(page: Page, base_url: str) -> None:
+    page.goto(base_url + "index.html")
+    total = page.locator("#session-table tbody tr").count()
+    page.select_option("#filter-role", label="(none)")
+    shown = page.locator("#session-table tbody tr:not([hidden])")
+    assert 0 < shown.count() < total
+    assert set(shown.evaluate_all("rs => rs.map(r => r.dataset.role)")) == {""}
+    page.select_option("#filter-role", label="all")
+    assert page.locator("#session-table tbody tr:not([hidden])").count() == total
+
+
+def test_previews_are_plain_text(page: Page, base_url: str) -> None:
+    page.goto(base_url + "index.html")
+    previews = page.locator("#session-table .preview").all_inner_texts()
+    assert any("test_reserve_last_unit" in p for p in previews), previews
+    assert not any("`" in p for p in previews), previews
+
+
+def test_search_excerpts_keep_spaces_and_titles_are_clean(page: Page, base_url: str) -> None:
+    page.goto(base_url + "index.html")
+    page.fill("#search-input", "suite")
+    page.wait_for_selector("#search-results li p mark", timeout=15_000)
+    excerpts = page.locator("#search-results li p").all_inner_texts()
+    assert any("suite and" in e or "suite since" in e for e in excerpts), excerpts
+    titles = page.locator("#search-results li a").all_inner_texts()
+    assert not any("#" in t for t in titles), titles
+    status = page.locator("#search-status").inner_text()
+    assert status.startswith(("1 page matches", f"{len(set(titles))} ")) or "pages match" in status
+    assert "1 pages" not in status
