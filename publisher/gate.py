@@ -345,6 +345,25 @@ class _ToolCalls:
         return table
 
 
+def locate(
+    session: Session, events: list[tuple[str, str | None]]
+) -> list[tuple[int | None, int | None]]:
+    """Where each event ``(timestamp, tool or None)`` of a session happened, by the rules of
+    the module docstring: the position of its turn in ``session.turns`` (None: no turn) and,
+    for an event on a tool (a permission), the 1-based number of the tool part it resolved
+    (None when none). The one entry point for attributing errors and decisions elsewhere."""
+    positions = attribute(session.turns, [stamp for stamp, _ in events]) if events else []
+    calls = _ToolCalls(session)
+    out: list[tuple[int | None, int | None]] = []
+    for (stamp, tool), position in zip(events, positions, strict=True):
+        if position is None:
+            out.append((None, None))
+            continue
+        number = calls.part_for(position, tool, stamp) if tool is not None else None
+        out.append((position, number))
+    return out
+
+
 def utc_time(value: str) -> datetime | None:
     """A timestamp as an aware UTC datetime (a naive one is read as UTC), or None."""
     parsed = parse_time(value)

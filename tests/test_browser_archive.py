@@ -140,3 +140,57 @@ def test_search_excerpts_keep_spaces_and_titles_are_clean(page: Page, base_url: 
     status = page.locator("#search-status").inner_text()
     assert status.startswith(("1 page matches", f"{len(set(titles))} ")) or "pages match" in status
     assert "1 pages" not in status
+
+
+def test_decisions_link_to_the_call_they_resolved(page: Page, base_url: str) -> None:
+    page.goto(base_url + "decisions.html")
+    first = page.locator("#event-table tbody tr").first
+    assert first.locator("td").first.inner_text().strip().endswith("denied")
+    link = first.locator('a:has-text("call 7.2")')
+    link.click()
+    page.wait_for_url("**/ses_20260817_120000_ab12cd/index.html#turn-7.2")
+    target = page.locator('[id="turn-7.2"]')
+    assert "run_command" in target.inner_text()
+    assert page.evaluate("document.getElementById('turn-7.2').getBoundingClientRect().top") < 900
+
+
+def test_errors_link_to_their_turn_and_filter(page: Page, base_url: str) -> None:
+    page.goto(base_url + "errors.html")
+    rows = page.locator("#event-table tbody tr")
+    times = rows.evaluate_all("rs => rs.map(r => r.cells[0].innerText)")
+    assert times == sorted(times, reverse=True)
+    page.select_option('select[data-filter="value"]', label="401")
+    shown = page.locator("#event-table tbody tr:not([hidden])")
+    assert shown.count() == 1
+    shown.locator('a:has-text("turn 7")').click()
+    page.wait_for_url("**/ses_20260817_120000_ab12cd/index.html#turn-7")
+    page.goto(base_url + "errors.html")
+    page.select_option('select[data-filter="role"]', label="(none)")
+    roles = page.locator("#event-table tbody tr:not([hidden])").evaluate_all(
+        "rs => rs.map(r => r.dataset.role)"
+    )
+    assert roles and set(roles) == {""}
+
+
+def test_archive_pages_fit(browser: Browser, base_url: str) -> None:
+    for path in ("errors.html", "decisions.html"):
+        for width in (1280, 390):
+            assert overflow(browser, base_url + path, width) <= 0, (path, width)
+
+
+def test_axe_on_archive_pages(browser: Browser, base_url: str) -> None:
+    axe = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+    context = browser.new_context(bypass_csp=True)
+    pg = context.new_page()
+    found = {}
+    for path in ("errors.html", "decisions.html", "index.html"):
+        for scheme in ("light", "dark"):
+            pg.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+            pg.goto(base_url + path)
+            pg.add_script_tag(path=str(axe))
+            result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
+            bad = [v["id"] for v in result["violations"] if v["impact"] in ("serious", "critical")]
+            if bad:
+                found[f"{path} ({scheme})"] = bad
+    context.close()
+    assert found == {}

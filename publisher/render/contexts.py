@@ -268,3 +268,55 @@ class IndexPage:
     """What redaction replaced across the archive, or ``None`` when redaction is off."""
     root: str = ""
     """The site root relative to the page."""
+
+
+@dataclass(slots=True, frozen=True)
+class EventRow:
+    """One error or permission decision on the archive's Errors or Decisions page, for
+    ``errors_row.html`` and ``decisions_row.html``."""
+
+    session: str
+    """The session's name."""
+    session_url: str
+    """The session's first page, relative to the site root."""
+    url: str
+    """The page (relative to the site root) and anchor of its turn or tool call, or of the
+    session's errors or permissions when it names no turn."""
+    kind: str
+    """The session's kind."""
+    role: str
+    """The session's role."""
+    time: str
+    """Its timestamp as written."""
+    turn: str
+    """The turn (``N``) or tool call (``N.M``) it is attributed to, or empty."""
+    code: str = ""
+    """An error's code."""
+    message: str = ""
+    """An error's message (cut)."""
+    decision: str = ""
+    """A permission's decision."""
+    tool: str = ""
+    """A permission's tool."""
+    action: str = ""
+    """A permission's action."""
+    path: str = ""
+    """A permission's path."""
+
+
+@dataclass(slots=True, frozen=True)
+class ArchivePage:
+    """An archive-wide list (``errors.html``, ``decisions.html``)."""
+
+    rows_html: list[Markup]
+    """The rendered rows, in the page's order."""
+    kinds: list[str]
+    """The session kinds present (the kind filter's options)."""
+    roles: list[str]
+    """The roles present (the role filter's options)."""
+    values: list[str]
+    """The codes (Errors) or decisions (Decisions) present (the third filter's options)."""
+    sessions: int
+    """How many sessions the rows come from."""
+    root: str = ""
+    """The site root relative to the page."""

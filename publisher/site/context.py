@@ -128,6 +128,11 @@ class CachePaths:
         return self.root / "index-cache"
 
     @property
+    def archive_cache(self) -> Path:
+        """Rows of the archive-wide Errors and Decisions pages (:mod:`.archive`)."""
+        return self.root / "archive-cache.json"
+
+    @property
     def search_state(self) -> Path:
         """Each search shard's key and the Pagefind that indexed it (:mod:`.search`)."""
         return self.root / "search.json"

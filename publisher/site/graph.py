@@ -56,6 +56,13 @@ class Summary:
     origin: str = ""
     """Where an imported session came from (its ``imported_from``: agent and source), or
     empty for a native session."""
+    error_events: tuple[tuple[str, str, str, str, str, str], ...] = field(default=())
+    """Its errors for the archive's Errors page, in file order: (UTC sort time, time as
+    written, turn index or "", anchor of the turn or "", code, message)."""
+    decision_events: tuple[tuple[str, str, str, str, str, str, str, str], ...] = field(default=())
+    """Its permission decisions for the Decisions page, in file order: (UTC sort time, time
+    as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
+    anchor of the tool call, or of the turn, or "")."""
 
     @classmethod
     def of(cls, session: Session, redacted: int = 0) -> Summary:
@@ -85,6 +92,8 @@ class Summary:
             decisions=tuple(sorted(decisions.items())),
             redacted=redacted,
             origin=origin_of(session),
+            error_events=error_events(session),
+            decision_events=decision_events(session),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -94,7 +103,8 @@ class Summary:
         """The fields in order, as JSON values (lists, never tuples)."""
         row: list[object] = [getattr(self, name) for name in SUMMARY_FIELDS]
         row[_SUB_SESSIONS] = list(self.sub_sessions)
-        row[_DECISIONS] = [list(d) for d in self.decisions]
+        for index in _NESTED.values():
+            row[index] = [list(d) for d in row[index]]  # type: ignore[attr-defined]
         return row
 
     @classmethod
@@ -104,12 +114,75 @@ class Summary:
             raise ValueError("a summary of the wrong shape")
         values = list(row)
         values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
-        values[_DECISIONS] = tuple(map(tuple, values[_DECISIONS]))
-        if not all(type(n) is str for n in values[_SUB_SESSIONS]) or not all(
-            tuple(map(type, d)) == (str, int) for d in values[_DECISIONS]
-        ):
+        if not all(type(n) is str for n in values[_SUB_SESSIONS]):
             raise ValueError("a summary of the wrong shape")
+        for name, index in _NESTED.items():
+            items = values[index] = tuple(map(tuple, values[index]))
+            if not all(tuple(map(type, d)) == _NESTED_TYPES[name] for d in items):
+                raise ValueError("a summary of the wrong shape")
         return cls(*values)
+
+
+MESSAGE_CHARS = 300
+"""How much of an error message the Errors page shows (the session page has all of it)."""
+
+
+def _sort_time(stamp: str) -> str:
+    from ..gate import utc_time
+
+    when = utc_time(stamp)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f") if when is not None else ""
+
+
+def _cut(text: str, limit: int = MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_events(session: Session) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """:attr:`Summary.error_events` of a session (attributed by :func:`..gate.locate`)."""
+    from ..gate import locate
+
+    places = locate(session, [(e.timestamp, None) for e in session.errors])
+    out = []
+    for error, (position, _) in zip(session.errors, places, strict=True):
+        turn = "" if position is None else str(session.turns[position].index)
+        out.append(
+            (
+                _sort_time(error.timestamp),
+                error.timestamp,
+                turn,
+                f"turn-{turn}" if turn else "",
+                str(error.code),
+                _cut(error.message),
+            )
+        )
+    return tuple(out)
+
+
+def decision_events(
+    session: Session,
+) -> tuple[tuple[str, str, str, str, str, str, str, str], ...]:
+    """:attr:`Summary.decision_events` of a session (attributed by :func:`..gate.locate`)."""
+    from ..gate import locate
+
+    places = locate(session, [(p.timestamp, p.tool) for p in session.permissions])
+    out = []
+    for permission, (position, number) in zip(session.permissions, places, strict=True):
+        turn = "" if position is None else str(session.turns[position].index)
+        label = f"{turn}.{number}" if turn and number is not None else turn
+        out.append(
+            (
+                _sort_time(permission.timestamp),
+                permission.timestamp,
+                permission.decision,
+                _cut(permission.tool, 200),
+                _cut(permission.action, 200),
+                _cut(permission.path),
+                label,
+                f"turn-{label}" if label else "",
+            )
+        )
+    return tuple(out)
 
 
 def origin_of(session: Session) -> str:
@@ -128,9 +201,17 @@ def origin_of(session: Session) -> str:
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 """The names of a summary's fields, in order (its manifest row)."""
 _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
-_DECISIONS = SUMMARY_FIELDS.index("decisions")
+_NESTED_TYPES: dict[str, tuple[type, ...]] = {
+    "decisions": (str, int),
+    "error_events": (str,) * 6,
+    "decision_events": (str,) * 8,
+}
+"""The fields that are lists of tuples, with the types of each tuple's values."""
+_NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
 _ROW_TYPES = tuple(
-    list if f.name in ("sub_sessions", "decisions") else {"str": str, "int": int}[str(f.type)]
+    list
+    if f.name == "sub_sessions" or f.name in _NESTED_TYPES
+    else {"str": str, "int": int}[str(f.type)]
     for f in fields(Summary)
 )
 """The type of each value of :meth:`Summary.to_row` (exactly: a bool is not an int)."""

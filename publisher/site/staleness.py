@@ -27,6 +27,10 @@ a turn fragment           :func:`turn_key`: the turn, the targets      that turn
                           last turn index when it shows a
                           compaction note
 an index row              :func:`summary_key` of its session           that session's summary
+a session's rows on the   :func:`archive_rows_key` of its session      that session's summary
+Errors and Decisions      (its summary: errors and decisions           (an error or decision
+pages                     attributed to turns and calls, name,         added or changed, or
+                          kind, role)                                  its kind or role)
 the delegation tree       :func:`graph_key`                            a session appeared,
                                                                        vanished, or changed
                                                                        parent, sub-sessions
@@ -104,6 +108,13 @@ def summary_key(summary: Summary) -> str:
 
     values = tuple(getattr(summary, name) for name in SUMMARY_FIELDS)
     return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
+
+
+def archive_rows_key(summary: Summary) -> str:
+    """The key of a session's rows on the archive-wide Errors and Decisions pages: its
+    summary (which holds its errors and decisions, already attributed), so
+    :func:`summary_key`."""
+    return summary_key(summary)
 
 
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:

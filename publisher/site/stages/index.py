@@ -1,4 +1,4 @@
-"""Stage 5, index: the archive's ``index.html``.
+"""Stage 5, index: the archive's ``index.html``, ``errors.html`` and ``decisions.html``.
 
 Made of the published sessions' summaries and the failures, never of a session file: rows
 are cached by summary key and the delegation tree by graph key (:mod:`..index`), so an
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...model import LoadFailure
 from ...render.text import encode_display
+from ..archive import ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
 from ..index import IndexCache, render_index
@@ -25,7 +26,8 @@ def index(
     failures: list[LoadFailure],
     search: bool,
 ) -> tuple[dict[str, str], int]:
-    """Stage 5: write ``index.html``; its hash by path, and the files written (0 or 1).
+    """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
+    the files written.
 
     ``row_keys``: each published session's summary key, by session name."""
     same_key = previous.key == ctx.key
@@ -48,4 +50,10 @@ def index(
     )
     if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
         fresh.save(ctx.cache.index_cache)
-    return write_files(ctx, {"index.html": encode_display(page)}, previous.extra_outputs)
+    archive_cache = ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache()
+    pages, archive_fresh = render_archive_pages(ctx.renderer, graph, archive_cache)
+    if changed(archive_cache, archive_fresh) or not ctx.cache.archive_cache.exists():
+        archive_fresh.save(ctx.cache.archive_cache)
+    files = {"index.html": encode_display(page)}
+    files.update((rel, encode_display(html)) for rel, html in pages.items())
+    return write_files(ctx, files, previous.extra_outputs)

@@ -1,0 +1,85 @@
+"""The archive-wide Errors and Decisions pages: attribution, order, incremental rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from publisher import gate
+from publisher.loader import read_session
+from publisher.site.graph import decision_events, error_events
+from tests.conftest import SAMPLES, part, session_doc, turn
+from tests.site_helpers import build
+
+
+def test_attribution_is_the_gates() -> None:
+    """A refusal's call on the Decisions page is the one ``polyglav check`` names."""
+    for path in sorted(SAMPLES.glob("*.json")):
+        try:
+            session = read_session(path)
+        except Exception:
+            continue
+        found = {(f.kind, f.turn) for f in gate.session_findings(session, ("denied", "declined"))}
+        mine = {(d[2], d[6]) for d in decision_events(session) if d[2] in ("denied", "declined")}
+        assert mine == found, path
+        errors = [
+            f.turn for f in gate.session_findings(session, ("error",)) if "status" not in f.message
+        ]
+        assert sorted(e[2] for e in error_events(session)) == sorted(errors), path
+
+
+def timed_turn(index: int, minute: int, *parts: dict[str, object]) -> dict[str, object]:
+    stamp = f"2026-08-17T12:{minute:02d}:00+00:00"
+    end = f"2026-08-17T12:{minute:02d}:30+00:00"
+    return turn(index, *parts, started_at=stamp, ended_at=end)
+
+
+def test_append_touches_only_what_it_changes(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260817_1200{i:02d}_aaaa{i:02d}" for i in range(3)]
+    for i, name in enumerate(names):
+        doc = session_doc(
+            name,
+            role="nightly" if i else "",
+            turns=[timed_turn(1, i, part("user", "go"), part("tool", name="sh", input={}))],
+            errors=[
+                {
+                    "code": 500 + i,
+                    "message": f"boom {i}",
+                    "timestamp": f"2026-08-17T12:{i:02d}:10+00:00",
+                }
+            ],
+            permissions=[
+                {
+                    "tool": "sh",
+                    "action": "deny",
+                    "decision": "denied" if i == 1 else "granted",
+                    "path": "x",
+                    "timestamp": f"2026-08-17T12:{i:02d}:05+00:00",
+                }
+            ],
+        )
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    build(sessions, out, cache_dir=cache)
+    errors = (out / "errors.html").read_text()
+    assert errors.index("boom 2") < errors.index("boom 1") < errors.index("boom 0")
+    assert f"{names[1]}/index.html#turn-1" in errors
+    decisions = (out / "decisions.html").read_text()
+    assert decisions.index("denied") < decisions.index("granted")
+    assert f"{names[1]}/index.html#turn-1.2" in decisions
+    # Append an error to one session: its rows change, the others come from the cache.
+    path = sessions / f"{names[0]}.json"
+    doc = json.loads(path.read_text())
+    doc["errors"].append(
+        {"code": "E_NEW", "message": "late <b>", "timestamp": "2026-08-17T12:30:00+00:00"}
+    )
+    path.write_text(json.dumps(doc))
+    build(sessions, out, cache_dir=cache)
+    errors = (out / "errors.html").read_text()
+    assert errors.index("late &lt;b&gt;") < errors.index("boom 2")
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "cache2")
+    for page in ("errors.html", "decisions.html", "index.html"):
+        assert (fresh / page).read_bytes() == (out / page).read_bytes(), page
