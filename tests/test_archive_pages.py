@@ -83,3 +83,38 @@ def test_append_touches_only_what_it_changes(tmp_path: Path) -> None:
     build(sessions, fresh, cache_dir=tmp_path / "cache2")
     for page in ("errors.html", "decisions.html", "index.html"):
         assert (fresh / page).read_bytes() == (out / page).read_bytes(), page
+
+
+def test_activity_chart_counts_runs_and_errors(tmp_path: Path) -> None:
+    from publisher.site.activity import activity
+    from publisher.site.graph import Summary
+
+    sessions = []
+    for i, (day, status) in enumerate([("17", "ok"), ("17", "error"), ("19", "weird"), ("19", "")]):
+        doc = session_doc(
+            f"job_202608{day}_12000{i}_act00{i}",
+            created_at=f"2026-08-{day}T12:00:00+00:00",
+            turns=[turn(1, part("user", "go"), status=status)] if status else [],
+            errors=[{"code": 1, "message": "x", "timestamp": f"2026-08-{day}T12:00:01+00:00"}],
+        )
+        from publisher.loader import session_from_json
+
+        sessions.append(Summary.of(session_from_json(doc, f"{doc['session_name']}.json")))
+    a = activity(sessions)
+    assert a is not None
+    assert (a.first, a.last) == ("2026-08-17", "2026-08-19")
+    assert a.outcomes == ["ok", "error", "empty", "other"]
+    assert [(d.day, d.counts, d.total, d.errors) for d in a.days] == [
+        ("2026-08-17", [1, 1, 0, 0], 2, 2),
+        ("2026-08-18", [0, 0, 0, 0], 0, 0),
+        ("2026-08-19", [0, 0, 1, 1], 2, 2),
+    ]
+    sessions_dir = tmp_path / "s"
+    sessions_dir.mkdir()
+    out = tmp_path / "site"
+    build(sessions_dir, out)
+    assert 'id="activity"' not in (out / "index.html").read_text()
+    build(SAMPLES, out)
+    html = (out / "index.html").read_text()
+    assert '<svg class="chart"' in html and 'role="img"' in html
+    assert '<th scope="row">2026-08-26</th>' in html

@@ -38,6 +38,7 @@ ALLOWED_TAGS = {
     "h1", "h2", "h3", "h4", "h5", "h6", "code", "pre", "span", "dl", "dt", "dd", "div", "section", "article",
     "details", "summary", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "strong", "em", "br",
     "hr", "blockquote", "label", "input", "select", "option", "button", "s", "del", "mark",
+    "figure", "figcaption", "svg", "g", "line", "rect", "text", "desc",
 }  # fmt: skip
 
 

@@ -268,6 +268,8 @@ class IndexPage:
     """What redaction replaced across the archive, or ``None`` when redaction is off."""
     root: str = ""
     """The site root relative to the page."""
+    activity: Activity | None = None
+    """The activity chart's :class:`Activity`, or ``None`` when no session has a time."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -320,3 +322,83 @@ class ArchivePage:
     """How many sessions the rows come from."""
     root: str = ""
     """The site root relative to the page."""
+
+
+@dataclass(slots=True, frozen=True)
+class ActivitySegment:
+    """One outcome's part of a day's bar."""
+
+    outcome: str
+    """``ok``, ``error``, ... (a session's last status; ``other`` for unknown ones)."""
+    count: int
+    """Sessions of that day with that outcome."""
+    y: float
+    """Top of the segment (SVG units)."""
+    height: float
+    """Its height (SVG units)."""
+
+
+@dataclass(slots=True, frozen=True)
+class ActivityBar:
+    """One day of the activity chart (geometry in SVG units)."""
+
+    day: str
+    """``YYYY-MM-DD`` (UTC)."""
+    x: float
+    """Left edge of the day's bars."""
+    width: float
+    """Their width."""
+    segments: list[ActivitySegment]
+    """The runs bar, stacked by outcome."""
+    errors: int
+    """Errors recorded that day."""
+    errors_y: float
+    """Top of the errors bar."""
+    errors_height: float
+    """Its height."""
+
+
+@dataclass(slots=True, frozen=True)
+class ActivityDay:
+    """One row of the activity table."""
+
+    day: str
+    """``YYYY-MM-DD`` (UTC)."""
+    counts: list[int]
+    """Runs by outcome, in :attr:`Activity.outcomes`' order."""
+    total: int
+    """Runs that day."""
+    errors: int
+    """Errors that day."""
+
+
+@dataclass(slots=True, frozen=True)
+class Activity:
+    """Runs per day by outcome and errors per day, for ``index_activity.html``."""
+
+    first: str
+    """The first day shown."""
+    last: str
+    """The last day shown (the archive's latest)."""
+    outcomes: list[str]
+    """The outcomes present, in stacking order."""
+    days: list[ActivityDay]
+    """Every day shown, oldest first."""
+    bars: list[ActivityBar]
+    """The chart's bars, oldest first."""
+    top_runs: int
+    """The most runs of a day (the runs axis' top)."""
+    top_errors: int
+    """The most errors of a day (0: no errors in these days)."""
+    runs: int
+    """Runs in these days."""
+    errors: int
+    """Errors in these days."""
+    undated: int
+    """Sessions without a readable time (not in the chart)."""
+    width: int
+    """The SVG's width."""
+    runs_height: int
+    """Height of the runs chart."""
+    errors_height: int
+    """Height of the errors chart."""

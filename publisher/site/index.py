@@ -26,6 +26,7 @@ from ..render.contexts import Column, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
+from .activity import activity
 from .graph import Graph, Summary
 from .staleness import summary_key
 
@@ -145,6 +146,7 @@ def render_index(
             redaction=None
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+            activity=activity(summaries),
         )
     )
     return html, fresh
