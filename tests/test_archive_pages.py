@@ -118,3 +118,44 @@ def test_activity_chart_counts_runs_and_errors(tmp_path: Path) -> None:
     html = (out / "index.html").read_text()
     assert '<svg class="chart"' in html and 'role="img"' in html
     assert '<th scope="row">2026-08-26</th>' in html
+
+
+def test_append_rewrites_a_bounded_number_of_files(tmp_path: Path) -> None:
+    import hashlib
+
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(40):
+        name = f"ses_20260817_12{i:02d}00_bnd{i:03d}"
+        doc = session_doc(name, turns=[turn(1, part("user", f"hello {i}"))])
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    tunables = Tunables(index_first_rows=5, rows_per_shard=4)
+    build(sessions, out, cache_dir=cache, tunables=tunables)
+
+    def digests() -> dict[str, str]:
+        return {
+            p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in out.rglob("*")
+            if p.is_file()
+        }
+
+    before = digests()
+    path = sessions / "ses_20260817_120300_bnd003.json"
+    doc = json.loads(path.read_text())
+    doc["turns"].append(turn(2, part("user", "one more")))
+    doc["updated_at"] = "2026-08-18T00:00:00+00:00"
+    path.write_text(json.dumps(doc))
+    build(sessions, out, cache_dir=cache, tunables=tunables)
+    after = digests()
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    assert len([c for c in changed if c.startswith("rows/")]) == 1, changed
+    assert [c for c in changed if not c.startswith(("rows/", "sessions/"))] == ["index.html"]
+    assert all("bnd003" in c for c in changed if c.startswith("sessions/")), changed
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "c2", tunables=tunables)
+    assert {
+        p.relative_to(fresh).as_posix(): p.read_bytes() for p in fresh.rglob("*") if p.is_file()
+    } == {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}

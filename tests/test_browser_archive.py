@@ -194,3 +194,52 @@ def test_axe_on_archive_pages(browser: Browser, base_url: str) -> None:
                 found[f"{path} ({scheme})"] = bad
     context.close()
     assert found == {}
+
+
+def test_full_table_sorts_and_filters_across_shards(browser: Browser, tmp_path: Path) -> None:
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(12):
+        name = f"job_2026081{i % 10}_12{i:02d}00_shrd{i:02d}"
+        turns = [turn(n + 1, part("user", f"step {n}")) for n in range(i + 1)]
+        doc = session_doc(
+            name,
+            role="nightly" if i % 3 else "",
+            created_at=f"2026-08-17T12:{i:02d}:00+00:00",
+            updated_at=f"2026-08-17T12:{i:02d}:30+00:00",
+            turns=turns,
+        )
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out = tmp_path / "site"
+    build(sessions, out, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
+    shards = sorted((out / "rows").glob("rows-*.js"))
+    assert len(shards) >= 4
+    html = (out / "index.html").read_text()
+    assert html.count('<tr data-kind="job"') == 3
+    with static_server(out) as base:
+        for url in ((out / "index.html").as_uri(), base + "index.html"):
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            pg = context.new_page()
+            errors: list[str] = []
+            pg.on("pageerror", lambda exc, seen=errors: seen.append(str(exc)))
+            pg.goto(url)
+            assert pg.locator("#session-table tbody tr").count() == 3
+            pg.locator('th[data-key="turns"] button').click()  # ascending: needs every shard
+            pg.wait_for_function(
+                "document.querySelectorAll('#session-table tbody tr').length === 12"
+            )
+            first = pg.locator("#session-table tbody tr").first.locator("td").nth(1).inner_text()
+            assert first.startswith("job_20260810_120000_shrd00"), first
+            pg.select_option("#filter-role", label="(none)")
+            roles = pg.locator("#session-table tbody tr").evaluate_all(
+                "rs => rs.map(r => r.dataset.role)"
+            )
+            assert roles == [""] * 4, roles
+            turns_shown = pg.locator("#session-table tbody tr td.c-turns").all_inner_texts()
+            assert turns_shown == ["1", "4", "7", "10"], turns_shown
+            link = pg.locator("#session-table tbody tr").first.locator("a").first
+            assert link.get_attribute("href") == "sessions/job_20260810_120000_shrd00/index.html"
+            context.close()
+            assert errors == [], errors

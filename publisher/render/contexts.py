@@ -270,6 +270,11 @@ class IndexPage:
     """The site root relative to the page."""
     activity: Activity | None = None
     """The activity chart's :class:`Activity`, or ``None`` when no session has a time."""
+    total: int = 0
+    """Every published session (``rows_html`` holds the most recent of them)."""
+    shards: list[str] = field(default_factory=list)
+    """The row shard files (site paths) holding every session's row as data, loaded by the
+    table's script when the reader asks for all rows; empty when ``rows_html`` has them all."""
 
 
 @dataclass(slots=True, frozen=True)

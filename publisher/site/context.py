@@ -58,6 +58,13 @@ class Tunables:
     """Search: at most this many hashed shards."""
     solo_bytes: int = 2_000_000
     """Search: a session whose pages weigh more than this is a shard of its own."""
+    index_first_rows: int = 100
+    """The index's static table holds the most recent this many sessions; the rest load from
+    row shards (shapes the output)."""
+    rows_per_shard: int = 500
+    """Index row shards: at most this many sessions a shard on average (shapes the output)."""
+    max_row_shards: int = 1024
+    """Index row shards: at most this many (shapes the output)."""
 
 
 @dataclass(slots=True)

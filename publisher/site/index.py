@@ -99,6 +99,74 @@ class IndexCache:
         )
 
 
+ROWS_FOLDER = "rows"
+"""The site folder of the index's row shards."""
+
+
+def row_shard_count(sessions: int, per_shard: int, most: int) -> int:
+    """The number of row shards: the smallest power of two giving at most ``per_shard``
+    sessions a shard, capped at ``most`` (so an append rewrites one shard, and the count
+    changes only when the archive doubles)."""
+    count = 1
+    while count < most and sessions > count * per_shard:
+        count *= 2
+    return count
+
+
+def row_data(summary: Summary) -> list[object]:
+    """A session's row as data for the table's script (the order is ``app.js``'s ``F``)."""
+    from ..render.html import short_time
+
+    row = index_row(summary)
+    meta = " · ".join(
+        part
+        for part in (
+            f"id {row.session_id}" if row.session_id else "",
+            f"v{row.version}" if row.version else "",
+            f"file {row.file_name}" if row.file_name else "",
+            f"imported from {row.origin}" if row.origin else "",
+        )
+        if part
+    )
+    return [
+        row.kind,
+        row.name,
+        row.url,
+        row.role,
+        row.created_at,
+        short_time(row.created_at),
+        row.updated_at,
+        short_time(row.updated_at),
+        row.turns,
+        row.tool_calls,
+        row.errors,
+        row.last_status,
+        row.first_prompt,
+        meta,
+    ]
+
+
+def row_shards(summaries: list[Summary], per_shard: int, most: int) -> dict[str, bytes]:
+    """Every session's row as data, in script files (site path → bytes) that call
+    ``polyglavRows(index, rows)``: they load from ``file://`` as well as over HTTP. A session
+    goes to the shard of its name's hash (:func:`.search.shard_of`); rows sorted by name."""
+    from ..render.text import encode_display
+    from .search import shard_of
+
+    count = row_shard_count(len(summaries), per_shard, most)
+    groups: list[list[Summary]] = [[] for _ in range(count)]
+    for summary in summaries:
+        groups[shard_of(urls.slug(summary.name), count)].append(summary)
+    files = {}
+    for index, group in enumerate(groups):
+        rows = [row_data(s) for s in sorted(group, key=lambda s: s.name)]
+        data = json.dumps(rows, ensure_ascii=True, separators=(",", ":"))
+        files[f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js"] = encode_display(
+            f"polyglavRows({index},{data});\n"
+        )
+    return files
+
+
 def render_index(
     renderer: HtmlRenderer,
     graph: Graph,
@@ -109,6 +177,8 @@ def render_index(
     cache: IndexCache | None = None,
     fingerprint: str | None = None,
     digests: dict[str, str] | None = None,
+    first_rows: int | None = None,
+    shards: list[str] | None = None,
 ) -> tuple[str, IndexCache]:
     """The index page, and the cache to keep for the next build.
 
@@ -116,12 +186,14 @@ def render_index(
     from a build with the same key (else None): its rows and tree are reused where their
     summary digest and graph fingerprint still match (``fingerprint``: the graph's, when
     the caller has it already; ``digests``: summary digests by session name, likewise).
+    The static table holds the ``first_rows`` most recent sessions (all when None), and
+    ``shards`` names the row shard files holding every row (:func:`row_shards`).
     """
     cache = cache or IndexCache()
     summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
     fresh = IndexCache()
     rows_html = []
-    for summary in summaries:
+    for summary in summaries[:first_rows]:
         digest = (digests or {}).get(summary.name) or summary_key(summary)
         row = cache.rows.get(digest)
         if row is None:
@@ -147,6 +219,8 @@ def render_index(
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
             activity=activity(summaries),
+            total=len(summaries),
+            shards=shards or [],
         )
     )
     return html, fresh

@@ -31,6 +31,11 @@ a session's rows on the   :func:`archive_rows_key` of its session      that sess
 Errors and Decisions      (its summary: errors and decisions           (an error or decision
 pages                     attributed to turns and calls, name,         added or changed, or
                           kind, role)                                  its kind or role)
+an index row shard        none: written from the summaries each        its bytes changed (a
+(``rows/*.js``)           build; a session's shard is a hash of its    session of it changed,
+                          name (:func:`.search.shard_of`)              or the count doubled)
+the activity chart        none: a pass over the summaries, with the    any summary changed
+                          index page
 the delegation tree       :func:`graph_key`                            a session appeared,
                                                                        vanished, or changed
                                                                        parent, sub-sessions

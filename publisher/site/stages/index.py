@@ -12,7 +12,7 @@ from ...render.text import encode_display
 from ..archive import ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
-from ..index import IndexCache, render_index
+from ..index import IndexCache, render_index, row_shards
 from ..manifest import Manifest
 from .write import write_files
 
@@ -37,6 +37,11 @@ def index(
         if ctx.options.redactor is not None
         else None
     )
+    tunables = ctx.tunables
+    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
+    shard_files: dict[str, bytes] = {}
+    if len(summaries) > tunables.index_first_rows:
+        shard_files = row_shards(summaries, tunables.rows_per_shard, tunables.max_row_shards)
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -47,6 +52,8 @@ def index(
         cache,
         graph_key,
         row_keys,
+        tunables.index_first_rows,
+        sorted(shard_files),
     )
     if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
         fresh.save(ctx.cache.index_cache)
@@ -54,6 +61,6 @@ def index(
     pages, archive_fresh = render_archive_pages(ctx.renderer, graph, archive_cache)
     if changed(archive_cache, archive_fresh) or not ctx.cache.archive_cache.exists():
         archive_fresh.save(ctx.cache.archive_cache)
-    files = {"index.html": encode_display(page)}
+    files = {"index.html": encode_display(page), **shard_files}
     files.update((rel, encode_display(html)) for rel, html in pages.items())
     return write_files(ctx, files, previous.extra_outputs)
