@@ -159,3 +159,43 @@ def test_append_rewrites_a_bounded_number_of_files(tmp_path: Path) -> None:
     assert {
         p.relative_to(fresh).as_posix(): p.read_bytes() for p in fresh.rglob("*") if p.is_file()
     } == {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_series_links_previous_and_next_run(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"job_2026082{d}_110000_nite0{d}" for d in range(4)]
+
+    def write(i: int) -> None:
+        doc = session_doc(
+            names[i],
+            role="nightly",
+            created_at=f"2026-08-2{i}T11:00:00+00:00",
+            turns=[turn(1, part("user", "nightly"))],
+        )
+        (sessions / f"{names[i]}.json").write_text(json.dumps(doc))
+
+    for i in range(3):
+        write(i)
+    lonely = session_doc("ses_20260820_110000_alone1", turns=[turn(1, part("user", "x"))])
+    (sessions / "ses_20260820_110000_alone1.json").write_text(json.dumps(lonely))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    build(sessions, out, cache_dir=cache)
+
+    def page(name: str) -> str:
+        return (out / "sessions" / name / "index.html").read_text()
+
+    middle = page(names[1])
+    assert f'rel="prev" href="../{names[0]}/index.html"' in middle
+    assert f'rel="next" href="../{names[2]}/index.html"' in middle
+    assert 'rel="prev"' not in page(names[0])
+    assert 'rel="next"' not in page(names[2])
+    assert 'class="series"' not in page("ses_20260820_110000_alone1")
+    write(3)  # tonight's run: last night's page now links to it
+    build(sessions, out, cache_dir=cache)
+    assert f'rel="next" href="../{names[3]}/index.html"' in page(names[2])
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "c2")
+    for name in names:
+        rel = f"sessions/{name}/index.html"
+        assert (fresh / rel).read_bytes() == (out / rel).read_bytes()

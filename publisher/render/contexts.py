@@ -158,6 +158,10 @@ class SessionPage:
     to the ``md`` and ``pre`` filters); ``None`` links none."""
     redaction: str | None = None
     """What redaction replaced (``3 secrets (…)``), or ``None`` when redaction is off."""
+    series_previous: SessionLink | None = None
+    """The previous run of its role's series, ``None`` when it is the first (or has no role)."""
+    series_next: SessionLink | None = None
+    """The next run of its role's series, ``None`` when it is the last (or has no role)."""
 
     @property
     def page_map(self) -> dict[str, Any] | None:

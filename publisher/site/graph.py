@@ -229,6 +229,8 @@ class Graph:
     """Resolves ``#id`` and ``session:name`` as the CLI does."""
     _found_children: dict[str, list[str]] = field(init=False, repr=False)
     """Parent name → names of the sessions whose parent_id names it, sorted."""
+    _series: dict[str, tuple[str, str]] = field(init=False, repr=False)
+    """Session name → (previous, next) run of its series ("" when none)."""
 
     def __post_init__(self) -> None:
         # Indexes built once, so each page's lookups cost O(1), not a pass over the archive.
@@ -236,6 +238,17 @@ class Graph:
         for summary in sorted(self.summaries.values(), key=lambda s: s.name):
             if summary.parent_id:
                 self._found_children.setdefault(summary.parent_id, []).append(summary.name)
+        self._series = {}
+        by_role: dict[str, list[Summary]] = {}
+        for summary in self.summaries.values():
+            if summary.role:
+                by_role.setdefault(summary.role, []).append(summary)
+        for runs in by_role.values():
+            runs.sort(key=lambda s: (s.created_at, s.name))
+            for i, run in enumerate(runs):
+                before = runs[i - 1].name if i else ""
+                after = runs[i + 1].name if i + 1 < len(runs) else ""
+                self._series[run.name] = (before, after)
         self.refs = RefIndex(
             self.file_names, {s.file_name: s.name for s in self.summaries.values()}
         )
@@ -249,6 +262,12 @@ class Graph:
         summary = self.summaries.get(name)
         declared = list(summary.sub_sessions) if summary else []
         return list(dict.fromkeys([*declared, *self._found_children.get(name, [])]))
+
+    def series(self, name: str) -> tuple[str, str]:
+        """The previous and next run of a session's series: the sessions of its role, in
+        order of creation (then name); "" where there is none, and for a session without a
+        role."""
+        return self._series.get(name, ("", ""))
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""

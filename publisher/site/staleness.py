@@ -19,7 +19,8 @@ a source's scan           its stamp (size, mtime), trusted only        the stamp
 a session's pages         the file's content hash, and                 content or facts
                           :func:`facts_key` of what its pages show     changed, or an output
                           of others (parent chain, sub-sessions,       file is missing
-                          reference targets); recomputed only when
+                          reference targets, previous and next run
+                          of its series); recomputed only when
                           :func:`graph_key` changed
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
@@ -38,8 +39,9 @@ the activity chart        none: a pass over the summaries, with the    any summa
                           index page
 the delegation tree       :func:`graph_key`                            a session appeared,
                                                                        vanished, or changed
-                                                                       parent, sub-sessions
-                                                                       or role; a file was
+                                                                       parent, sub-sessions,
+                                                                       role or creation time;
+                                                                       a file was
                                                                        added or removed
 a search shard            :func:`shard_key`: search format, the        one of its pages
                           Pagefind binary, the build key, the          changed, or the shard
@@ -124,9 +126,10 @@ def archive_rows_key(summary: Summary) -> str:
 
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     """A hash of the archive's shape, everything the facts of any page depend on: names,
-    parents, sub-sessions, roles, and the folder's file names (``#id`` lookups)."""
+    parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
+    the folder's file names (``#id`` lookups)."""
     shape = [
-        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role]
+        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at]
         for s in sorted(summaries, key=lambda s: s.name)
     ]
     return hashlib.sha256(
@@ -134,10 +137,17 @@ def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     ).hexdigest()
 
 
-def facts_key(lineage: object, lineage_cycle: bool, children: object, refs: dict[str, str]) -> str:
-    """The key of what a session's pages show about other sessions."""
+def facts_key(
+    lineage: object,
+    lineage_cycle: bool,
+    children: object,
+    refs: dict[str, str],
+    series: tuple[str, str] = ("", ""),
+) -> str:
+    """The key of what a session's pages show about other sessions (``series``: the
+    previous and next run of its role's series)."""
     return hashlib.sha256(
-        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items())))
+        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series))
     ).hexdigest()
 
 
