@@ -135,6 +135,12 @@ class CachePaths:
         return self.root / "index-cache"
 
     @property
+    def index_outputs(self) -> Path:
+        """The key and hash of each row shard and archive-wide page last written, so an
+        unchanged one is not even made again (:mod:`.stages.index`)."""
+        return self.root / "index-outputs.json"
+
+    @property
     def archive_cache(self) -> Path:
         """Rows of the archive-wide Errors and Decisions pages (:mod:`.archive`)."""
         return self.root / "archive-cache.json"

@@ -146,25 +146,35 @@ def row_data(summary: Summary) -> list[object]:
     ]
 
 
-def row_shards(summaries: list[Summary], per_shard: int, most: int) -> dict[str, bytes]:
-    """Every session's row as data, in script files (site path → bytes) that call
-    ``polyglavRows(index, rows)``: they load from ``file://`` as well as over HTTP. A session
-    goes to the shard of its name's hash (:func:`.search.shard_of`); rows sorted by name."""
-    from ..render.text import encode_display
+def row_shard_groups(
+    summaries: list[Summary], per_shard: int, most: int
+) -> dict[str, list[Summary]]:
+    """The row shard files (site paths) and the sessions of each, sorted by name. A session
+    goes to the shard of its name's hash (:func:`.search.shard_of`)."""
     from .search import shard_of
 
     count = row_shard_count(len(summaries), per_shard, most)
     groups: list[list[Summary]] = [[] for _ in range(count)]
     for summary in summaries:
         groups[shard_of(urls.slug(summary.name), count)].append(summary)
-    files = {}
-    for index, group in enumerate(groups):
-        rows = [row_data(s) for s in sorted(group, key=lambda s: s.name)]
-        data = json.dumps(rows, ensure_ascii=True, separators=(",", ":"))
-        files[f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js"] = encode_display(
-            f"polyglavRows({index},{data});\n"
-        )
-    return files
+    return {
+        f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
+        for index, group in enumerate(groups)
+    }
+
+
+def shard_bytes(rel: str, group: list[Summary]) -> bytes:
+    """A row shard file: a script calling ``polyglavRows(index, rows)`` (it loads from
+    ``file://`` as well as over HTTP)."""
+    index = int(rel.split("rows-", 1)[1].split("-", 1)[0])
+    data = json.dumps([row_data(s) for s in group], ensure_ascii=True, separators=(",", ":"))
+    return f"polyglavRows({index},{data});\n".encode("ascii")
+
+
+def row_shards(summaries: list[Summary], per_shard: int, most: int) -> dict[str, bytes]:
+    """Every session's row as data, in script files (site path → bytes)."""
+    groups = row_shard_groups(summaries, per_shard, most)
+    return {rel: shard_bytes(rel, group) for rel, group in groups.items()}
 
 
 def render_index(

@@ -28,13 +28,14 @@ a turn fragment           :func:`turn_key`: the turn, the targets      that turn
                           last turn index when it shows a
                           compaction note
 an index row              :func:`summary_key` of its session           that session's summary
-a session's rows on the   :func:`archive_rows_key` of its session      that session's summary
-Errors and Decisions      (its summary: errors and decisions           (an error or decision
-pages                     attributed to turns and calls, name,         added or changed, or
-                          kind, role)                                  its kind or role)
-an index row shard        none: written from the summaries each        its bytes changed (a
-(``rows/*.js``)           build; a session's shard is a hash of its    session of it changed,
-                          name (:func:`.search.shard_of`)              or the count doubled)
+a session's rows on the   :func:`archive_rows_key` of its session:     an error or decision
+Errors and Decisions      name, kind, role, errors and decisions       added or changed, or
+pages                     (attributed to turns and calls)              its kind or role
+an archive-wide page      :func:`outputs_key` of its sessions' row     one of those changed
+                          keys, the kinds and the roles
+an index row shard        :func:`outputs_key` of its sessions'         a session of it
+(``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
+                          of its name (:func:`.search.shard_of`)       doubled
 the activity chart        none: a pass over the summaries, with the    any summary changed
                           index page
 the delegation tree       :func:`graph_key`                            a session appeared,
@@ -118,10 +119,28 @@ def summary_key(summary: Summary) -> str:
 
 
 def archive_rows_key(summary: Summary) -> str:
-    """The key of a session's rows on the archive-wide Errors and Decisions pages: its
-    summary (which holds its errors and decisions, already attributed), so
-    :func:`summary_key`."""
-    return summary_key(summary)
+    """The key of a session's rows on the archive-wide Errors and Decisions pages: its name,
+    kind, role, and its errors and decisions (already attributed to turns and calls)."""
+    values = (
+        summary.name,
+        summary.kind,
+        summary.role,
+        summary.error_events,
+        summary.decision_events,
+    )
+    return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
+
+
+def outputs_key(*parts: Iterable[str]) -> str:
+    """The key of a file made of cached pieces (an index row shard: its sessions' summary
+    keys; an archive-wide page: its sessions' row keys, the kinds and roles): when it is
+    the last build's (same build key) and the file is as written, it is not made again."""
+    digest = hashlib.sha256()
+    for part in parts:
+        for item in part:
+            digest.update(item.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(b"\1")
+    return digest.hexdigest()
 
 
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
