@@ -142,6 +142,8 @@ def test_append_rewrites_a_bounded_number_of_files(tmp_path: Path) -> None:
             if p.is_file()
         }
 
+    assert 'href="tree.html"' in (out / "index.html").read_text()
+    assert "bnd039" in (out / "tree.html").read_text()
     before = digests()
     path = sessions / "ses_20260817_120300_bnd003.json"
     doc = json.loads(path.read_text())
@@ -199,3 +201,19 @@ def test_series_links_previous_and_next_run(tmp_path: Path) -> None:
     for name in names:
         rel = f"sessions/{name}/index.html"
         assert (fresh / rel).read_bytes() == (out / rel).read_bytes()
+
+
+def test_sharded_index_and_tree_page_are_valid_html(tmp_path: Path) -> None:
+    from publisher.site.context import Tunables
+    from tests import test_html_valid as hv
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(8):
+        name = f"job_20260817_12{i:02d}00_vld{i:03d}"
+        doc = session_doc(name, role="nightly", turns=[turn(1, part("user", f"hello {i}"))])
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out = tmp_path / "site"
+    build(sessions, out, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
+    pages = [out / "index.html", out / "tree.html", out / "errors.html", out / "decisions.html"]
+    assert hv.vnu_errors(pages) == []

@@ -276,6 +276,9 @@ class IndexPage:
     """The activity chart's :class:`Activity`, or ``None`` when no session has a time."""
     total: int = 0
     """Every published session (``rows_html`` holds the most recent of them)."""
+    tree_page: str = ""
+    """The delegation tree's own page (``tree.html``) when it is not on the index (a large
+    archive: the index's first screen stays small); empty when ``tree_html`` is shown."""
     shards: list[str] = field(default_factory=list)
     """The row shard files (site paths) holding every session's row as data, loaded by the
     table's script when the reader asks for all rows; empty when ``rows_html`` has them all."""
@@ -411,3 +414,15 @@ class Activity:
     """Height of the runs chart."""
     errors_height: int
     """Height of the errors chart."""
+
+
+@dataclass(slots=True, frozen=True)
+class TreePage:
+    """The delegation tree on its own page (``tree.html``), for a large archive."""
+
+    tree_html: Markup
+    """The rendered ``index_tree.html``."""
+    total: int
+    """Published sessions."""
+    root: str = ""
+    """The site root relative to the page."""

@@ -99,6 +99,8 @@ class IndexCache:
         )
 
 
+TREE_PAGE = "tree.html"
+"""The delegation tree's own page, when the index's rows are sharded."""
 ROWS_FOLDER = "rows"
 """The site folder of the index's row shards."""
 
@@ -218,7 +220,7 @@ def render_index(
     html = renderer.render_index(
         IndexPage(
             rows_html=rows_html,
-            tree_html=Markup(fresh.tree),
+            tree_html=Markup("" if shards else fresh.tree),
             failures=failures,
             columns=COLUMNS,
             kinds=sorted({s.kind for s in summaries}),
@@ -230,6 +232,7 @@ def render_index(
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
             activity=activity(summaries),
             total=len(summaries),
+            tree_page=TREE_PAGE if shards else "",
             shards=shards or [],
         )
     )

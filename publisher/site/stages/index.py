@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from markupsafe import Markup
+
 from ...model import LoadFailure
+from ...render.contexts import TreePage
 from ...render.text import encode_display
 from ...write import atomic_write
 from ..archive import PAGES, ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
-from ..index import IndexCache, render_index, row_shard_groups, shard_bytes
+from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
 from ..manifest import Manifest
 from ..staleness import archive_rows_key, outputs_key, summary_key
 from .write import write_files
@@ -83,6 +86,11 @@ def index(
     if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
         fresh.save(ctx.cache.index_cache)
     files["index.html"] = encode_display(page)
+    if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
+        tree = ctx.renderer.template(TREE_PAGE).render(
+            page=TreePage(tree_html=Markup(fresh.tree), total=len(summaries))
+        )
+        files[TREE_PAGE] = encode_display(str(tree))
     event_keys = sorted(
         archive_rows_key(s) for s in graph.summaries.values() if s.error_events or s.decision_events
     )
