@@ -908,6 +908,88 @@ def append_turn(path: Path, seed: int = 1) -> int:
     return int(turn["index"])
 
 
+def small_archive(count: int, out: Path, seed: int = 1) -> Path:
+    """An archive of ``count`` small sessions (issue 12's scale test): 3 turns each, one
+    tool call a turn with a short output, CI ``job_`` runs of 8 roles a few minutes apart
+    (series), an error in one session of 7, a denied permission in one of 11. Deterministic
+    from ``seed``; session ``i`` does not depend on ``count``. Returns the sessions folder."""
+    folder = out / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for i in range(count):
+        rng = random.Random(seed * 1_000_003 + i)
+        when = start + dt.timedelta(minutes=7 * i)
+        ident = _ident(seed, i)
+        name = f"job_{when:%Y%m%d_%H%M%S}_{ident}"
+        turns = []
+        for t in range(3):
+            at = when + dt.timedelta(seconds=20 * t)
+            stamp = _iso(at)
+            turns.append(
+                {
+                    "index": t + 1,
+                    "status": "error" if (i % 7 == 0 and t == 2) else "ok",
+                    "started_at": stamp,
+                    "ended_at": _iso(at + dt.timedelta(seconds=10 + rng.randrange(9))),
+                    "model": "llama3.2",
+                    "provider": "ollama",
+                    "mode": "build",
+                    "reasoning": "",
+                    "parts": [
+                        {
+                            "type": "user",
+                            "text": f"Step {t + 1}: {_words(rng, 8)}",
+                            "timestamp": stamp,
+                        },
+                        {
+                            "type": "tool",
+                            "name": "run_command",
+                            "input": {"command": f"pytest -q tests/test_{rng.randrange(40)}.py"},
+                            "output": f"{rng.randrange(1, 90)} passed in 0.{rng.randrange(10, 99)}s",
+                            "is_error": False,
+                            "timestamp": _iso(at + dt.timedelta(seconds=2)),
+                        },
+                        {
+                            "type": "text",
+                            "text": _words(rng, 20),
+                            "timestamp": _iso(at + dt.timedelta(seconds=5)),
+                        },
+                    ],
+                }
+            )
+        doc = {
+            "session_name": name,
+            "session_id": ident,
+            "created_at": _iso(when),
+            "updated_at": _iso(when + dt.timedelta(seconds=60)),
+            "parent_id": "",
+            "role": f"nightly-{i % 8}",
+            "version": "0.35.0",
+            "sub_sessions": [],
+            "turns": turns,
+            "errors": [
+                {
+                    "code": 503,
+                    "message": "Service Unavailable",
+                    "timestamp": _iso(when + dt.timedelta(seconds=45)),
+                }
+            ]
+            if i % 7 == 0
+            else [],
+            "permissions": [
+                {
+                    "tool": "run_command",
+                    "action": "deny" if i % 11 == 0 else "allow",
+                    "decision": "denied" if i % 11 == 0 else "granted",
+                    "path": "pytest -q",
+                    "timestamp": _iso(when + dt.timedelta(seconds=2)),
+                }
+            ],
+        }
+        (folder / f"{name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200, help="number of session files")
@@ -921,7 +1003,16 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="default: benchmarks/_archives/n<N>-x<scale>-s<seed>/",
     )
+    parser.add_argument(
+        "--small",
+        action="store_true",
+        help="issue 12's archive: --sessions small 3-turn CI runs (see small_archive)",
+    )
     args = parser.parse_args(argv)
+    if args.small:
+        target = args.out or ARCHIVES / f"small-n{args.sessions}-s{args.seed}"
+        print(f"sessions folder: {small_archive(args.sessions, target, args.seed)}")
+        return 0
     out = generate(
         args.sessions, args.scale, args.seed, args.out, log=lambda m: print(m, file=sys.stderr)
     )

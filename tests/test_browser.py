@@ -128,7 +128,7 @@ def test_index_sorts_and_filters(page: Page, base_url: str) -> None:
 
 def test_index_filters_work_from_file_url(page: Page, site: Path) -> None:
     page.goto((site / "index.html").as_uri())
-    page.select_option("#filter-role", "security")
+    page.select_option("#filter-role", "=security")
     assert page.locator("#session-table tbody tr:not([hidden])").count() == 1
     status = page.locator("#search-status").inner_text()
     assert "cannot work from a file:// page" in status

@@ -38,7 +38,7 @@ ALLOWED_TAGS = {
     "h1", "h2", "h3", "h4", "h5", "h6", "code", "pre", "span", "dl", "dt", "dd", "div", "section", "article",
     "details", "summary", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "strong", "em", "br",
     "hr", "blockquote", "label", "input", "select", "option", "button", "s", "del", "mark",
-    "svg", "rect", "kbd", "aside",
+    "figure", "figcaption", "svg", "g", "line", "rect", "text", "desc", "kbd", "aside",
 }  # fmt: skip
 
 
@@ -132,6 +132,7 @@ def hostile_session(i: int, payload: str) -> dict[str, Any]:
             {"tool": p, "action": p, "decision": p, "path": p, "timestamp": p},
             {"tool": p, "action": p, "decision": p, "path": p, "timestamp": "2026-08-17T12:00:01Z"},
         ],
+        imported_from={"agent": p, "path": p, "session_id": p},
         **{f"x_{i}": p},
     )
 
@@ -172,7 +173,7 @@ class TagAudit(HTMLParser):
                     self.problems.append(f"{name}={value!r} on <{tag}>")
         if tag == "script" and dict(attrs).get("type") != "application/json":
             src = dict(attrs).get("src") or ""
-            if not src.endswith(("assets/app.js", "assets/session.js")):
+            if not src.endswith(("assets/app.js", "assets/session.js", "assets/archive.js")):
                 self.problems.append(f"script {src!r}")
         equiv = (dict(attrs).get("http-equiv") or "").lower()
         if tag == "meta" and equiv == "refresh":
@@ -180,7 +181,7 @@ class TagAudit(HTMLParser):
         if tag == "meta" and equiv == "content-security-policy":
             self.csp += 1
         if tag == "link" and not (dict(attrs).get("href") or "").endswith(
-            ("assets/style.css", "assets/theme.css", "assets/session.css")
+            ("assets/style.css", "assets/theme.css", "assets/session.css", "assets/archive.css")
         ):
             self.problems.append(f"link {attrs}")
 
@@ -191,7 +192,9 @@ def html_files(site: Path) -> list[Path]:
 
 def test_every_page_is_inert_markup(hostile_site: Path) -> None:
     files = html_files(hostile_site)
-    assert len(files) == len(PAYLOADS) + 1
+    archive_pages = ["index.html", "errors.html", "decisions.html"]
+    assert len(files) == len(PAYLOADS) + len(archive_pages)
+    assert {p.name for p in files if p.parent == hostile_site} == set(archive_pages)
     for path in files:
         audit = TagAudit()
         text = path.read_text(encoding="utf-8")

@@ -125,7 +125,13 @@ def test_a_file_name_that_is_not_the_session_name_is_shown_and_warned_about(
 def test_the_site_folder_holds_only_what_is_published(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(SAMPLES, out)
-    assert sorted(p.name for p in out.iterdir()) == ["assets", "index.html", "sessions"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "assets",
+        "decisions.html",
+        "errors.html",
+        "index.html",
+        "sessions",
+    ]
     assert not list(out.rglob(".*"))
     cache = cache_of(out)
     assert cache.manifest.is_file() and cache.fragments.is_dir()

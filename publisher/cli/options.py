@@ -30,6 +30,18 @@ Run = Annotated[
         show_default=False,
     ),
 ]
+RunA = Annotated[
+    str,
+    typer.Argument(
+        metavar="A", help="The earlier run: #<id>, session:<name>, a name or a role (as --run)."
+    ),
+]
+RunB = Annotated[
+    str,
+    typer.Argument(
+        metavar="B", help="The later run: #<id>, session:<name>, a name or a role (as --run)."
+    ),
+]
 SessionName = Annotated[
     str,
     typer.Argument(help="Session: #<id>, session:<name>, a name, a role, or a session file."),

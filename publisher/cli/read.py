@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .app import app, emit, guarded, sessions_app, warn
-from .options import Debug, Project, Run, SessionName
+from .options import Debug, Project, Run, RunA, RunB, SessionName
 
 
 @sessions_app.callback()
@@ -106,6 +106,27 @@ def print_(
         if run is None:
             warn_latest(session.session_name)
         return list(commands.print_turn(reading, session, target, full))
+
+    emit(guarded(ctx, debug, action))
+
+
+@app.command()
+def compare(
+    ctx: typer.Context, a: RunA, b: RunB, project: Project = None, debug: Debug = False
+) -> None:
+    """Compare two runs turn by turn: prompts, tool calls (name and input), statuses,
+    errors and durations; what changed is marked, differing outputs shown as diffs. Exits 0
+    whatever differs (for CI logs).
+
+    Example: polyglav compare job_20260825_110230_aaaaaa job_20260826_110230_7f3k2a
+    """
+    from .. import commands
+    from ..compare import comparison_lines
+
+    def action() -> list[str]:
+        _, first = commands.open_run(project, a)
+        _, second = commands.open_run(project, b)
+        return list(comparison_lines(first, second))
 
     emit(guarded(ctx, debug, action))
 

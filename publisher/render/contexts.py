@@ -271,6 +271,10 @@ class SessionPage:
     """Which call each entry of ``permissions`` is shown on, in order."""
     overview: Overview | None = None
     """The overview (on the first page)."""
+    series_previous: SessionLink | None = None
+    """The previous run of its role's series, ``None`` when it is the first (or has no role)."""
+    series_next: SessionLink | None = None
+    """The next run of its role's series, ``None`` when it is the last (or has no role)."""
 
     @property
     def page_map(self) -> dict[str, Any] | None:
@@ -334,7 +338,11 @@ class IndexRow:
     last_status: str
     """Status of the last turn."""
     first_prompt: str
-    """First line of the first prompt."""
+    """First line of the first prompt, as plain text."""
+    file_name: str = ""
+    """Its file name, when it is not ``<name>.json`` (else empty)."""
+    origin: str = ""
+    """Where an imported session came from (``agent: source``), empty for a native one."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -375,5 +383,159 @@ class IndexPage:
     """True when the build made a search index."""
     redaction: str | None = None
     """What redaction replaced across the archive, or ``None`` when redaction is off."""
+    root: str = ""
+    """The site root relative to the page."""
+    activity: Activity | None = None
+    """The activity chart's :class:`Activity`, or ``None`` when no session has a time."""
+    total: int = 0
+    """Every published session (``rows_html`` holds the most recent of them)."""
+    tree_page: str = ""
+    """The delegation tree's own page (``tree.html``) when it is not on the index (a large
+    archive: the index's first screen stays small); empty when ``tree_html`` is shown."""
+    shards: list[str] = field(default_factory=list)
+    """The row shard files (site paths) holding every session's row as data, loaded by the
+    table's script when the reader asks for all rows; empty when ``rows_html`` has them all."""
+
+
+@dataclass(slots=True, frozen=True)
+class EventRow:
+    """One error or permission decision on the archive's Errors or Decisions page, for
+    ``errors_row.html`` and ``decisions_row.html``."""
+
+    session: str
+    """The session's name."""
+    session_url: str
+    """The session's first page, relative to the site root."""
+    url: str
+    """The page (relative to the site root) and anchor of its turn or tool call, or of the
+    session's errors or permissions when it names no turn."""
+    kind: str
+    """The session's kind."""
+    role: str
+    """The session's role."""
+    time: str
+    """Its timestamp as written."""
+    turn: str
+    """The turn (``N``) or tool call (``N.M``) it is attributed to, or empty."""
+    code: str = ""
+    """An error's code."""
+    message: str = ""
+    """An error's message (cut)."""
+    decision: str = ""
+    """A permission's decision."""
+    tool: str = ""
+    """A permission's tool."""
+    action: str = ""
+    """A permission's action."""
+    path: str = ""
+    """A permission's path."""
+
+
+@dataclass(slots=True, frozen=True)
+class ArchivePage:
+    """An archive-wide list (``errors.html``, ``decisions.html``)."""
+
+    rows_html: list[Markup]
+    """The rendered rows, in the page's order."""
+    kinds: list[str]
+    """The session kinds present (the kind filter's options)."""
+    roles: list[str]
+    """The roles present (the role filter's options)."""
+    values: list[str]
+    """The codes (Errors) or decisions (Decisions) present (the third filter's options)."""
+    sessions: int
+    """How many sessions the rows come from."""
+    root: str = ""
+    """The site root relative to the page."""
+
+
+@dataclass(slots=True, frozen=True)
+class ActivitySegment:
+    """One outcome's part of a day's bar."""
+
+    outcome: str
+    """``ok``, ``error``, ... (a session's last status; ``other`` for unknown ones)."""
+    count: int
+    """Sessions of that day with that outcome."""
+    y: float
+    """Top of the segment (SVG units)."""
+    height: float
+    """Its height (SVG units)."""
+
+
+@dataclass(slots=True, frozen=True)
+class ActivityBar:
+    """One day of the activity chart (geometry in SVG units)."""
+
+    day: str
+    """``YYYY-MM-DD`` (UTC)."""
+    x: float
+    """Left edge of the day's bars."""
+    width: float
+    """Their width."""
+    segments: list[ActivitySegment]
+    """The runs bar, stacked by outcome."""
+    errors: int
+    """Errors recorded that day."""
+    errors_y: float
+    """Top of the errors bar."""
+    errors_height: float
+    """Its height."""
+
+
+@dataclass(slots=True, frozen=True)
+class ActivityDay:
+    """One row of the activity table."""
+
+    day: str
+    """``YYYY-MM-DD`` (UTC)."""
+    counts: list[int]
+    """Runs by outcome, in :attr:`Activity.outcomes`' order."""
+    total: int
+    """Runs that day."""
+    errors: int
+    """Errors that day."""
+
+
+@dataclass(slots=True, frozen=True)
+class Activity:
+    """Runs per day by outcome and errors per day, for ``index_activity.html``."""
+
+    first: str
+    """The first day shown."""
+    last: str
+    """The last day shown (the archive's latest)."""
+    outcomes: list[str]
+    """The outcomes present, in stacking order."""
+    days: list[ActivityDay]
+    """Every day shown, oldest first."""
+    bars: list[ActivityBar]
+    """The chart's bars, oldest first."""
+    top_runs: int
+    """The most runs of a day (the runs axis' top)."""
+    top_errors: int
+    """The most errors of a day (0: no errors in these days)."""
+    runs: int
+    """Runs in these days."""
+    errors: int
+    """Errors in these days."""
+    undated: int
+    """Sessions without a readable time (not in the chart)."""
+    width: int
+    """The SVG's width."""
+    runs_height: int
+    """Height of the runs chart."""
+    errors_height: int
+    """Height of the errors chart."""
+
+
+@dataclass(slots=True, frozen=True)
+class TreePage:
+    """The delegation tree on its own page (``tree.html``), for a large archive."""
+
+    tree_html: Markup
+    """The rendered ``index_tree.html``."""
+    total: int
+    """Published sessions."""
     root: str = ""
     """The site root relative to the page."""

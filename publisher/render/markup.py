@@ -170,6 +170,21 @@ def _controls_as_text(text: str) -> str:
     return _CONTROL_RE.sub(lambda m: "\\" + m.group(0).encode("unicode_escape").decode()[1:], text)
 
 
+def plain_inline(text: str) -> str:
+    """One line of untrusted Markdown as the plain text a reader sees: code spans,
+    emphasis and links reduced to their text, a leading heading, list or quote marker
+    dropped (for previews, where the Markdown is not rendered)."""
+    line = re.sub(r"^\s{0,3}(?:#{1,6}\s+|[-+*>]\s+|\d{1,9}[.)]\s+)+", "", text)
+    out: list[str] = []
+    for block in MD.parseInline(_scrub(line)):
+        for token in block.children or []:
+            if token.type in ("text", "code_inline"):
+                out.append(token.content)
+            elif token.type in ("softbreak", "hardbreak"):
+                out.append(" ")
+    return "".join(out).strip()
+
+
 #: Characters that can start Markdown syntax anywhere in a line (or need normalising).
 _MARKUP_CHARS_RE = re.compile(
     r"[\\`*_\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])"

@@ -58,6 +58,13 @@ class Tunables:
     """Search: at most this many hashed shards."""
     solo_bytes: int = 2_000_000
     """Search: a session whose pages weigh more than this is a shard of its own."""
+    index_first_rows: int = 100
+    """The index's static table holds the most recent this many sessions; the rest load from
+    row shards (shapes the output)."""
+    rows_per_shard: int = 500
+    """Index row shards: at most this many sessions a shard on average (shapes the output)."""
+    max_row_shards: int = 1024
+    """Index row shards: at most this many (shapes the output)."""
 
 
 @dataclass(slots=True)
@@ -128,6 +135,17 @@ class CachePaths:
         return self.root / "index-cache"
 
     @property
+    def index_outputs(self) -> Path:
+        """The key and hash of each row shard and archive-wide page last written, so an
+        unchanged one is not even made again (:mod:`.stages.index`)."""
+        return self.root / "index-outputs.json"
+
+    @property
+    def archive_cache(self) -> Path:
+        """Rows of the archive-wide Errors and Decisions pages (:mod:`.archive`)."""
+        return self.root / "archive-cache.json"
+
+    @property
     def search_state(self) -> Path:
         """Each search shard's key and the Pagefind that indexed it (:mod:`.search`)."""
         return self.root / "search.json"
@@ -149,6 +167,9 @@ class Warm:
 
     renderers: dict[str, HtmlRenderer] = field(default_factory=dict)
     """The renderer of the last theme state (its key → renderer): templates compiled once."""
+    code: str = ""
+    """:func:`.staleness.code_key`, computed by the first build (the code does not change
+    while a process runs)."""
     manifest: tuple[str, tuple[int, int, int], Manifest] | None = None
     """The manifest the last build wrote: its path, its file's stamp, the manifest. Handed
     out once, while the file is still the one written (the build changes it)."""
@@ -218,11 +239,12 @@ class BuildContext:
         theme = Theme.load(options.theme)
         theme_key = staleness.theme_key(theme)
         warm = warm if warm is not None else Warm()
+        warm.code = warm.code or staleness.code_key()
         return cls(
             options=options,
             theme=theme,
             key=staleness.build_key(
-                search=options.search, redactor=options.redactor, theme=theme_key
+                search=options.search, redactor=options.redactor, theme=theme_key, code=warm.code
             ),
             renderer=warm.renderer(theme, theme_key),
             cache=CachePaths(cache),

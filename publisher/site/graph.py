@@ -53,13 +53,25 @@ class Summary:
     """Permission decision counts, sorted by decision."""
     redacted: int = 0
     """Secrets redacted from the session (when the build redacts)."""
+    origin: str = ""
+    """Where an imported session came from (its ``imported_from``: agent and source), or
+    empty for a native session."""
+    error_events: tuple[tuple[str, str, str, str, str, str], ...] = field(default=())
+    """Its errors for the archive's Errors page, in file order: (UTC sort time, time as
+    written, turn index or "", anchor of the turn or "", code, message)."""
+    decision_events: tuple[tuple[str, str, str, str, str, str, str, str], ...] = field(default=())
+    """Its permission decisions for the Decisions page, in file order: (UTC sort time, time
+    as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
+    anchor of the tool call, or of the turn, or "")."""
 
     @classmethod
     def of(cls, session: Session, redacted: int = 0) -> Summary:
+        from ..render.markup import plain_inline
         from ..render.text import first_line
         from ..render.view import prompt_of
 
-        first = first_line(prompt_of(session.turns[0]), 120) if session.turns else ""
+        first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
         return cls(
             name=session.session_name,
@@ -79,6 +91,9 @@ class Summary:
             first_prompt=first,
             decisions=tuple(sorted(decisions.items())),
             redacted=redacted,
+            origin=origin_of(session),
+            error_events=error_events(session),
+            decision_events=decision_events(session),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -88,7 +103,8 @@ class Summary:
         """The fields in order, as JSON values (lists, never tuples)."""
         row: list[object] = [getattr(self, name) for name in SUMMARY_FIELDS]
         row[_SUB_SESSIONS] = list(self.sub_sessions)
-        row[_DECISIONS] = [list(d) for d in self.decisions]
+        for index in _NESTED.values():
+            row[index] = [list(d) for d in row[index]]  # type: ignore[attr-defined]
         return row
 
     @classmethod
@@ -98,20 +114,104 @@ class Summary:
             raise ValueError("a summary of the wrong shape")
         values = list(row)
         values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
-        values[_DECISIONS] = tuple(map(tuple, values[_DECISIONS]))
-        if not all(type(n) is str for n in values[_SUB_SESSIONS]) or not all(
-            tuple(map(type, d)) == (str, int) for d in values[_DECISIONS]
-        ):
+        if not all(type(n) is str for n in values[_SUB_SESSIONS]):
             raise ValueError("a summary of the wrong shape")
+        for name, index in _NESTED.items():
+            items = values[index] = tuple(map(tuple, values[index]))
+            if not all(tuple(map(type, d)) == _NESTED_TYPES[name] for d in items):
+                raise ValueError("a summary of the wrong shape")
         return cls(*values)
+
+
+MESSAGE_CHARS = 300
+"""How much of an error message the Errors page shows (the session page has all of it)."""
+
+
+def _sort_time(stamp: str) -> str:
+    from ..audit import utc_time
+
+    when = utc_time(stamp)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f") if when is not None else ""
+
+
+def _cut(text: str, limit: int = MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_events(session: Session) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """:attr:`Summary.error_events` of a session (placed by :mod:`publisher.audit`)."""
+    from ..audit import place
+
+    places = place(session.turns, (e.timestamp for e in session.errors))
+    out = []
+    for error, (position, _) in zip(session.errors, places, strict=True):
+        turn = "" if position is None else str(session.turns[position].index)
+        out.append(
+            (
+                _sort_time(error.timestamp),
+                error.timestamp,
+                turn,
+                f"turn-{turn}" if turn else "",
+                str(error.code),
+                _cut(error.message),
+            )
+        )
+    return tuple(out)
+
+
+def decision_events(
+    session: Session,
+) -> tuple[tuple[str, str, str, str, str, str, str, str], ...]:
+    """:attr:`Summary.decision_events` of a session (matched by :mod:`publisher.audit`)."""
+    from ..audit import Audit
+
+    places = [(d.position, d.part) for d in Audit.of(session).decisions]
+    out = []
+    for permission, (position, number) in zip(session.permissions, places, strict=True):
+        turn = "" if position is None else str(session.turns[position].index)
+        label = f"{turn}.{number}" if turn and number is not None else turn
+        out.append(
+            (
+                _sort_time(permission.timestamp),
+                permission.timestamp,
+                permission.decision,
+                _cut(permission.tool, 200),
+                _cut(permission.action, 200),
+                _cut(permission.path),
+                label,
+                f"turn-{label}" if label else "",
+            )
+        )
+    return tuple(out)
+
+
+def origin_of(session: Session) -> str:
+    """``agent: source`` of an imported session's ``imported_from`` (untrusted: only its
+    text values count), "" when it has none."""
+    origin = session.extra.get("imported_from")
+    if not isinstance(origin, dict):
+        return ""
+    agent, path = origin.get("agent"), origin.get("path")
+    label = ": ".join(v for v in (agent, path) if isinstance(v, str) and v)
+    if not label:
+        label = "another agent"
+    return label if len(label) <= 160 else label[:159] + "…"
 
 
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 """The names of a summary's fields, in order (its manifest row)."""
 _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
-_DECISIONS = SUMMARY_FIELDS.index("decisions")
+_NESTED_TYPES: dict[str, tuple[type, ...]] = {
+    "decisions": (str, int),
+    "error_events": (str,) * 6,
+    "decision_events": (str,) * 8,
+}
+"""The fields that are lists of tuples, with the types of each tuple's values."""
+_NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
 _ROW_TYPES = tuple(
-    list if f.name in ("sub_sessions", "decisions") else {"str": str, "int": int}[str(f.type)]
+    list
+    if f.name == "sub_sessions" or f.name in _NESTED_TYPES
+    else {"str": str, "int": int}[str(f.type)]
     for f in fields(Summary)
 )
 """The type of each value of :meth:`Summary.to_row` (exactly: a bool is not an int)."""
@@ -129,6 +229,8 @@ class Graph:
     """Resolves ``#id`` and ``session:name`` as the CLI does."""
     _found_children: dict[str, list[str]] = field(init=False, repr=False)
     """Parent name → names of the sessions whose parent_id names it, sorted."""
+    _series: dict[str, tuple[str, str]] = field(init=False, repr=False)
+    """Session name → (previous, next) run of its series ("" when none)."""
 
     def __post_init__(self) -> None:
         # Indexes built once, so each page's lookups cost O(1), not a pass over the archive.
@@ -136,6 +238,17 @@ class Graph:
         for summary in sorted(self.summaries.values(), key=lambda s: s.name):
             if summary.parent_id:
                 self._found_children.setdefault(summary.parent_id, []).append(summary.name)
+        self._series = {}
+        by_role: dict[str, list[Summary]] = {}
+        for summary in self.summaries.values():
+            if summary.role:
+                by_role.setdefault(summary.role, []).append(summary)
+        for runs in by_role.values():
+            runs.sort(key=lambda s: (s.created_at, s.name))
+            for i, run in enumerate(runs):
+                before = runs[i - 1].name if i else ""
+                after = runs[i + 1].name if i + 1 < len(runs) else ""
+                self._series[run.name] = (before, after)
         self.refs = RefIndex(
             self.file_names, {s.file_name: s.name for s in self.summaries.values()}
         )
@@ -149,6 +262,12 @@ class Graph:
         summary = self.summaries.get(name)
         declared = list(summary.sub_sessions) if summary else []
         return list(dict.fromkeys([*declared, *self._found_children.get(name, [])]))
+
+    def series(self, name: str) -> tuple[str, str]:
+        """The previous and next run of a session's series: the sessions of its role, in
+        order of creation (then name); "" where there is none, and for a session without a
+        role."""
+        return self._series.get(name, ("", ""))
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""

@@ -26,6 +26,7 @@ from ..render.contexts import Column, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
+from .activity import activity
 from .graph import Graph, Summary
 from .staleness import summary_key
 
@@ -34,10 +35,8 @@ INDEX_CACHE = "index-cache"
 
 COLUMNS = [
     Column("kind", "Kind", "text"),
-    Column("name", "Name", "text"),
-    Column("id", "Id", "text"),
+    Column("name", "Session", "text"),
     Column("role", "Role", "text"),
-    Column("version", "Version", "text"),
     Column("created", "Created", "text"),
     Column("updated", "Updated", "text"),
     Column("turns", "Turns", "number"),
@@ -100,6 +99,86 @@ class IndexCache:
         )
 
 
+TREE_PAGE = "tree.html"
+"""The delegation tree's own page, when the index's rows are sharded."""
+ROWS_FOLDER = "rows"
+"""The site folder of the index's row shards."""
+
+
+def row_shard_count(sessions: int, per_shard: int, most: int) -> int:
+    """The number of row shards: the smallest power of two giving at most ``per_shard``
+    sessions a shard, capped at ``most`` (so an append rewrites one shard, and the count
+    changes only when the archive doubles)."""
+    count = 1
+    while count < most and sessions > count * per_shard:
+        count *= 2
+    return count
+
+
+def row_data(summary: Summary) -> list[object]:
+    """A session's row as data for the table's script (the order is ``app.js``'s ``F``)."""
+    from ..render.html import short_time
+
+    row = index_row(summary)
+    meta = " · ".join(
+        part
+        for part in (
+            f"id {row.session_id}" if row.session_id else "",
+            f"v{row.version}" if row.version else "",
+            f"file {row.file_name}" if row.file_name else "",
+            f"imported from {row.origin}" if row.origin else "",
+        )
+        if part
+    )
+    return [
+        row.kind,
+        row.name,
+        row.url,
+        row.role,
+        row.created_at,
+        short_time(row.created_at),
+        row.updated_at,
+        short_time(row.updated_at),
+        row.turns,
+        row.tool_calls,
+        row.errors,
+        row.last_status,
+        row.first_prompt,
+        meta,
+    ]
+
+
+def row_shard_groups(
+    summaries: list[Summary], per_shard: int, most: int
+) -> dict[str, list[Summary]]:
+    """The row shard files (site paths) and the sessions of each, sorted by name. A session
+    goes to the shard of its name's hash (:func:`.search.shard_of`)."""
+    from .search import shard_of
+
+    count = row_shard_count(len(summaries), per_shard, most)
+    groups: list[list[Summary]] = [[] for _ in range(count)]
+    for summary in summaries:
+        groups[shard_of(urls.slug(summary.name), count)].append(summary)
+    return {
+        f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
+        for index, group in enumerate(groups)
+    }
+
+
+def shard_bytes(rel: str, group: list[Summary]) -> bytes:
+    """A row shard file: a script calling ``polyglavRows(index, rows)`` (it loads from
+    ``file://`` as well as over HTTP)."""
+    index = int(rel.split("rows-", 1)[1].split("-", 1)[0])
+    data = json.dumps([row_data(s) for s in group], ensure_ascii=True, separators=(",", ":"))
+    return f"polyglavRows({index},{data});\n".encode("ascii")
+
+
+def row_shards(summaries: list[Summary], per_shard: int, most: int) -> dict[str, bytes]:
+    """Every session's row as data, in script files (site path → bytes)."""
+    groups = row_shard_groups(summaries, per_shard, most)
+    return {rel: shard_bytes(rel, group) for rel, group in groups.items()}
+
+
 def render_index(
     renderer: HtmlRenderer,
     graph: Graph,
@@ -110,6 +189,8 @@ def render_index(
     cache: IndexCache | None = None,
     fingerprint: str | None = None,
     digests: dict[str, str] | None = None,
+    first_rows: int | None = None,
+    shards: list[str] | None = None,
 ) -> tuple[str, IndexCache]:
     """The index page, and the cache to keep for the next build.
 
@@ -117,12 +198,14 @@ def render_index(
     from a build with the same key (else None): its rows and tree are reused where their
     summary digest and graph fingerprint still match (``fingerprint``: the graph's, when
     the caller has it already; ``digests``: summary digests by session name, likewise).
+    The static table holds the ``first_rows`` most recent sessions (all when None), and
+    ``shards`` names the row shard files holding every row (:func:`row_shards`).
     """
     cache = cache or IndexCache()
     summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
     fresh = IndexCache()
     rows_html = []
-    for summary in summaries:
+    for summary in summaries[:first_rows]:
         digest = (digests or {}).get(summary.name) or summary_key(summary)
         row = cache.rows.get(digest)
         if row is None:
@@ -137,7 +220,7 @@ def render_index(
     html = renderer.render_index(
         IndexPage(
             rows_html=rows_html,
-            tree_html=Markup(fresh.tree),
+            tree_html=Markup("" if shards else fresh.tree),
             failures=failures,
             columns=COLUMNS,
             kinds=sorted({s.kind for s in summaries}),
@@ -147,6 +230,10 @@ def render_index(
             redaction=None
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+            activity=activity(summaries),
+            total=len(summaries),
+            tree_page=TREE_PAGE if shards else "",
+            shards=shards or [],
         )
     )
     return html, fresh
@@ -168,6 +255,8 @@ def index_row(summary: Summary) -> IndexRow:
         errors=summary.errors,
         last_status=summary.last_status,
         first_prompt=summary.first_prompt,
+        file_name="" if summary.file_name == f"{summary.name}.json" else summary.file_name,
+        origin=summary.origin,
     )
 
 

@@ -47,6 +47,8 @@ class PageFacts:
     """Sub-sessions: (name, present, role)."""
     refs: dict[str, str]
     """Reference (``#id`` or ``session:name``) → session name, for every reference that resolves."""
+    series: tuple[str, str] = ("", "")
+    """The previous and next run of its role's series (:meth:`.graph.Graph.series`)."""
 
     @classmethod
     def from_graph(cls, graph: Graph, session_name: str, ref_candidates: set[str]) -> PageFacts:
@@ -66,11 +68,14 @@ class PageFacts:
             lineage_cycle=cycle,
             children=children,
             refs=refs,
+            series=graph.series(session_name),
         )
 
     def key(self) -> str:
         """:func:`.staleness.facts_key` of these facts."""
-        return staleness.facts_key(self.lineage, self.lineage_cycle, self.children, self.refs)
+        return staleness.facts_key(
+            self.lineage, self.lineage_cycle, self.children, self.refs, self.series
+        )
 
 
 def _rel_session_url(name: str) -> str:
@@ -203,6 +208,9 @@ def render_session_pages(
         SessionLink(n, _rel_session_url(n) if present else None, role)
         for n, present, role in facts.children
     ]
+    before, after = facts.series
+    series_previous = SessionLink(before, _rel_session_url(before)) if before else None
+    series_next = SessionLink(after, _rel_session_url(after)) if after else None
     # Each page goes to the sink as soon as it is rendered: the pages of a long session are
     # never held at once.
     for page, group in zip(pages, groups, strict=True):
@@ -224,6 +232,8 @@ def render_session_pages(
                 error_places=error_places,
                 decision_places=decision_places,
                 overview=summary,
+                series_previous=series_previous,
+                series_next=series_next,
             )
         )
         sink(f"{base}/{page.url}", encode_display(html))

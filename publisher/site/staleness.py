@@ -7,8 +7,8 @@ see :mod:`.context`); losing any of them costs only time.
 ========================  ==========================================  =====================
 what is kept              its key (all of it is hashed)               rebuilt when
 ========================  ==========================================  =====================
-everything below          :func:`build_key`: publisher version,        any of those changes:
-                          manifest format, search on/off, the          every page rendered,
+everything below          :func:`build_key`: publisher version and     any of those changes:
+                          code, manifest format, search on/off, the    every page rendered,
                           redaction values, every theme file           fragments dropped,
                           (:func:`theme_key`)                          rows and shards redone
 a source's scan           its stamp (size, mtime), trusted only        the stamp changed, or
@@ -19,7 +19,8 @@ a source's scan           its stamp (size, mtime), trusted only        the stamp
 a session's pages         the file's content hash, and                 content or facts
                           :func:`facts_key` of what its pages show     changed, or an output
                           of others (parent chain, sub-sessions,       file is missing
-                          reference targets); recomputed only when
+                          reference targets, previous and next run
+                          of its series); recomputed only when
                           :func:`graph_key` changed
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
@@ -28,10 +29,21 @@ a turn fragment           :func:`turn_key`: the turn, the targets      that turn
                           compaction note, the errors and decisions    decision placed in
                           placed in it (publisher/audit.py)            it appeared)
 an index row              :func:`summary_key` of its session           that session's summary
+a session's rows on the   :func:`archive_rows_key` of its session:     an error or decision
+Errors and Decisions      name, kind, role, errors and decisions       added or changed, or
+pages                     (attributed to turns and calls)              its kind or role
+an archive-wide page      :func:`outputs_key` of its sessions' row     one of those changed
+                          keys, the kinds and the roles
+an index row shard        :func:`outputs_key` of its sessions'         a session of it
+(``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
+                          of its name (:func:`.search.shard_of`)       doubled
+the activity chart        none: a pass over the summaries, with the    any summary changed
+                          index page
 the delegation tree       :func:`graph_key`                            a session appeared,
                                                                        vanished, or changed
-                                                                       parent, sub-sessions
-                                                                       or role; a file was
+                                                                       parent, sub-sessions,
+                                                                       role or creation time;
+                                                                       a file was
                                                                        added or removed
 a search shard            :func:`shard_key`: search format, the        one of its pages
                           Pagefind binary, the build key, the          changed, or the shard
@@ -50,6 +62,7 @@ import hashlib
 import json
 import pickle
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
@@ -64,7 +77,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 4
+MANIFEST_FORMAT = 5
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
@@ -87,12 +100,28 @@ def theme_key(theme: Theme) -> str:
     return digest.hexdigest()
 
 
-def build_key(*, search: bool, redactor: Redactor | None, theme: str) -> str:
+def code_key() -> str:
+    """A hash of the publisher's own Python files: a change to the renderers without a
+    version bump (a development checkout, a patched install) must not reuse pages and
+    fragments the old code made."""
+    import publisher
+
+    root = Path(publisher.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def build_key(*, search: bool, redactor: Redactor | None, theme: str, code: str) -> str:
     """The key of everything a build keeps: when it changes, nothing is reused.
 
-    ``theme`` is :func:`theme_key`. The redaction values are hashed, never stored."""
+    It covers the publisher (its version and :func:`code_key`), the manifest format, search
+    on or off, the redaction values (hashed, never stored) and ``theme``
+    (:func:`theme_key`); ``code`` is :func:`code_key`."""
     digest = hashlib.sha256()
-    digest.update(f"{__version__}\0{MANIFEST_FORMAT}\0{search}\0".encode())
+    digest.update(f"{__version__}\0{code}\0{MANIFEST_FORMAT}\0{search}\0".encode())
     if redactor is not None:
         digest.update(redactor.identity())
     digest.update(theme.encode())
@@ -107,11 +136,37 @@ def summary_key(summary: Summary) -> str:
     return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
 
 
+def archive_rows_key(summary: Summary) -> str:
+    """The key of a session's rows on the archive-wide Errors and Decisions pages: its name,
+    kind, role, and its errors and decisions (already attributed to turns and calls)."""
+    values = (
+        summary.name,
+        summary.kind,
+        summary.role,
+        summary.error_events,
+        summary.decision_events,
+    )
+    return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
+
+
+def outputs_key(*parts: Iterable[str]) -> str:
+    """The key of a file made of cached pieces (an index row shard: its sessions' summary
+    keys; an archive-wide page: its sessions' row keys, the kinds and roles): when it is
+    the last build's (same build key) and the file is as written, it is not made again."""
+    digest = hashlib.sha256()
+    for part in parts:
+        for item in part:
+            digest.update(item.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(b"\1")
+    return digest.hexdigest()
+
+
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     """A hash of the archive's shape, everything the facts of any page depend on: names,
-    parents, sub-sessions, roles, and the folder's file names (``#id`` lookups)."""
+    parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
+    the folder's file names (``#id`` lookups)."""
     shape = [
-        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role]
+        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at]
         for s in sorted(summaries, key=lambda s: s.name)
     ]
     return hashlib.sha256(
@@ -119,10 +174,17 @@ def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     ).hexdigest()
 
 
-def facts_key(lineage: object, lineage_cycle: bool, children: object, refs: dict[str, str]) -> str:
-    """The key of what a session's pages show about other sessions."""
+def facts_key(
+    lineage: object,
+    lineage_cycle: bool,
+    children: object,
+    refs: dict[str, str],
+    series: tuple[str, str] = ("", ""),
+) -> str:
+    """The key of what a session's pages show about other sessions (``series``: the
+    previous and next run of its role's series)."""
     return hashlib.sha256(
-        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items())))
+        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series))
     ).hexdigest()
 
 

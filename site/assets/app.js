@@ -39,6 +39,86 @@
   });
 
   /* ---- index: sorting and filtering ---- */
+  /* A large archive's index holds its most recent rows; every row is in the row shards
+   * (rows/rows-*.js, listed in #index-shards), script files that call polyglavRows(i, rows):
+   * they load from file:// as well as over HTTP. Loaded on the first sort, filter or
+   * "Load all", they replace the table's rows; sorting and filtering then run on the data
+   * and the table shows the first PAGE matches ("Show more" adds more). */
+  var F = { kind: 0, name: 1, url: 2, role: 3, created: 4, createdShort: 5, updated: 6,
+    updatedShort: 7, turns: 8, tools: 9, errors: 10, status: 11, preview: 12, meta: 13 };
+  var COLUMN_FIELD = { kind: F.kind, name: F.name, role: F.role, created: F.created,
+    updated: F.updated, turns: F.turns, tools: F.tools, errors: F.errors, status: F.status };
+  var PAGE = 500;
+
+  function jsonOf(id) {
+    var el = document.getElementById(id);
+    if (!el) { return null; }
+    try { return JSON.parse(el.textContent); } catch (e) { return null; }
+  }
+
+  function loadShards(config, done) {
+    var shards = (config.shards || []).filter(function (s) {
+      return typeof s === "string" && /^rows\/rows-\d+-of-\d+\.js$/.test(s);
+    });
+    var got = {}, left = shards.length, all = [];
+    var root = document.body.dataset.root || "";
+    window.polyglavRows = function (index, rows) {
+      if (got[index] || !Array.isArray(rows)) { return; }
+      got[index] = rows;
+    };
+    if (!left) { done([]); return; }
+    shards.forEach(function (path, i) {
+      var tag = document.createElement("script");
+      tag.src = root + path;
+      tag.onload = tag.onerror = function () {
+        left--;
+        if (!left) {
+          Object.keys(got).sort().forEach(function (k) { all = all.concat(got[k]); });
+          done(all);
+        }
+      };
+      document.head.appendChild(tag);
+    });
+  }
+
+  function cell(row, label, cls, value, content) {
+    var td = document.createElement("td");
+    td.dataset.label = label;
+    td.dataset.value = String(value);
+    if (cls) { td.className = cls; }
+    if (content instanceof Node) { td.appendChild(content); } else { td.textContent = String(content); }
+    row.appendChild(td);
+    return td;
+  }
+
+  function rowElement(d, statuses) {
+    var tr = document.createElement("tr");
+    tr.dataset.kind = d[F.kind]; tr.dataset.role = d[F.role]; tr.dataset.errors = String(d[F.errors]);
+    cell(tr, "Kind", "c-kind", d[F.kind], d[F.kind]);
+    var name = document.createDocumentFragment();
+    var a = document.createElement("a"); a.href = (document.body.dataset.root || "") + d[F.url];
+    var code = document.createElement("code"); code.textContent = d[F.name]; a.appendChild(code);
+    name.appendChild(a);
+    if (d[F.preview]) { var p = document.createElement("span"); p.className = "preview"; p.textContent = d[F.preview]; name.appendChild(p); }
+    var meta = document.createElement("span"); meta.className = "row-meta"; meta.textContent = d[F.meta]; name.appendChild(meta);
+    cell(tr, "Session", "c-name", d[F.name], name);
+    cell(tr, "Role", "c-role", d[F.role], d[F.role] || "-");
+    cell(tr, "Created", "time c-created", d[F.created], d[F.createdShort]);
+    cell(tr, "Updated", "time c-updated", d[F.updated], d[F.updatedShort]);
+    cell(tr, "Turns", "num c-turns", d[F.turns], d[F.turns]);
+    cell(tr, "Tool calls", "num c-tools", d[F.tools], d[F.tools]);
+    var errors = d[F.errors];
+    var e = errors ? document.createElement("a") : document.createTextNode("0");
+    if (errors) { e.href = (document.body.dataset.root || "") + d[F.url] + "#errors"; e.textContent = String(errors); }
+    cell(tr, "Errors", "num c-errors", errors, e);
+    var badge = document.createElement("span");
+    var status = d[F.status];
+    badge.className = "badge " + (statuses.indexOf(status) >= 0 ? "st-" + status : "st-unknown");
+    badge.textContent = status || "no status";
+    cell(tr, "Last status", "c-status", status, badge);
+    return tr;
+  }
+
   function setupTable() {
     var table = document.getElementById("session-table");
     if (!table) { return; }
@@ -47,40 +127,97 @@
     var role = document.getElementById("filter-role");
     var errors = document.getElementById("filter-errors");
     var count = document.getElementById("filter-count");
+    var loadAll = document.getElementById("load-all");
+    var more = document.getElementById("show-more");
+    var headers = table.tHead.rows[0].cells;
+    var config = jsonOf("index-shards");
+    var data = null, loading = false, sortKey = null, sortAsc = true, limit = PAGE;
+
+    /* Role options are "=" + the role ("=" alone: no role), so "(none)" is not "all". */
+    function keep(k, r, e) {
+      return (!kind.value || k === kind.value) && (!role.value || "=" + r === role.value) &&
+        (!errors.checked || e > 0);
+    }
+    function compare(x, y, numeric) {
+      return numeric ? (Number(x) - Number(y)) : (x < y ? -1 : x > y ? 1 : 0);
+    }
+    function renderData() {
+      var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.errors]); });
+      if (sortKey !== null) {
+        var f = COLUMN_FIELD[sortKey], numeric = f === F.turns || f === F.tools || f === F.errors;
+        rows.sort(function (a, b) { var c = compare(a[f], b[f], numeric); return sortAsc ? c : -c; });
+      }
+      var frag = document.createDocumentFragment();
+      var statuses = config.statuses || [];
+      rows.slice(0, limit).forEach(function (d) { frag.appendChild(rowElement(d, statuses)); });
+      tbody.textContent = "";
+      tbody.appendChild(frag);
+      count.textContent = Math.min(limit, rows.length) + " of " + rows.length + " matching shown (" + data.length + " sessions)";
+      if (more) { more.hidden = rows.length <= limit; }
+    }
+    function withAll(then) {
+      if (data) { then(); return; }
+      if (!config) { then(); return; }
+      if (loading) { return; }
+      loading = true;
+      count.textContent = "Loading every session…";
+      if (loadAll) { loadAll.disabled = true; }
+      loadShards(config, function (rows) {
+        data = rows;
+        if (loadAll) { loadAll.hidden = true; }
+        then();
+      });
+    }
     function applyFilters() {
+      if (data) { limit = PAGE; renderData(); return; }
       var shown = 0;
       Array.prototype.forEach.call(tbody.rows, function (row) {
-        var ok = (!kind.value || row.dataset.kind === kind.value) &&
-          (!role.value || row.dataset.role === role.value) &&
-          (!errors.checked || parseInt(row.dataset.errors, 10) > 0);
+        var ok = keep(row.dataset.kind, row.dataset.role, parseInt(row.dataset.errors, 10));
         row.hidden = !ok;
         if (ok) { shown++; }
       });
       count.textContent = shown + " of " + tbody.rows.length + " shown";
     }
-    [kind, role, errors].forEach(function (el) { el.addEventListener("change", applyFilters); });
-    applyFilters();
-    var headers = table.tHead.rows[0].cells;
+    [kind, role, errors].forEach(function (el) {
+      el.addEventListener("change", function () { withAll(applyFilters); });
+    });
+    if (!config) { applyFilters(); }
+    if (loadAll) { loadAll.addEventListener("click", function () { withAll(renderData); }); }
+    if (more) { more.addEventListener("click", function () { limit += PAGE; renderData(); }); }
     Array.prototype.forEach.call(headers, function (th, col) {
       th.querySelector("button").addEventListener("click", function () {
         var asc = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", asc ? "ascending" : "descending");
-        var numeric = th.dataset.type === "number";
-        var rows = Array.prototype.slice.call(tbody.rows);
-        rows.sort(function (a, b) {
-          var x = a.cells[col].dataset.value, y = b.cells[col].dataset.value;
-          var c = numeric ? (parseFloat(x) - parseFloat(y)) : (x < y ? -1 : x > y ? 1 : 0);
-          return asc ? c : -c;
+        sortKey = th.dataset.key; sortAsc = asc;
+        withAll(function () {
+          if (data) { limit = PAGE; renderData(); return; }
+          var numeric = th.dataset.type === "number";
+          var rows = Array.prototype.slice.call(tbody.rows);
+          rows.sort(function (a, b) {
+            var c = compare(a.cells[col].dataset.value, b.cells[col].dataset.value, numeric);
+            return asc ? c : -c;
+          });
+          rows.forEach(function (r) { tbody.appendChild(r); });
         });
-        rows.forEach(function (r) { tbody.appendChild(r); });
       });
     });
   }
 
   /* ---- search (Pagefind, needs http) ---- */
+  /* The text of an HTML fragment, its leading and trailing spaces kept (after <body>
+   * the parser keeps whitespace; before it, it would drop it: "push<mark>to</mark> main"). */
   function textOf(html) {
-    return new DOMParser().parseFromString(html, "text/html").body.textContent || "";
+    return new DOMParser().parseFromString("<!DOCTYPE html><body>" + html, "text/html").body.textContent || "";
+  }
+  /* A heading's text without its permalink mark ("# Turn 7" is "Turn 7"). */
+  function titleOf(html) {
+    return textOf(html).replace(/^[\s#]+/, "").replace(/[\s#]+$/, "");
+  }
+  function matchCount(pages, places) {
+    var text = pages === 1 ? "1 page matches" : pages + " pages match";
+    if (places > pages) { text += ", in " + places + " places"; }
+    return text + ".";
   }
   function excerptNodes(excerpt, into) {
     /* Pagefind marks hits with <mark>; rebuild them as elements, everything else as text. */
@@ -139,14 +276,22 @@
         return Promise.all(res.results.slice(0, 20).map(function (r) { return r.data(); })).then(function (items) {
           if (mine !== seq) { return; }
           list.textContent = "";
-          status.textContent = res.results.length + " pages match.";
+          var places = 0;
+          items.forEach(function (item) {
+            places += (item.sub_results && item.sub_results.length) ? Math.min(3, item.sub_results.length) : 1;
+          });
+          status.textContent = res.results.length > items.length
+            ? matchCount(res.results.length, res.results.length) + " The first " + items.length + " are shown."
+            : matchCount(items.length, places);
           items.forEach(function (item) {
             var hits = (item.sub_results && item.sub_results.length) ? item.sub_results.slice(0, 3) : [item];
             hits.forEach(function (hit) {
               var li = document.createElement("li");
               var a = document.createElement("a");
               a.href = hit.url;
-              a.textContent = textOf((item.meta && item.meta.title) || item.url) + (hit !== item ? " — " + textOf(hit.title || "") : "");
+              var heading = hit !== item ? titleOf(hit.title || "") : "";
+              var page = titleOf((item.meta && item.meta.title) || item.url);
+              a.textContent = page + (heading && heading !== page ? " — " + heading : "");
               li.appendChild(a);
               var p = document.createElement("p");
               p.className = "dim";

@@ -1,18 +1,28 @@
-"""Stage 5, index: the archive's ``index.html``.
+"""Stage 5, index: the archive's ``index.html``, ``errors.html`` and ``decisions.html``.
 
 Made of the published sessions' summaries and the failures, never of a session file: rows
 are cached by summary key and the delegation tree by graph key (:mod:`..index`), so an
-append renders one row.
+append renders one row. A row shard or an archive-wide page whose
+:func:`..staleness.outputs_key` is the last build's is not even made again.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from markupsafe import Markup
+
 from ...model import LoadFailure
+from ...render.contexts import TreePage
 from ...render.text import encode_display
+from ...write import atomic_write
+from ..archive import PAGES, ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
-from ..index import IndexCache, render_index
+from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
 from ..manifest import Manifest
+from ..staleness import archive_rows_key, outputs_key, summary_key
 from .write import write_files
 
 
@@ -25,7 +35,8 @@ def index(
     failures: list[LoadFailure],
     search: bool,
 ) -> tuple[dict[str, str], int]:
-    """Stage 5: write ``index.html``; its hash by path, and the files written (0 or 1).
+    """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
+    the files written.
 
     ``row_keys``: each published session's summary key, by session name."""
     same_key = previous.key == ctx.key
@@ -35,6 +46,30 @@ def index(
         if ctx.options.redactor is not None
         else None
     )
+    tunables = ctx.tunables
+    made = _load_made(ctx.cache.index_outputs) if same_key else {}
+    now: dict[str, list[str]] = {}
+    known: dict[str, str] = {}
+
+    def unchanged(rel: str, key: str) -> bool:
+        """True when ``rel`` was made from ``key`` last time and is still as written."""
+        now[rel] = [key, ""]
+        digest = previous.extra_outputs.get(rel, "")
+        if made.get(rel) == [key, digest] and digest and (ctx.out / rel).is_file():
+            known[rel] = digest
+            return True
+        return False
+
+    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
+    files: dict[str, bytes] = {}
+    shards: list[str] = []
+    if len(summaries) > tunables.index_first_rows:
+        groups = row_shard_groups(summaries, tunables.rows_per_shard, tunables.max_row_shards)
+        shards = sorted(groups)
+        for rel, group in groups.items():
+            digests = [row_keys.get(s.name) or summary_key(s) for s in group]
+            if not unchanged(rel, outputs_key([rel], digests)):
+                files[rel] = shard_bytes(rel, group)
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -45,7 +80,56 @@ def index(
         cache,
         graph_key,
         row_keys,
+        tunables.index_first_rows,
+        shards,
     )
     if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
         fresh.save(ctx.cache.index_cache)
-    return write_files(ctx, {"index.html": encode_display(page)}, previous.extra_outputs)
+    files["index.html"] = encode_display(page)
+    if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
+        tree = ctx.renderer.template(TREE_PAGE).render(
+            page=TreePage(tree_html=Markup(fresh.tree), total=len(summaries))
+        )
+        files[TREE_PAGE] = encode_display(str(tree))
+    event_keys = sorted(
+        archive_rows_key(s) for s in graph.summaries.values() if s.error_events or s.decision_events
+    )
+    kinds = sorted({s.kind for s in graph.summaries.values()})
+    roles = sorted({s.role for s in graph.summaries.values()})
+    pages_key = outputs_key(["archive"], event_keys, kinds, roles)
+    if not all([unchanged(f"{name}.html", pages_key) for name in PAGES]):
+        archive_cache = ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache()
+        pages, archive_fresh = render_archive_pages(ctx.renderer, graph, archive_cache)
+        if changed(archive_cache, archive_fresh) or not ctx.cache.archive_cache.exists():
+            archive_fresh.save(ctx.cache.archive_cache)
+        for rel, html in pages.items():
+            known.pop(rel, None)
+            files[rel] = encode_display(html)
+    produced, written = write_files(ctx, files, previous.extra_outputs)
+    for rel, digest in produced.items():
+        if rel in now:
+            now[rel][1] = digest
+    produced.update(known)
+    for rel, digest in known.items():
+        now[rel][1] = digest
+    if now != made:
+        atomic_write(
+            ctx.cache.index_outputs,
+            [json.dumps(now, sort_keys=True, separators=(",", ":")).encode()],
+        )
+    return produced, written
+
+
+def _load_made(path: Path) -> dict[str, list[str]]:
+    """The key and hash of each file made from cached pieces last time ({} when unreadable)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(k): v
+        for k, v in data.items()
+        if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+    }

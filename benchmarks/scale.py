@@ -1,0 +1,139 @@
+"""Issue 12's scale benchmark: small archives (``generate.py --small``) of each size.
+
+For each size: a full build, a no-op build and a build after one turn is appended to one
+session (each in a fresh subprocess, search off; wall time and the subprocess's peak RSS),
+the files the append rewrote, then in Chromium the time for the index to show its first
+rows and to sort every row (the first sort loads every row shard). Prints a JSON report.
+
+Usage::
+
+    python benchmarks/scale.py --sizes 2000,20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from generate import ARCHIVES, small_archive  # noqa: E402
+
+BUILD = """
+import sys, time
+from pathlib import Path
+from publisher.site.build import build_site
+from publisher.site.context import BuildOptions
+t = time.perf_counter()
+build_site(BuildOptions(sessions_dir=Path(sys.argv[1]), out_dir=Path(sys.argv[2]),
+                        cache_dir=Path(sys.argv[3]), search=False))
+print(time.perf_counter() - t)
+"""
+
+
+def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD, str(sessions), str(site), str(cache)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "wall_s": round(wall, 3),
+        "inside_s": round(float(out.stdout.strip().splitlines()[-1]), 3),
+        # ru_maxrss of children is the largest so far: a later, smaller step reads as 0.
+        "peak_rss_mb": round(peak / 1024, 1) if peak > before else None,
+    }
+
+
+def digests(site: Path) -> dict[str, str]:
+    return {
+        p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in site.rglob("*")
+        if p.is_file()
+    }
+
+
+def append(sessions: Path) -> None:
+    path = sorted(sessions.glob("*.json"))[len(list(sessions.glob("*.json"))) // 2]
+    doc = json.loads(path.read_text())
+    last = doc["turns"][-1]
+    doc["turns"].append({**last, "index": last["index"] + 1})
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def browser(site: Path) -> dict[str, float]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = b.new_page(viewport={"width": 1280, "height": 900})
+        start = time.perf_counter()
+        page.goto((site / "index.html").as_uri(), wait_until="commit")
+        page.wait_for_selector("#session-table tbody tr")
+        first = time.perf_counter() - start
+        total = int(json.loads(page.locator("#index-shards").text_content() or "{}")["total"])
+        start = time.perf_counter()
+        page.locator('th[data-key="turns"] button').click()
+        page.wait_for_function(
+            "n => /of \\d+ matching shown \\(" + "\\d+" + " sessions\\)/.test("
+            "document.getElementById('filter-count').textContent)",
+            arg=total,
+            timeout=120_000,
+        )
+        sort_all = time.perf_counter() - start
+        b.close()
+    return {"first_rows_s": round(first, 3), "sort_all_s": round(sort_all, 3), "rows": total}
+
+
+def bench(n: int, work: Path) -> dict[str, object]:
+    pristine = ARCHIVES / f"small-n{n}-s1"
+    if not (pristine / "sessions").is_dir():
+        small_archive(n, pristine)
+    root = work / f"n{n}"
+    shutil.rmtree(root, ignore_errors=True)
+    sessions = root / "sessions"
+    shutil.copytree(pristine / "sessions", sessions)
+    site, cache = root / "site", root / "cache"
+    result: dict[str, object] = {"sessions": n}
+    result["full"] = build(sessions, site, cache)
+    result["noop"] = build(sessions, site, cache)
+    before = digests(site)
+    append(sessions)
+    time.sleep(2.1)  # past the racy-stamp window
+    result["append"] = build(sessions, site, cache)
+    after = digests(site)
+    result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
+    result["index_html_bytes"] = (site / "index.html").stat().st_size
+    result["chromium"] = browser(site)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="2000,20000")
+    parser.add_argument("--work", type=Path, default=ARCHIVES / "scale-work")
+    args = parser.parse_args()
+    report = [bench(int(n), args.work) for n in args.sizes.split(",")]
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

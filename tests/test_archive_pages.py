@@ -1,0 +1,222 @@
+"""The archive-wide Errors and Decisions pages: attribution, order, incremental rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from publisher import gate
+from publisher.loader import read_session
+from publisher.site.graph import decision_events, error_events
+from tests.helpers import SAMPLES, build, part, session_doc, turn
+
+pytestmark = pytest.mark.site
+
+
+def test_attribution_is_the_gates() -> None:
+    """A refusal's call on the Decisions page is the one ``polyglav check`` names."""
+    for path in sorted(SAMPLES.glob("*.json")):
+        try:
+            session = read_session(path)
+        except Exception:
+            continue
+        found = {(f.kind, f.turn) for f in gate.session_findings(session, ("denied", "declined"))}
+        mine = {(d[2], d[6]) for d in decision_events(session) if d[2] in ("denied", "declined")}
+        assert mine == found, path
+        errors = [
+            f.turn for f in gate.session_findings(session, ("error",)) if "status" not in f.message
+        ]
+        assert sorted(e[2] for e in error_events(session)) == sorted(errors), path
+
+
+def timed_turn(index: int, minute: int, *parts: dict[str, object]) -> dict[str, object]:
+    stamp = f"2026-08-17T12:{minute:02d}:00+00:00"
+    end = f"2026-08-17T12:{minute:02d}:30+00:00"
+    return turn(index, *parts, started_at=stamp, ended_at=end)
+
+
+def test_append_touches_only_what_it_changes(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260817_1200{i:02d}_aaaa{i:02d}" for i in range(3)]
+    for i, name in enumerate(names):
+        doc = session_doc(
+            name,
+            role="nightly" if i else "",
+            turns=[timed_turn(1, i, part("user", "go"), part("tool", name="sh", input={}))],
+            errors=[
+                {
+                    "code": 500 + i,
+                    "message": f"boom {i}",
+                    "timestamp": f"2026-08-17T12:{i:02d}:10+00:00",
+                }
+            ],
+            permissions=[
+                {
+                    "tool": "sh",
+                    "action": "deny",
+                    "decision": "denied" if i == 1 else "granted",
+                    "path": "x",
+                    "timestamp": f"2026-08-17T12:{i:02d}:05+00:00",
+                }
+            ],
+        )
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    build(sessions, out, cache_dir=cache)
+    errors = (out / "errors.html").read_text()
+    assert errors.index("boom 2") < errors.index("boom 1") < errors.index("boom 0")
+    assert f"{names[1]}/index.html#turn-1" in errors
+    decisions = (out / "decisions.html").read_text()
+    assert decisions.index("denied") < decisions.index("granted")
+    assert f"{names[1]}/index.html#turn-1.2" in decisions
+    # Append an error to one session: its rows change, the others come from the cache.
+    path = sessions / f"{names[0]}.json"
+    doc = json.loads(path.read_text())
+    doc["errors"].append(
+        {"code": "E_NEW", "message": "late <b>", "timestamp": "2026-08-17T12:30:00+00:00"}
+    )
+    path.write_text(json.dumps(doc))
+    build(sessions, out, cache_dir=cache)
+    errors = (out / "errors.html").read_text()
+    assert errors.index("late &lt;b&gt;") < errors.index("boom 2")
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "cache2")
+    for page in ("errors.html", "decisions.html", "index.html"):
+        assert (fresh / page).read_bytes() == (out / page).read_bytes(), page
+
+
+def test_activity_chart_counts_runs_and_errors(tmp_path: Path) -> None:
+    from publisher.site.activity import activity
+    from publisher.site.graph import Summary
+
+    sessions = []
+    for i, (day, status) in enumerate([("17", "ok"), ("17", "error"), ("19", "weird"), ("19", "")]):
+        doc = session_doc(
+            f"job_202608{day}_12000{i}_act00{i}",
+            created_at=f"2026-08-{day}T12:00:00+00:00",
+            turns=[turn(1, part("user", "go"), status=status)] if status else [],
+            errors=[{"code": 1, "message": "x", "timestamp": f"2026-08-{day}T12:00:01+00:00"}],
+        )
+        from publisher.loader import session_from_json
+
+        sessions.append(Summary.of(session_from_json(doc, f"{doc['session_name']}.json")))
+    a = activity(sessions)
+    assert a is not None
+    assert (a.first, a.last) == ("2026-08-17", "2026-08-19")
+    assert a.outcomes == ["ok", "error", "empty", "other"]
+    assert [(d.day, d.counts, d.total, d.errors) for d in a.days] == [
+        ("2026-08-17", [1, 1, 0, 0], 2, 2),
+        ("2026-08-18", [0, 0, 0, 0], 0, 0),
+        ("2026-08-19", [0, 0, 1, 1], 2, 2),
+    ]
+    sessions_dir = tmp_path / "s"
+    sessions_dir.mkdir()
+    out = tmp_path / "site"
+    build(sessions_dir, out)
+    assert 'id="activity"' not in (out / "index.html").read_text()
+    build(SAMPLES, out)
+    html = (out / "index.html").read_text()
+    assert '<svg class="chart"' in html and 'role="img"' in html
+    assert '<th scope="row">2026-08-26</th>' in html
+
+
+def test_append_rewrites_a_bounded_number_of_files(tmp_path: Path) -> None:
+    import hashlib
+
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(40):
+        name = f"ses_20260817_12{i:02d}00_bnd{i:03d}"
+        doc = session_doc(name, turns=[turn(1, part("user", f"hello {i}"))])
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    tunables = Tunables(index_first_rows=5, rows_per_shard=4)
+    build(sessions, out, cache_dir=cache, tunables=tunables)
+
+    def digests() -> dict[str, str]:
+        return {
+            p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in out.rglob("*")
+            if p.is_file()
+        }
+
+    assert 'href="tree.html"' in (out / "index.html").read_text()
+    assert "bnd039" in (out / "tree.html").read_text()
+    before = digests()
+    path = sessions / "ses_20260817_120300_bnd003.json"
+    doc = json.loads(path.read_text())
+    doc["turns"].append(turn(2, part("user", "one more")))
+    doc["updated_at"] = "2026-08-18T00:00:00+00:00"
+    path.write_text(json.dumps(doc))
+    build(sessions, out, cache_dir=cache, tunables=tunables)
+    after = digests()
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    assert len([c for c in changed if c.startswith("rows/")]) == 1, changed
+    assert [c for c in changed if not c.startswith(("rows/", "sessions/"))] == ["index.html"]
+    assert all("bnd003" in c for c in changed if c.startswith("sessions/")), changed
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "c2", tunables=tunables)
+    assert {
+        p.relative_to(fresh).as_posix(): p.read_bytes() for p in fresh.rglob("*") if p.is_file()
+    } == {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_series_links_previous_and_next_run(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"job_2026082{d}_110000_nite0{d}" for d in range(4)]
+
+    def write(i: int) -> None:
+        doc = session_doc(
+            names[i],
+            role="nightly",
+            created_at=f"2026-08-2{i}T11:00:00+00:00",
+            turns=[turn(1, part("user", "nightly"))],
+        )
+        (sessions / f"{names[i]}.json").write_text(json.dumps(doc))
+
+    for i in range(3):
+        write(i)
+    lonely = session_doc("ses_20260820_110000_alone1", turns=[turn(1, part("user", "x"))])
+    (sessions / "ses_20260820_110000_alone1.json").write_text(json.dumps(lonely))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    build(sessions, out, cache_dir=cache)
+
+    def page(name: str) -> str:
+        return (out / "sessions" / name / "index.html").read_text()
+
+    middle = page(names[1])
+    assert f'rel="prev" href="../{names[0]}/index.html"' in middle
+    assert f'rel="next" href="../{names[2]}/index.html"' in middle
+    assert 'rel="prev"' not in page(names[0])
+    assert 'rel="next"' not in page(names[2])
+    assert 'class="series"' not in page("ses_20260820_110000_alone1")
+    write(3)  # tonight's run: last night's page now links to it
+    build(sessions, out, cache_dir=cache)
+    assert f'rel="next" href="../{names[3]}/index.html"' in page(names[2])
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "c2")
+    for name in names:
+        rel = f"sessions/{name}/index.html"
+        assert (fresh / rel).read_bytes() == (out / rel).read_bytes()
+
+
+def test_sharded_index_and_tree_page_are_valid_html(tmp_path: Path) -> None:
+    from publisher.site.context import Tunables
+    from tests import test_html_valid as hv
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(8):
+        name = f"job_20260817_12{i:02d}00_vld{i:03d}"
+        doc = session_doc(name, role="nightly", turns=[turn(1, part("user", f"hello {i}"))])
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out = tmp_path / "site"
+    build(sessions, out, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
+    pages = [out / "index.html", out / "tree.html", out / "errors.html", out / "decisions.html"]
+    assert hv.vnu_errors(pages) == []
