@@ -225,15 +225,17 @@ class Overview:
     models: list[str]
     """The models used, in order of first use (``model · provider``)."""
     outline: list[OutlineEntry]
-    """Every turn."""
+    """The turns listed: the first ones, then those with an error or a refusal."""
+    outline_hidden: int
+    """Turns left out of :attr:`outline` (on the later pages of a long session)."""
     errors: list[str]
     """The hrefs of the places of errors, in page order (for previous/next)."""
     refused: list[str]
     """The hrefs of the calls with a refused decision, in page order."""
     tool_errors: int
     """Tool calls whose result is an error."""
-    bars: list[tuple[str, str, str, int]]
-    """The timeline: (x, width) in a 1000-wide box as text, status, turn index."""
+    bars: list[tuple[str, str, str, str]]
+    """The timeline: (x, width) in a 1000-wide box as text, status, which turns."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -14,6 +14,11 @@ from .text import FIRST_LINE_RE
 
 REFUSED = ("denied", "declined")
 
+OUTLINE_TURNS = 300
+"""The outline lists at most this many turns from the first (a page's worth), then only
+the turns with an error or a refused decision: a 3,000-turn outline doubled the first page
+(a reader opens the later pages from the pager)."""
+
 
 def error_code(code: object) -> str:
     """``HTTP 503``; ``no HTTP status`` for ``0`` (the spec's "no status"); ``code X`` else."""
@@ -137,12 +142,18 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
                 total = view.format_duration((end - start).total_seconds())
             except TypeError:
                 total = "-"
+    shown = [
+        entry
+        for position, entry in enumerate(outline)
+        if position < OUTLINE_TURNS or entry.errors or entry.refused
+    ]
     return Overview(
         outcome=turns[-1].status if turns else "",
         duration=total,
         busy=view.format_duration(busy) if turns else "-",
         models=models,
-        outline=outline,
+        outline=shown,
+        outline_hidden=len(outline) - len(shown),
         errors=[h for _, _, h in sorted(error_hrefs)],
         refused=[h for _, _, h in sorted(refused_hrefs)],
         tool_errors=tool_errors,
@@ -150,17 +161,31 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     )
 
 
-def _bars(outline: list[OutlineEntry], longest: float) -> list[tuple[str, str, str, int]]:
-    """Each turn as a bar, its width by duration (at least a sliver, so every turn shows)."""
+def _bars(outline: list[OutlineEntry], longest: float) -> list[tuple[str, str, str, str]]:
+    """Each run of consecutive turns of one status as a bar, its width by their durations
+    (each turn at least a sliver, so every turn counts): (x, width, status, turns). A
+    3,000-turn session of mostly ``ok`` turns draws a few bars, not 3,000."""
     if not outline:
         return []
     floor = (longest or 1.0) / 50
     widths = [max(e.seconds, floor) for e in outline]
     total = sum(widths)
-    out = []
+    runs: list[tuple[float, float, str, int, int]] = []  # x, width, status, first, last
     x = 0.0
     for entry, width in zip(outline, widths, strict=True):
         w = width / total * 1000
-        out.append((f"{x:.2f}", f"{max(w - 0.5, 0.3):.2f}", entry.status, entry.index))
+        if runs and runs[-1][2] == entry.status and len(outline) > RUN_BARS_FROM:
+            start, wide, status, first, _ = runs[-1]
+            runs[-1] = (start, wide + w, status, first, entry.index)
+        else:
+            runs.append((x, w, entry.status, entry.index, entry.index))
         x += w
-    return out
+    return [
+        (f"{start:.2f}", f"{max(w - 0.5, 0.3):.2f}", status,
+         f"Turn {first}" if first == last else f"Turns {first}–{last}")
+        for start, w, status, first, last in runs
+    ]  # fmt: skip
+
+
+RUN_BARS_FROM = 100
+"""From this many turns on, consecutive turns of one status share a bar."""
