@@ -126,6 +126,7 @@ def test_tool_input_and_output_recovered_byte_for_byte(
     assert h2_lines(markdown) == ["## Turn 1", "## Permissions", "## Errors"]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(text=texts, name=texts, model=texts)
 def test_export_is_deterministic_and_encodable(text: str, name: str, model: str) -> None:
@@ -250,6 +251,7 @@ cell_texts = (st.text(st.sampled_from('a|`\\"-\n *#:'), max_size=8) | texts).fil
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     extras=st.lists(extra_fields, min_size=1, max_size=3),

@@ -275,6 +275,7 @@ def test_only_the_primary_bundle_carries_the_runtime_and_no_ui_is_published(
 
 
 @pytest.mark.site
+@pytest.mark.slow
 def test_two_sharded_builds_are_byte_identical(small_shards: list[str], tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     write_archive(sessions, NAMES)

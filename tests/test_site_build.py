@@ -331,6 +331,7 @@ def test_hostile_text_never_becomes_markup(
         assert "{{ 7*7 }}" in html or path.name == "index.html"
 
 
+@pytest.mark.slow
 def test_pool_build_with_threads_running_uses_a_clean_start(tmp_path: Path) -> None:
     import threading
 
