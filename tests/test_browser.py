@@ -206,7 +206,7 @@ def test_split_session_forwards_anchor(
     context = browser.new_context()
     pg = context.new_page()
     pg.goto((out / urls.session_page(MAIN)).as_uri() + "#turn-650.2")
-    pg.wait_for_url("**/page-3.html#turn-650.2")
+    pg.wait_for_url("**/page-5.html#turn-650.2")
     pg.wait_for_selector("[id='turn-650.2']", state="attached")
     assert in_viewport(pg, "turn-650.2")
     context.close()

@@ -98,7 +98,7 @@ def test_long_session_site_build_holds_one_page_at_a_time(
         "assert report.sessions == 1 and not report.failures, report\n",
     )
     pages = list((out / "sessions").glob("*/page-*.html"))
-    assert len(pages) >= 9  # split at 300 turns a page
+    assert len(pages) >= 9  # split at 150 turns a page
     print(f"site build of {size:,} bytes used {used / size:.2f}× its size")
     assert used < 2.7 * size, f"site build used {used / size:.1f}× the file size"
 

@@ -270,7 +270,7 @@ def test_long_session_is_split_and_outputs_externalised(
     build(archive, out)
     folder = out / urls.session_dir("ses_20260817_120000_ab12cd")
     pages = sorted(folder.glob("*.html"))
-    assert [p.name for p in pages] == ["index.html", "page-2.html", "page-3.html"]
+    assert [p.name for p in pages] == ["index.html", *(f"page-{n}.html" for n in range(2, 6))]
     seen: list[str] = []
     for p in pages:
         seen += [i for i in parse(p).ids if re.fullmatch(r"turn-\d+", i)]
@@ -279,8 +279,10 @@ def test_long_session_is_split_and_outputs_externalised(
     text = (folder / "index.html").read_text(encoding="utf-8")
     page_map = json.loads(text.split('id="page-map">')[1].split("</script>")[0])
     assert [(p["first"], p["last"]) for p in page_map["pages"]] == [
-        (1, 300),
-        (301, 600),
+        (1, 150),
+        (151, 300),
+        (301, 450),
+        (451, 600),
         (601, 700),
     ]
     assert (folder / "output-11.3.txt").read_text() == "line\n" * 100_000

@@ -14,7 +14,7 @@ from .text import FIRST_LINE_RE
 
 REFUSED = ("denied", "declined")
 
-OUTLINE_TURNS = 300
+OUTLINE_TURNS = 150
 """The outline lists at most this many turns from the first (a page's worth), then only
 the turns with an error or a refused decision: a 3,000-turn outline doubled the first page
 (a reader opens the later pages from the pager)."""

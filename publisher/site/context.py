@@ -48,7 +48,7 @@ class Tunables:
     keep_scanned_bytes: int = 64 << 20
     """Sessions scanned in-process are kept for their render when the changed files total
     at most this, or when there is only one (its render holds that session anyway)."""
-    page_turns: int = 300
+    page_turns: int = 150
     """A session page holds at most this many turns (shapes the output)."""
     page_bytes: int = 2_000_000
     """... and about this many bytes of turns at most (shapes the output)."""

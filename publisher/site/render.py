@@ -29,7 +29,7 @@ from .graph import Graph
 class PageLimits:
     """Where a long session is cut into pages (each turn stays whole)."""
 
-    turns: int = 300
+    turns: int = 150
     """At most this many turns a page."""
     bytes: int = 2_000_000
     """About this many bytes of turn HTML a page at most."""
