@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..audit import Audit
 from ..model import Session
 from ..refs import RefIndex
 from .staleness import graph_key
@@ -70,6 +71,7 @@ class Summary:
         from ..render.text import first_line
         from ..render.view import prompt_of
 
+        audit = Audit.of(session)  # errors and decisions placed once, for both lists
         first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
         first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
@@ -92,8 +94,8 @@ class Summary:
             decisions=tuple(sorted(decisions.items())),
             redacted=redacted,
             origin=origin_of(session),
-            error_events=error_events(session),
-            decision_events=decision_events(session),
+            error_events=error_events(session, audit),
+            decision_events=decision_events(session, audit),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -138,13 +140,15 @@ def _cut(text: str, limit: int = MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def error_events(session: Session) -> tuple[tuple[str, str, str, str, str, str], ...]:
-    """:attr:`Summary.error_events` of a session (placed by :mod:`publisher.audit`)."""
-    from ..audit import place
-
-    places = place(session.turns, (e.timestamp for e in session.errors))
+def error_events(
+    session: Session, audit: Audit | None = None
+) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """:attr:`Summary.error_events` of a session (placed by :mod:`publisher.audit`;
+    ``audit``: the session's, when the caller has it)."""
+    audit = audit or Audit.of(session)
     out = []
-    for error, (position, _) in zip(session.errors, places, strict=True):
+    for error, place in zip(session.errors, audit.errors, strict=True):
+        position = place.position
         turn = "" if position is None else str(session.turns[position].index)
         out.append(
             (
@@ -160,12 +164,12 @@ def error_events(session: Session) -> tuple[tuple[str, str, str, str, str, str],
 
 
 def decision_events(
-    session: Session,
+    session: Session, audit: Audit | None = None
 ) -> tuple[tuple[str, str, str, str, str, str, str, str], ...]:
-    """:attr:`Summary.decision_events` of a session (matched by :mod:`publisher.audit`)."""
-    from ..audit import Audit
-
-    places = [(d.position, d.part) for d in Audit.of(session).decisions]
+    """:attr:`Summary.decision_events` of a session (matched by :mod:`publisher.audit`;
+    ``audit``: the session's, when the caller has it)."""
+    audit = audit or Audit.of(session)
+    places = [(d.position, d.part) for d in audit.decisions]
     out = []
     for permission, (position, number) in zip(session.permissions, places, strict=True):
         turn = "" if position is None else str(session.turns[position].index)
