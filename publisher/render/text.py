@@ -83,11 +83,20 @@ def inline_code(value: str) -> str:
 
     Values with line breaks, control characters, surrogates or a table pipe are shown as
     their JSON string form (with ``|`` as ``\\u007c``), which is unambiguous and safe in a
-    table cell.
+    table cell. So are values that start with ``"`` (which would read as that form) and
+    values of spaces only (which a code span cannot hold: CommonMark strips its padding only
+    around other content). A code span whose content starts with ``"`` is always the form.
     """
     if value == "":
         return "-"
-    if TERMINAL_CONTROL_RE.search(value) or "\n" in value or "\t" in value or "|" in value:
+    if (
+        value.startswith('"')
+        or value.strip(" ") == ""
+        or TERMINAL_CONTROL_RE.search(value)
+        or "\n" in value
+        or "\t" in value
+        or "|" in value
+    ):
         value = json.dumps(value, ensure_ascii=bool(SURROGATE_RE.search(value))).replace(
             "|", "\\u007c"
         )
