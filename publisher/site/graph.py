@@ -110,6 +110,15 @@ class Summary:
         return row
 
     @classmethod
+    def from_trusted_row(cls, row: list[Any]) -> Summary:
+        """:meth:`from_row` without its checks (a row this publisher wrote)."""
+        values = list(row)
+        values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
+        for index in _NESTED.values():
+            values[index] = tuple(map(tuple, values[index]))
+        return cls(*values)
+
+    @classmethod
     def from_row(cls, row: list[Any]) -> Summary:
         """The summary of :meth:`to_row`'s list; ValueError when it is not one."""
         if tuple(map(type, row)) != _ROW_TYPES:
@@ -229,8 +238,9 @@ class Graph:
     """Published sessions by session name (page names)."""
     file_names: list[str] = field(default_factory=list)
     """Every session file name of the folder, loaded or not (for ``#id`` lookups)."""
-    refs: RefIndex = field(init=False, repr=False)
-    """Resolves ``#id`` and ``session:name`` as the CLI does."""
+    _refs: RefIndex | None = field(init=False, repr=False, default=None)
+    """:attr:`refs`, made on first use (an append whose session makes no reference, with
+    the archive's shape unchanged, never needs it: it costs a pass over every file name)."""
     _found_children: dict[str, list[str]] = field(init=False, repr=False)
     """Parent name → names of the sessions whose parent_id names it, sorted."""
     _series: dict[str, tuple[str, str]] = field(init=False, repr=False)
@@ -253,9 +263,15 @@ class Graph:
                 before = runs[i - 1].name if i else ""
                 after = runs[i + 1].name if i + 1 < len(runs) else ""
                 self._series[run.name] = (before, after)
-        self.refs = RefIndex(
-            self.file_names, {s.file_name: s.name for s in self.summaries.values()}
-        )
+
+    @property
+    def refs(self) -> RefIndex:
+        """Resolves ``#id`` and ``session:name`` as the CLI does."""
+        if self._refs is None:
+            self._refs = RefIndex(
+                self.file_names, {s.file_name: s.name for s in self.summaries.values()}
+            )
+        return self._refs
 
     def key(self) -> str:
         """:func:`.staleness.graph_key` of this graph: equal keys, equal page facts."""

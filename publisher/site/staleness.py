@@ -64,7 +64,7 @@ never a wrong page.
 from __future__ import annotations
 
 import hashlib
-import json
+import io
 import pickle
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 5
+MANIFEST_FORMAT = 6
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
@@ -171,12 +171,16 @@ def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
     the folder's file names (``#id`` lookups)."""
     shape = [
-        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at]
+        (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at)
         for s in sorted(summaries, key=lambda s: s.name)
     ]
-    return hashlib.sha256(
-        json.dumps([shape, list(file_names)]).encode("utf-8", "surrogatepass")
-    ).hexdigest()
+    # Pickled without its memo (``fast``): equal values give equal bytes however their
+    # strings are shared, and it is several times faster than JSON.
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True
+    pickler.dump((shape, list(file_names)))
+    return hashlib.sha256(buffer.getbuffer()).hexdigest()
 
 
 def facts_key(

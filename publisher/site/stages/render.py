@@ -191,7 +191,10 @@ def render(ctx: BuildContext, planned: Plan, scanned: Scan) -> list[Rendered]:
         },
     )
     progress = ctx.options.progress
-    if ctx.workers <= 1 or len(jobs) < 2:
+    few = len(jobs) <= ctx.tunables.in_process_render and (
+        sum(planned.sources[job.file_name].size for job in jobs) <= ctx.tunables.keep_scanned_bytes
+    )
+    if ctx.workers <= 1 or len(jobs) < 2 or few:
         local = SessionRenderer(setup, ctx.renderer)
         results = []
         for done, job in enumerate(jobs, start=1):
