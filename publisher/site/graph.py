@@ -111,26 +111,12 @@ class Summary:
 
     @classmethod
     def from_trusted_row(cls, row: list[Any]) -> Summary:
-        """:meth:`from_row` without its checks (a row this publisher wrote)."""
+        """The summary of :meth:`to_row`'s list, as this publisher wrote it (the manifest's
+        checksum vouches for it)."""
         values = list(row)
         values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
         for index in _NESTED.values():
             values[index] = tuple(map(tuple, values[index]))
-        return cls(*values)
-
-    @classmethod
-    def from_row(cls, row: list[Any]) -> Summary:
-        """The summary of :meth:`to_row`'s list; ValueError when it is not one."""
-        if tuple(map(type, row)) != _ROW_TYPES:
-            raise ValueError("a summary of the wrong shape")
-        values = list(row)
-        values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
-        if not all(type(n) is str for n in values[_SUB_SESSIONS]):
-            raise ValueError("a summary of the wrong shape")
-        for name, index in _NESTED.items():
-            items = values[index] = tuple(map(tuple, values[index]))
-            if not all(tuple(map(type, d)) == _NESTED_TYPES[name] for d in items):
-                raise ValueError("a summary of the wrong shape")
         return cls(*values)
 
 
@@ -221,13 +207,6 @@ _NESTED_TYPES: dict[str, tuple[type, ...]] = {
 }
 """The fields that are lists of tuples, with the types of each tuple's values."""
 _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
-_ROW_TYPES = tuple(
-    list
-    if f.name == "sub_sessions" or f.name in _NESTED_TYPES
-    else {"str": str, "int": int}[str(f.type)]
-    for f in fields(Summary)
-)
-"""The type of each value of :meth:`Summary.to_row` (exactly: a bool is not an int)."""
 
 
 @dataclass(slots=True)

@@ -76,54 +76,10 @@ class SourceState:
         ]
 
     @classmethod
-    def from_row(cls, row: list[Any]) -> tuple[str, SourceState]:
-        """The state of :meth:`to_row`'s list; ValueError when it is not one."""
-        types = tuple(map(type, row))
-        if (
-            types[:4] != (str, int, int, str)
-            or types[4] not in _NONE_OR_STR
-            or types[5:10] != (list, str, dict, str, list)
-            or types[10] not in _NONE_OR_LIST
-            or len(types) != 11
-        ):
-            raise ValueError("a manifest line of the wrong shape")
-        (
-            name,
-            size,
-            mtime_ns,
-            sha256,
-            failure,
-            refs,
-            facts_key,
-            outputs,
-            digest,
-            warnings,
-            summary,
-        ) = row
-        if (
-            not all(type(r) is str for r in refs)
-            or not all(type(v) is str for v in outputs.values())
-            or not all(type(w) is str for w in warnings)
-        ):
-            raise ValueError("a manifest line of the wrong shape")
-        return name, cls(
-            size=size,
-            mtime_ns=mtime_ns,
-            sha256=sha256,
-            summary=Summary.from_row(summary) if summary is not None else None,
-            failure=failure,
-            refs=list(refs),  # copies: the row stays as read, to compare at save time
-            facts_key=facts_key,
-            outputs=dict(outputs),
-            digest=digest,
-            warnings=list(warnings),
-        )
-
-    @classmethod
     def from_trusted_row(cls, row: list[Any]) -> tuple[str, SourceState]:
-        """:meth:`from_row` without its checks, for the rows of a manifest whose checksum
-        says they are as this publisher wrote them (a decoded row's shape was checked when
-        it was made)."""
+        """The state of :meth:`to_row`'s list, from a manifest whose checksum says its rows
+        are as this publisher wrote them (they are not checked one by one: the checks cost
+        as much as the decoding)."""
         name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, warnings, s = row
         return name, cls(
             size,
@@ -141,8 +97,6 @@ class SourceState:
 
 SUMMARY_AT = 10
 """Where a manifest row holds its summary's row."""
-_NONE_OR_STR = (type(None), str)
-_NONE_OR_LIST = (type(None), list)
 
 
 @dataclass(slots=True)
