@@ -1,7 +1,7 @@
 """Issue 12's scale benchmark: small archives (``generate.py --small``) of each size.
 
-For each size: a full build, a no-op build and a build after one turn is appended to one
-session (each in a fresh subprocess, search off; wall time and the subprocess's peak RSS),
+For each size: a full build, then ``--repeat`` no-op builds and builds after one turn is
+appended to one session (each in a fresh subprocess, search off; wall time and the subprocess's peak RSS),
 the files the append rewrote, then in Chromium the time for the index to show its first
 rows and to sort every row (the first sort loads every row shard). Prints a JSON report.
 
@@ -79,7 +79,9 @@ def append(sessions: Path) -> None:
 
 
 def browser(site: Path) -> dict[str, float]:
-    from playwright.sync_api import sync_playwright
+    import re
+
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
@@ -91,18 +93,15 @@ def browser(site: Path) -> dict[str, float]:
         total = int(json.loads(page.locator("#index-shards").text_content() or "{}")["total"])
         start = time.perf_counter()
         page.locator('th[data-key="turns"] button').click()
-        page.wait_for_function(
-            "n => /of \\d+ matching shown \\(" + "\\d+" + " sessions\\)/.test("
-            "document.getElementById('filter-count').textContent)",
-            arg=total,
-            timeout=120_000,
+        expect(page.locator("#filter-count")).to_have_text(
+            re.compile(rf"of \d+ matching shown \({total} sessions\)"), timeout=300_000
         )
         sort_all = time.perf_counter() - start
         b.close()
     return {"first_rows_s": round(first, 3), "sort_all_s": round(sort_all, 3), "rows": total}
 
 
-def bench(n: int, work: Path) -> dict[str, object]:
+def bench(n: int, work: Path, repeat: int) -> dict[str, object]:
     pristine = ARCHIVES / f"small-n{n}-s1"
     if not (pristine / "sessions").is_dir():
         small_archive(n, pristine)
@@ -113,24 +112,37 @@ def bench(n: int, work: Path) -> dict[str, object]:
     site, cache = root / "site", root / "cache"
     result: dict[str, object] = {"sessions": n}
     result["full"] = build(sessions, site, cache)
-    result["noop"] = build(sessions, site, cache)
-    before = digests(site)
-    append(sessions)
-    time.sleep(2.1)  # past the racy-stamp window
-    result["append"] = build(sessions, site, cache)
-    after = digests(site)
-    result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
+    log(n, "full", result["full"])
+    result["noop"] = [build(sessions, site, cache) for _ in range(repeat)]
+    log(n, "noop", result["noop"])
+    appends = []
+    for _ in range(repeat):
+        before = digests(site)
+        append(sessions)
+        time.sleep(2.1)  # past the racy-stamp window
+        appends.append(build(sessions, site, cache))
+        after = digests(site)
+        result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
+    result["append"] = appends
+    log(n, "append", appends, result["append_files_rewritten"])
     result["index_html_bytes"] = (site / "index.html").stat().st_size
-    result["chromium"] = browser(site)
+    result["chromium"] = [browser(site) for _ in range(repeat)]
+    log(n, "chromium", result["chromium"])
     return result
+
+
+def log(*what: object) -> None:
+    """Each figure as it is measured (stderr), so a long run's partial results survive."""
+    print(*what, file=sys.stderr, flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="2000,20000")
     parser.add_argument("--work", type=Path, default=ARCHIVES / "scale-work")
+    parser.add_argument("--repeat", type=int, default=3, help="no-op, append and Chromium runs")
     args = parser.parse_args()
-    report = [bench(int(n), args.work) for n in args.sizes.split(",")]
+    report = [bench(int(n), args.work, args.repeat) for n in args.sizes.split(",")]
     print(json.dumps(report, indent=1))
     return 0
 

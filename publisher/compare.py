@@ -61,11 +61,36 @@ class TurnComparison:
     def changed(self) -> bool:
         """True when anything but the durations differs."""
         return (
-            self.prompt_a != self.prompt_b
-            or self.status_a != self.status_b
+            self.prompt_changed
+            or self.status_changed
             or self.errors_a != self.errors_b
             or any(c.change != "same" for c in self.calls)
         )
+
+    @property
+    def prompt_changed(self) -> bool:
+        """True when the prompts differ (or one run has no turn here)."""
+        return self.prompt_a != self.prompt_b
+
+    @property
+    def status_changed(self) -> bool:
+        """True when the statuses differ."""
+        return self.status_a != self.status_b
+
+    @property
+    def new_errors(self) -> list[str]:
+        """Errors of B's turn that A's does not have."""
+        return [e for e in self.errors_b if e not in self.errors_a]
+
+    @property
+    def gone_errors(self) -> list[str]:
+        """Errors of A's turn that B's no longer has."""
+        return [e for e in self.errors_a if e not in self.errors_b]
+
+    @property
+    def kept_errors(self) -> list[str]:
+        """Errors both turns have."""
+        return [e for e in self.errors_b if e in self.errors_a]
 
 
 def _seconds(turn: Turn) -> float | None:
@@ -147,7 +172,14 @@ def compare(a: Session, b: Session) -> list[TurnComparison]:
     return out
 
 
-def _duration(seconds: float | None) -> str:
+CALL_SIGNS = {"same": " ", "added": "+", "removed": "-", "output": "!"}
+"""How each :attr:`CallChange.change` is marked (terminal and page alike)."""
+CALL_LABELS = {"same": "", "added": "added", "removed": "removed", "output": "output differs"}
+"""How each :attr:`CallChange.change` is named (terminal and page alike)."""
+
+
+def duration(seconds: float | None) -> str:
+    """A turn's duration as both views show it (``-`` when unknown)."""
     return "-" if seconds is None else f"{seconds:.1f}s"
 
 
@@ -166,7 +198,7 @@ def comparison_lines(a: Session, b: Session) -> Iterator[str]:
             if t.status_a == t.status_b
             else f"{t.status_a or '(none)'} -> {t.status_b or '(none)'}"
         )
-        durations = f"{_duration(t.seconds_a)} -> {_duration(t.seconds_b)}"
+        durations = f"{duration(t.seconds_a)} -> {duration(t.seconds_b)}"
         yield terminal_safe(f"{mark} turn {t.position}: {status}  {durations}")
         if t.prompt_a != t.prompt_b:
             yield terminal_safe(
@@ -177,20 +209,13 @@ def comparison_lines(a: Session, b: Session) -> Iterator[str]:
             )
         elif t.prompt_a:
             yield terminal_safe(f"    prompt: {t.prompt_a}")
-        for error in t.errors_a:
-            if error not in t.errors_b:
-                yield terminal_safe(f"    - error {error}")
-        for error in t.errors_b:
-            if error not in t.errors_a:
-                yield terminal_safe(f"    + error {error}")
+        for error in t.gone_errors:
+            yield terminal_safe(f"    - error {error}")
+        for error in t.new_errors:
+            yield terminal_safe(f"    + error {error}")
         for call in t.calls:
-            sign = {"same": " ", "added": "+", "removed": "-", "output": "!"}[call.change]
-            what = {
-                "same": "",
-                "added": " (added)",
-                "removed": " (removed)",
-                "output": " (output differs)",
-            }[call.change]
+            sign = CALL_SIGNS[call.change]
+            what = f" ({CALL_LABELS[call.change]})" if call.change != "same" else ""
             yield terminal_safe(f"    {sign} {call.name} {first_line(call.input, 100)}{what}")
             for line in call.diff[:DIFF_LINES]:
                 yield terminal_safe(f"        {line}")

@@ -221,3 +221,83 @@ def python_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, **extra)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
+
+
+def two_runs(folder: Path) -> tuple[str, str]:
+    """Two runs of role ``nightly`` in ``folder`` (A, then B): B's turn 1 adds a tool call,
+    changes a call's output, turns ``ok`` into ``error`` and has a new error 503."""
+    a_name, b_name = "job_20260825_110000_aaaaaa", "job_20260826_110000_bbbbbb"
+    a = session_doc(
+        a_name,
+        role="nightly",
+        turns=[
+            turn(
+                1,
+                part("user", "run the tests"),
+                part("tool", name="sh", input={"cmd": "pytest"}, output="3 passed"),
+                started_at="2026-08-25T11:00:00+00:00",
+                ended_at="2026-08-25T11:00:10+00:00",
+            )
+        ],
+    )
+    b = session_doc(
+        b_name,
+        role="nightly",
+        turns=[
+            turn(
+                1,
+                part("user", "run the tests"),
+                part("tool", name="sh", input={"cmd": "pytest"}, output="2 passed\n1 failed"),
+                part("tool", name="sh", input={"cmd": "git log -1"}, output="abc"),
+                status="error",
+                started_at="2026-08-26T11:00:00+00:00",
+                ended_at="2026-08-26T11:00:30+00:00",
+            )
+        ],
+        errors=[
+            {
+                "code": 503,
+                "message": "Service Unavailable",
+                "timestamp": "2026-08-26T11:00:20+00:00",
+            }
+        ],
+    )
+    (folder / f"{a_name}.json").write_text(json.dumps(a))
+    (folder / f"{b_name}.json").write_text(json.dumps(b))
+    return a_name, b_name
+
+
+def event_archive(folder: Path) -> None:
+    """Eight runs, run i with i % 3 + 1 errors (codes E0, E1, ...) and one decision
+    (denied for odd i, granted for even i); odd runs have role nightly."""
+    folder.mkdir()
+    for i in range(8):
+        name = f"job_2026081{i}_120000_err{i:03d}"
+        day = f"2026-08-1{i}T12"
+        doc = session_doc(
+            name,
+            role="nightly" if i % 2 else "",
+            created_at=f"{day}:00:00+00:00",
+            turns=[
+                turn(
+                    1,
+                    part("user", "go"),
+                    started_at=f"{day}:00:00+00:00",
+                    ended_at=f"{day}:10:00+00:00",
+                )
+            ],
+            errors=[
+                {"code": f"E{j}", "message": f"boom {i}.{j}", "timestamp": f"{day}:0{j}:00+00:00"}
+                for j in range(i % 3 + 1)
+            ],
+            permissions=[
+                {
+                    "tool": "sh",
+                    "action": "run",
+                    "decision": "denied" if i % 2 else "granted",
+                    "path": "",
+                    "timestamp": f"{day}:01:00+00:00",
+                }
+            ],
+        )
+        (folder / f"{name}.json").write_text(json.dumps(doc))

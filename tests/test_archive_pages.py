@@ -10,7 +10,16 @@ import pytest
 from publisher import gate
 from publisher.loader import read_session
 from publisher.site.graph import decision_events, error_events
-from tests.helpers import SAMPLES, build, part, session_doc, turn
+from tests.helpers import (
+    SAMPLES,
+    build,
+    event_archive,
+    fresh_digest,
+    part,
+    session_doc,
+    tree_digest,
+    turn,
+)
 
 pytestmark = pytest.mark.site
 
@@ -206,6 +215,31 @@ def test_series_links_previous_and_next_run(tmp_path: Path) -> None:
         assert (fresh / rel).read_bytes() == (out / rel).read_bytes()
 
 
+def test_sharded_archive_pages_rewrite_a_bounded_number_of_files(tmp_path: Path) -> None:
+    """An error appended to one session rewrites the Errors page's first screen and that
+    session's shard, nothing else of the Errors and Decisions pages; incremental == full."""
+    from publisher.site.context import Tunables
+
+    event_archive(tmp_path / "sessions")
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    tunables = Tunables(index_first_rows=3, rows_per_shard=2)
+    build(sessions, out, tunables=tunables)
+    before = tree_digest(out)
+    assert len([rel for rel in before if rel.startswith("events/errors-")]) == 4
+    path = sessions / "job_20260813_120000_err003.json"
+    doc = json.loads(path.read_text())
+    doc["errors"].append({"code": "E9", "message": "late", "timestamp": "2026-08-13T12:09:00Z"})
+    path.write_text(json.dumps(doc))
+    build(sessions, out, tunables=tunables)
+    after = tree_digest(out)
+    changed = sorted(rel for rel in after if before.get(rel) != after[rel])
+    events = [rel for rel in changed if rel.startswith(("events/", "errors.", "decisions."))]
+    assert len(events) == 2 and "errors.html" in events, changed
+    shard = next(rel for rel in events if rel.startswith("events/"))
+    assert "late" in (out / shard).read_text()
+    assert after == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
+
+
 def test_sharded_index_and_tree_page_are_valid_html(tmp_path: Path) -> None:
     from publisher.site.context import Tunables
     from tests import test_html_valid as hv
@@ -214,9 +248,14 @@ def test_sharded_index_and_tree_page_are_valid_html(tmp_path: Path) -> None:
     sessions.mkdir()
     for i in range(8):
         name = f"job_20260817_12{i:02d}00_vld{i:03d}"
-        doc = session_doc(name, role="nightly", turns=[turn(1, part("user", f"hello {i}"))])
+        error = {"code": "E1", "message": f"boom {i}", "timestamp": f"2026-08-17T12:{i:02d}:01Z"}
+        doc = session_doc(
+            name, role="nightly", turns=[turn(1, part("user", f"hello {i}"))], errors=[error]
+        )
         (sessions / f"{name}.json").write_text(json.dumps(doc))
     out = tmp_path / "site"
     build(sessions, out, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
+    assert list((out / "events").glob("errors-*.js"))
     pages = [out / "index.html", out / "tree.html", out / "errors.html", out / "decisions.html"]
+    pages += sorted(out.glob("sessions/*/compare.html"))
     assert hv.vnu_errors(pages) == []

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, static_server
-from tests.helpers import SAMPLES, build, part, session_doc, turn
+from tests.helpers import SAMPLES, build, event_archive, part, session_doc, turn, two_runs
 
 pytestmark = pytest.mark.browser
 
@@ -242,5 +242,106 @@ def test_full_table_sorts_and_filters_across_shards(browser: Browser, tmp_path: 
             assert turns_shown == ["1", "4", "7", "10"], turns_shown
             link = pg.locator("#session-table tbody tr").first.locator("a").first
             assert link.get_attribute("href") == "sessions/job_20260810_120000_shrd00/index.html"
+            context.close()
+            assert errors == [], errors
+
+
+@pytest.fixture(scope="module")
+def compare_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("compare")
+    sessions = root / "sessions"
+    sessions.mkdir()
+    two_runs(sessions)
+    build(sessions, root / "site")
+    return root / "site"
+
+
+def test_comparison_page_shows_what_changed(browser: Browser, compare_site: Path) -> None:
+    """From the session page's link: an added tool call, a changed status and a new error
+    between two runs, and the differing output as a diff."""
+    a, b = "job_20260825_110000_aaaaaa", "job_20260826_110000_bbbbbb"
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto((compare_site / "sessions" / b / "index.html").as_uri())
+    pg.get_by_role("link", name="compare with previous run").click()
+    assert pg.url.endswith(f"/sessions/{b}/compare.html")
+    turn1 = pg.locator("section.cmp-turn#turn-1")
+    assert turn1.get_attribute("class") == "cmp-turn changed"
+    added = turn1.locator("li.call-added")
+    assert added.count() == 1
+    assert added.inner_text().startswith('+ sh {"cmd":"git log -1"} added')
+    status = turn1.locator("tr.changed", has=pg.locator("th", has_text="Status"))
+    assert status.locator("td").all_inner_texts() == ["ok", "error changed"]
+    new_error = turn1.locator("ul.cmp-errors li.new")
+    assert new_error.inner_text() == "new 503: Service Unavailable"
+    diff = turn1.locator("li.call-output pre.diff")
+    assert diff.locator(".d-del").all_inner_texts() == ["-3 passed"]
+    assert diff.locator(".d-add").all_inner_texts() == ["+2 passed", "+1 failed"]
+    assert "10.0s" in turn1.inner_text() and "30.0s (+20.0s)" in turn1.inner_text()
+    pg.get_by_role("link", name="Previous run").click()
+    assert pg.url.endswith(f"/sessions/{a}/index.html")
+    context.close()
+    assert errors == [], errors
+
+
+def test_comparison_page_fits_and_passes_axe(browser: Browser, compare_site: Path) -> None:
+    url = (compare_site / "sessions" / "job_20260826_110000_bbbbbb" / "compare.html").as_uri()
+    for width in (1280, 390):
+        assert overflow(browser, url, width) <= 0, width
+    axe = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+    context = browser.new_context(bypass_csp=True)
+    pg = context.new_page()
+    found = {}
+    for scheme in ("light", "dark"):
+        pg.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+        pg.goto(url)
+        pg.add_script_tag(path=str(axe))
+        result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
+        bad = [v["id"] for v in result["violations"] if v["impact"] in ("serious", "critical")]
+        if bad:
+            found[scheme] = bad
+    context.close()
+    assert found == {}
+
+
+def test_archive_pages_filter_across_shards(browser: Browser, tmp_path: Path) -> None:
+    """Errors and Decisions hold their first rows as HTML and every row in script-tag
+    shards: filters and "Load all" work across the shards from file:// and over HTTP."""
+    from publisher.site.context import Tunables
+
+    event_archive(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(tmp_path / "sessions", out, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
+    assert len(list((out / "events").glob("errors-*.js"))) >= 2
+    with static_server(out) as base:
+        for root in (out.as_uri() + "/", base):
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            pg = context.new_page()
+            errors: list[str] = []
+            pg.on("pageerror", lambda exc, seen=errors: seen.append(str(exc)))
+            rows = pg.locator("#event-table tbody tr:not([hidden])")
+            pg.goto(root + "errors.html")
+            assert rows.count() == 3
+            assert rows.first.locator("td").nth(4).inner_text() == "boom 7.1"  # newest first
+            pg.select_option('select[data-filter="value"]', label="E0")
+            expect(pg.locator("#event-table tbody tr")).to_have_count(8)
+            messages = rows.locator("td.c-message").all_inner_texts()
+            assert messages == [f"boom {i}.0" for i in range(7, -1, -1)], messages
+            pg.select_option('select[data-filter="value"]', label="all")
+            pg.select_option('select[data-filter="role"]', label="(none)")
+            assert rows.count() == 7  # runs 0, 2, 4, 6: 1 + 3 + 2 + 1 errors
+            assert pg.locator(".filter-count").inner_text() == "7 of 15 shown"
+            link = rows.first.locator("td").nth(2).locator("a")
+            assert link.get_attribute("href") == (
+                "sessions/job_20260816_120000_err006/index.html#turn-1"
+            )
+            pg.goto(root + "decisions.html")
+            assert rows.locator("td:first-child").all_inner_texts() == ["denied"] * 3
+            pg.locator("#load-all").click()
+            expect(pg.locator("#event-table tbody tr")).to_have_count(8)
+            decisions = rows.locator("td:first-child").all_inner_texts()
+            assert decisions == ["denied"] * 4 + ["granted"] * 4, decisions
             context.close()
             assert errors == [], errors

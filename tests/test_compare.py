@@ -2,60 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from publisher.cli import app
-from tests.helpers import part, session_doc, turn
+from tests.helpers import two_runs
 
 pytestmark = pytest.mark.unit
 
 runner = CliRunner()
-
-
-def two_runs(folder: Path) -> tuple[str, str]:
-    a_name, b_name = "job_20260825_110000_aaaaaa", "job_20260826_110000_bbbbbb"
-    a = session_doc(
-        a_name,
-        role="nightly",
-        turns=[
-            turn(
-                1,
-                part("user", "run the tests"),
-                part("tool", name="sh", input={"cmd": "pytest"}, output="3 passed"),
-                started_at="2026-08-25T11:00:00+00:00",
-                ended_at="2026-08-25T11:00:10+00:00",
-            )
-        ],
-    )
-    b = session_doc(
-        b_name,
-        role="nightly",
-        turns=[
-            turn(
-                1,
-                part("user", "run the tests"),
-                part("tool", name="sh", input={"cmd": "pytest"}, output="2 passed\n1 failed"),
-                part("tool", name="sh", input={"cmd": "git log -1"}, output="abc"),
-                status="error",
-                started_at="2026-08-26T11:00:00+00:00",
-                ended_at="2026-08-26T11:00:30+00:00",
-            )
-        ],
-        errors=[
-            {
-                "code": 503,
-                "message": "Service Unavailable",
-                "timestamp": "2026-08-26T11:00:20+00:00",
-            }
-        ],
-    )
-    (folder / f"{a_name}.json").write_text(json.dumps(a))
-    (folder / f"{b_name}.json").write_text(json.dumps(b))
-    return a_name, b_name
 
 
 def test_compare_shows_added_call_changed_status_new_error(tmp_path: Path) -> None:

@@ -9,7 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import MAIN, SAMPLES, Writer, build, page_of, part, require, session_doc, turn
+from tests.helpers import (
+    MAIN,
+    SAMPLES,
+    Writer,
+    build,
+    page_of,
+    part,
+    require,
+    session_doc,
+    turn,
+    two_runs,
+)
 
 pytestmark = [pytest.mark.site, pytest.mark.slow]
 
@@ -72,8 +83,16 @@ def test_demo_site_and_odd_sessions_are_valid_html(
     from publisher.site.single import export_html
 
     single.write_text("".join(export_html(Archive(SAMPLES).resolve("#ab12cd"))), encoding="utf-8")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    two_runs(runs)
+    compared = tmp_path / "compared"
+    build(runs, compared)
+    compare_pages = sorted(compared.glob("sessions/*/compare.html"))
+    assert len(compare_pages) == 1
     files = [
         *sorted(demo.rglob("*.html")),
+        *compare_pages,
         odd / "index.html",
         page_of(odd, MAIN),
         single,

@@ -289,6 +289,56 @@ DEPENDENCIES = {
             ),
         ),
     ),
+    "the previous run of a series changes": (
+        {
+            "job_20260101_000001_abc001": ref_session(
+                "job_20260101_000001_abc001",
+                "ok",
+                role="nightly",
+                created_at="2026-01-01T00:00:01Z",
+            ),
+            "job_20260101_000002_abc002": ref_session(
+                "job_20260101_000002_abc002",
+                "ok",
+                role="nightly",
+                created_at="2026-01-02T00:00:01Z",
+            ),
+        },
+        (
+            "job_20260101_000001_abc001",
+            session_doc(
+                "job_20260101_000001_abc001",
+                role="nightly",
+                created_at="2026-01-01T00:00:01Z",
+                turns=[turn(1, part("text", "ok"), status="error")],
+            ),
+        ),
+    ),
+    "a run joins a series between two": (
+        {
+            "job_20260101_000001_abc001": ref_session(
+                "job_20260101_000001_abc001",
+                "one",
+                role="nightly",
+                created_at="2026-01-01T00:00:01Z",
+            ),
+            "job_20260101_000003_abc003": ref_session(
+                "job_20260101_000003_abc003",
+                "three",
+                role="nightly",
+                created_at="2026-01-03T00:00:01Z",
+            ),
+        },
+        (
+            "job_20260101_000002_abc002",
+            ref_session(
+                "job_20260101_000002_abc002",
+                "two",
+                role="nightly",
+                created_at="2026-01-02T00:00:01Z",
+            ),
+        ),
+    ),
     "a parent goes": (
         {
             "ses_20260101_000001_abc001": ref_session(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import chromium, static_server
 from tests.helpers import build, part, session_doc, turn
@@ -39,6 +40,7 @@ ALLOWED_TAGS = {
     "details", "summary", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "strong", "em", "br",
     "hr", "blockquote", "label", "input", "select", "option", "button", "s", "del", "mark",
     "figure", "figcaption", "svg", "g", "line", "rect", "text", "desc", "kbd", "aside",
+    "noscript", "caption",
 }  # fmt: skip
 
 
@@ -243,6 +245,77 @@ def test_nothing_executes_and_nothing_is_fetched_outside(hostile_site: Path, ser
         assert page.locator("#search-results li").count() > 0
         assert page.locator("#search-results script, #search-results img").count() == 0
         assert page.evaluate("window.__pwned") is None
+    assert dialogs == []
+    assert outside == []
+    assert errors == []
+
+
+@pytest.fixture(scope="module")
+def hostile_series(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every payload as a run of one series (each run's comparison page shows a payload
+    against the previous one), with the index and the Errors and Decisions pages sharded:
+    the delegation tree has its own page (``tree.html``) and the rows come from script-tag
+    shards."""
+    from publisher.site.context import Tunables
+
+    root = tmp_path_factory.mktemp("hostile-series")
+    sessions = root / "sessions"
+    sessions.mkdir()
+    for i, payload in enumerate(PAYLOADS):
+        doc = hostile_session(i, payload)
+        doc["role"] = "nightly"
+        doc["created_at"] = f"2026-08-17T12:{i // 60:02d}:{i % 60:02d}+00:00"
+        (sessions / f"{file_name_for(i, payload)}.json").write_text(
+            json.dumps(doc), encoding="utf-8"
+        )
+    out = root / "site"
+    report = build(sessions, out, tunables=Tunables(index_first_rows=5, rows_per_shard=8))
+    assert report.sessions == len(PAYLOADS), report.warnings
+    return out
+
+
+def test_comparison_and_tree_pages_are_inert_markup(hostile_series: Path) -> None:
+    compares = sorted(hostile_series.glob("sessions/*/compare.html"))
+    assert len(compares) == len(PAYLOADS) - 1
+    assert (hostile_series / "tree.html").is_file()
+    assert sorted(hostile_series.glob("rows/*.js"))
+    assert sorted(hostile_series.glob("events/*.js"))
+    archive = [hostile_series / name for name in ("index.html", "errors.html", "decisions.html")]
+    for path in [hostile_series / "tree.html", *archive, *compares]:
+        audit = TagAudit()
+        text = path.read_text(encoding="utf-8")
+        audit.feed(text)
+        assert audit.problems == [], (path, audit.problems[:5])
+        assert audit.csp == 1, path
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_nothing_executes_on_comparison_tree_and_sharded_index(hostile_series: Path) -> None:
+    with static_server(hostile_series) as served, chromium() as browser:
+        context = browser.new_context()
+        outside: list[str] = []
+        dialogs: list[str] = []
+        errors: list[str] = []
+        context.on("request", lambda r: None if r.url.startswith(served) else outside.append(r.url))
+        page = context.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        compares = hostile_series.glob("sessions/*/compare.html")
+        rels = ["tree.html", *sorted(p.relative_to(hostile_series).as_posix() for p in compares)]
+        for rel in rels:
+            page.goto(served + rel)
+            page.wait_for_load_state("load")
+            assert page.evaluate("window.__pwned") is None, rel
+        page.goto(served + "index.html")
+        page.locator('th[data-key="turns"] button').click()  # every shard's rows, drawn
+        expect(page.locator("#session-table tbody tr")).to_have_count(len(PAYLOADS))
+        assert page.evaluate("window.__pwned") is None
+        for rel in ("errors.html", "decisions.html"):  # every row, from the script-tag shards
+            page.goto(served + rel)
+            page.locator("#load-all").click()
+            expect(page.locator("#event-table tbody tr")).to_have_count(2 * len(PAYLOADS))
+            assert page.evaluate("window.__pwned") is None, rel
     assert dialogs == []
     assert outside == []
     assert errors == []

@@ -98,13 +98,9 @@ def test_samples_are_not_redacted_and_redaction_is_announced(tmp_path: Path) -> 
     redacted = tmp_path / "redacted"
     build(SAMPLES, redacted, redactor=Redactor.create())
     differing = {k for k, v in tree_digest(plain).items() if tree_digest(redacted).get(k) != v}
-    # Only the notices (the archive-wide pages carry none yet: issue 12 follow-up).
-    archive_pages = {"errors.html", "decisions.html"}
-    assert (
-        differing
-        == {p.relative_to(plain).as_posix() for p in plain.rglob("*.html")} - archive_pages
-    )
-    for path in (p for p in redacted.rglob("*.html") if p.name not in archive_pages):
+    # Only the notices (the archive-wide Errors and Decisions pages carry one too).
+    assert differing == {p.relative_to(plain).as_posix() for p in plain.rglob("*.html")}
+    for path in redacted.rglob("*.html"):
         text = path.read_text(encoding="utf-8")
         assert "no secrets redacted" in text and "[REDACTED:" not in text.replace(
             "[REDACTED:kind]", ""

@@ -16,6 +16,7 @@ template                   variable    record
                                        ``t`` and ``m`` (``macros.html``), as it includes them
 ``index_row.html``         ``row``     :class:`IndexRow`
 ``index_tree.html``        ``tree``    a list of :class:`TreeNode` (the roots)
+``compare.html``           ``page``    :class:`ComparePage`
 =========================  ==========  ================================================
 
 Every template also sees the renderer's globals (``view``, ``version``, ``human_size``,
@@ -33,6 +34,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..compare import CallChange, TurnComparison
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
 from .markup import RefResolver
 from .tools import ToolView
@@ -277,6 +279,8 @@ class SessionPage:
     """The previous run of its role's series, ``None`` when it is the first (or has no role)."""
     series_next: SessionLink | None = None
     """The next run of its role's series, ``None`` when it is the last (or has no role)."""
+    compare_url: str | None = None
+    """Its comparison page against the previous run (relative), ``None`` when there is none."""
 
     @property
     def page_map(self) -> dict[str, Any] | None:
@@ -447,6 +451,12 @@ class ArchivePage:
     """The codes (Errors) or decisions (Decisions) present (the third filter's options)."""
     sessions: int
     """How many sessions the rows come from."""
+    total: int = 0
+    """How many rows the page has in all (more than :attr:`rows_html` when sharded)."""
+    shards: list[str] = field(default_factory=list)
+    """The row shards (site paths) holding every row, empty when the page holds them all."""
+    redaction: str | None = None
+    """The archive's redaction note (``12 secrets redacted``), None when redaction is off."""
     root: str = ""
     """The site root relative to the page."""
 
@@ -540,4 +550,74 @@ class TreePage:
     total: int
     """Published sessions."""
     root: str = ""
+    """The site root relative to the page."""
+
+
+@dataclass(slots=True, frozen=True)
+class DiffLine:
+    """One line of a differing output's diff on a comparison page."""
+
+    kind: str
+    """``add``, ``del``, ``hunk`` (``@@``), ``file`` (``---``/``+++``) or ``same``."""
+    text: str
+    """The line as the diff has it (untrusted; escaped by the template)."""
+
+
+@dataclass(slots=True, frozen=True)
+class CompareCall:
+    """A tool call of an aligned pair of turns, as a comparison page shows it."""
+
+    call: CallChange
+    """The model's call (:mod:`publisher.compare`)."""
+    label: str
+    """What changed, in words (``added``, ``output differs``, "" when the same)."""
+    input: str
+    """Its input, cut to a readable length."""
+    diff: list[DiffLine]
+    """The output's diff (``output`` only), cut to :data:`publisher.site.comparison.DIFF_LINES`."""
+    more: int
+    """Diff lines left out."""
+
+
+@dataclass(slots=True, frozen=True)
+class CompareTurn:
+    """One aligned pair of turns on a comparison page."""
+
+    t: TurnComparison
+    """The model's pair (:func:`publisher.compare.compare`)."""
+    href: str | None
+    """The turn on this run's pages (relative to the comparison page), None when this run has
+    no turn at this position."""
+    duration_a: str
+    """The previous run's duration of the turn, as shown (``-`` when unknown)."""
+    duration_b: str
+    """This run's likewise."""
+    delta: str
+    """How much longer (``+20.0s``) or shorter this run's turn took, "" when unknown or
+    equal."""
+    calls: list[CompareCall]
+    """Its tool calls, aligned."""
+
+
+@dataclass(slots=True, frozen=True)
+class ComparePage:
+    """``compare.html``: a run of a series against its previous run, turn by turn."""
+
+    previous: SessionLink
+    """The previous run (A)."""
+    current: SessionLink
+    """This run (B)."""
+    role: str
+    """The series' role."""
+    facts: list[tuple[str, str, str]]
+    """Whole-run facts: (label, A's value, B's value)."""
+    turns: list[CompareTurn]
+    """Every aligned pair of turns."""
+    changed: int
+    """How many pairs differ (durations aside)."""
+    unreadable: str | None = None
+    """Why the previous run could not be read (then :attr:`turns` is empty)."""
+    redaction: str | None = None
+    """What redaction replaced in either run, or None when redaction is off."""
+    root: str = "../../"
     """The site root relative to the page."""

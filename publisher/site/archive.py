@@ -14,6 +14,7 @@ decision, each group newest first. Events without a readable time come last.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
 from .graph import Graph, Summary
-from .staleness import archive_rows_key
+from .staleness import archive_rows_key, outputs_key
 
 ARCHIVE_CACHE = "archive-cache.json"
 """File name of the cache in the build state folder."""
@@ -108,52 +109,159 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
     return {"errors": errors, "decisions": decisions}
 
 
+EVENTS_FOLDER = "events"
+"""The site folder of the archive-wide pages' row shards."""
+
+
+def event_shard_groups(
+    page: str, summaries: list[Summary], per_shard: int, most: int
+) -> dict[str, list[Summary]]:
+    """The row shard files of ``page`` (site paths) and the sessions of each, sorted by
+    name: the sessions with rows on the page, each in the shard of its name's hash (as the
+    index's rows, :func:`.index.row_shard_groups`)."""
+    from .index import row_shard_count
+    from .search import shard_of
+
+    members = [s for s in summaries if _events(page, s)]
+    count = row_shard_count(len(members), per_shard, most)
+    groups: list[list[Summary]] = [[] for _ in range(count)]
+    for summary in members:
+        groups[shard_of(urls.slug(summary.name), count)].append(summary)
+    return {
+        f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
+        for index, group in enumerate(groups)
+    }
+
+
+def _events(page: str, summary: Summary) -> tuple[object, ...]:
+    return summary.error_events if page == "errors" else summary.decision_events
+
+
+def _value(page: str, row: EventRow) -> str:
+    return row.code if page == "errors" else row.decision
+
+
 def render_archive_pages(
     renderer: HtmlRenderer,
     graph: Graph,
-    cache: ArchiveCache | None = None,
-) -> tuple[dict[str, str], ArchiveCache]:
-    """``errors.html`` and ``decisions.html`` by site path, and the cache for the next build
-    (``cache`` comes from a build with the same key, else None)."""
-    cache = cache or ArchiveCache()
-    fresh = ArchiveCache(rows={page: {} for page in PAGES})
-    merged: dict[str, list[Row]] = {page: [] for page in PAGES}
-    values: dict[str, set[str]] = {page: set() for page in PAGES}
-    sessions: dict[str, set[str]] = {page: set() for page in PAGES}
-    for summary in graph.summaries.values():
-        if not summary.error_events and not summary.decision_events:
-            continue
-        key = archive_rows_key(summary)
-        rendered: dict[str, list[Row]] | None = None
-        for page in PAGES:
-            rows = cache.rows.get(page, {}).get(key)
-            if rows is None:
-                if rendered is None:
-                    rendered = _render_rows(renderer, summary)
-                rows = rendered[page]
-            fresh.rows[page][key] = rows
-            merged[page].extend(rows)
-            if rows:
-                sessions[page].add(summary.name)
-        values["errors"].update(e[4] for e in summary.error_events)
-        values["decisions"].update(d[2] for d in summary.decision_events)
+    cache: ArchiveCache | Callable[[], ArchiveCache] | None = None,
+    *,
+    first_rows: int | None = None,
+    per_shard: int = 500,
+    most_shards: int = 1024,
+    redaction: str | None = None,
+    unchanged: Callable[[str, str], bool] | None = None,
+) -> tuple[dict[str, str], ArchiveCache | None]:
+    """The archive-wide pages and their row shards by site path, and the cache for the next
+    build (``cache`` comes from a build with the same key, else None; a function giving it
+    is called only when a row is needed; None is returned for the cache then when it was
+    not).
+
+    A page holds its first ``first_rows`` rows (all when None) as HTML; when it has more,
+    every row is in ``events/<page>-*-of-*.js`` shards (a session's rows in the shard of its
+    name's hash), which ``archive.js`` loads for filters and "Load all". ``unchanged(rel,
+    key)`` says a file made from ``key`` (:func:`.staleness.outputs_key`) is still as
+    written: it is not made again (None: make every file). ``redaction``: the archive's
+    redaction note when redaction is on."""
+    loaded: list[ArchiveCache] = [cache] if isinstance(cache, ArchiveCache) else []
+
+    def old_rows() -> ArchiveCache:
+        if not loaded:
+            loaded.append(cache() if callable(cache) else ArchiveCache())
+        return loaded[0]
+
+    summaries = [s for s in graph.summaries.values() if s.error_events or s.decision_events]
+    keys = {s.name: archive_rows_key(s) for s in summaries}
     kinds = sorted({s.kind for s in graph.summaries.values()})
     roles = sorted({s.role for s in graph.summaries.values()})
-    pages = {}
+    fresh = ArchiveCache(rows={page: {} for page in PAGES})
+    rendered: dict[str, dict[str, list[Row]]] = {}
+
+    def rows_of(page: str, summary: Summary) -> list[Row]:
+        key = keys[summary.name]
+        rows = fresh.rows[page].get(key)
+        if rows is None:
+            rows = old_rows().rows.get(page, {}).get(key)
+            if rows is None:
+                if summary.name not in rendered:
+                    rendered[summary.name] = _render_rows(renderer, summary)
+                rows = rendered[summary.name][page]
+            fresh.rows[page][key] = rows
+        return rows
+
+    def is_unchanged(rel: str, key: str) -> bool:
+        return unchanged is not None and unchanged(rel, key)
+
+    files: dict[str, str] = {}
     for page in PAGES:
-        rows = sorted(merged[page])
-        pages[f"{page}.html"] = str(
+        members = [s for s in summaries if _events(page, s)]
+        total = sum(len(_events(page, s)) for s in members)
+        limit = total if first_rows is None else first_rows
+        shards: dict[str, list[Summary]] = {}
+        if total > limit:
+            shards = event_shard_groups(page, members, per_shard, most_shards)
+        for rel, group in shards.items():
+            key = outputs_key([rel], [keys[s.name] for s in group])
+            if not is_unchanged(rel, key):
+                files[rel] = _shard_text(page, rel, group, rows_of)
+        page_key = outputs_key(
+            [page, str(limit), redaction or "-"],
+            sorted(keys[s.name] for s in members),
+            kinds,
+            roles,
+            list(shards),
+        )
+        if is_unchanged(f"{page}.html", page_key):
+            continue
+        events = {s.name: event_rows(s)[page] for s in members}
+        values = sorted({_value(page, row) for rows in events.values() for _, row in rows})
+        # The first screen: the first rows in the page's order, their sort keys from the
+        # summaries (no HTML), then the HTML of only those rows.
+        ordered = sorted(
+            (key, name, n) for name, rows in events.items() for n, (key, _) in enumerate(rows)
+        )[:limit]
+        by_name = {s.name: s for s in members}
+        first = [rows_of(page, by_name[name])[n][1] for _, name, n in ordered]
+        files[f"{page}.html"] = str(
             renderer.template(f"{page}.html").render(
                 page=ArchivePage(
-                    rows_html=[Markup(html) for _, html in rows],
+                    rows_html=[Markup(html) for html in first],
                     kinds=kinds,
                     roles=roles,
-                    values=sorted(values[page]),
-                    sessions=len(sessions[page]),
+                    values=values,
+                    sessions=len(members),
+                    total=total,
+                    shards=list(shards),
+                    redaction=redaction,
                 )
             )
         )
-    return pages, fresh
+    if not loaded:
+        return files, None
+    # The cache keeps every current session's rows: those not needed this build carry over.
+    for page in PAGES:
+        old = loaded[0].rows.get(page, {})
+        for s in summaries:
+            key = keys[s.name]
+            if key not in fresh.rows[page] and key in old:
+                fresh.rows[page][key] = old[key]
+    return files, fresh
+
+
+def _shard_text(
+    page: str, rel: str, group: list[Summary], rows_of: Callable[[str, Summary], list[Row]]
+) -> str:
+    """A row shard: a script calling ``polyglavEvents(page, index, rows)``, each row
+    ``[sort key, kind, role, value, row HTML]`` (it loads from ``file://`` as over HTTP)."""
+    index = int(rel.rsplit("/", 1)[1].split("-")[1])
+    data = []
+    for summary in group:
+        events = event_rows(summary)[page]
+        for (key, row), (_, html) in zip(events, rows_of(page, summary), strict=True):
+            data.append([key, row.kind, row.role, _value(page, row), html])
+    data.sort()
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return f"polyglavEvents({json.dumps(page)},{index},{text});\n"
 
 
 def _render_rows(renderer: HtmlRenderer, summary: Summary) -> dict[str, list[Row]]:

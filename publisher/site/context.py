@@ -48,6 +48,10 @@ class Tunables:
     keep_scanned_bytes: int = 64 << 20
     """Sessions scanned in-process are kept for their render when the changed files total
     at most this, or when there is only one (its render holds that session anyway)."""
+    in_process_render: int = 4
+    """At most this many sessions, of at most ``keep_scanned_bytes`` of files in all, are
+    rendered in the build's own process: starting a pool costs more than a few small
+    sessions (an append renders the session and the next run's comparison)."""
     page_turns: int = 150
     """A session page holds at most this many turns (shapes the output)."""
     page_bytes: int = 2_000_000

@@ -110,18 +110,13 @@ class Summary:
         return row
 
     @classmethod
-    def from_row(cls, row: list[Any]) -> Summary:
-        """The summary of :meth:`to_row`'s list; ValueError when it is not one."""
-        if tuple(map(type, row)) != _ROW_TYPES:
-            raise ValueError("a summary of the wrong shape")
+    def from_trusted_row(cls, row: list[Any]) -> Summary:
+        """The summary of :meth:`to_row`'s list, as this publisher wrote it (the manifest's
+        checksum vouches for it)."""
         values = list(row)
         values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
-        if not all(type(n) is str for n in values[_SUB_SESSIONS]):
-            raise ValueError("a summary of the wrong shape")
-        for name, index in _NESTED.items():
-            items = values[index] = tuple(map(tuple, values[index]))
-            if not all(tuple(map(type, d)) == _NESTED_TYPES[name] for d in items):
-                raise ValueError("a summary of the wrong shape")
+        for index in _NESTED.values():
+            values[index] = tuple(map(tuple, values[index]))
         return cls(*values)
 
 
@@ -212,13 +207,6 @@ _NESTED_TYPES: dict[str, tuple[type, ...]] = {
 }
 """The fields that are lists of tuples, with the types of each tuple's values."""
 _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
-_ROW_TYPES = tuple(
-    list
-    if f.name == "sub_sessions" or f.name in _NESTED_TYPES
-    else {"str": str, "int": int}[str(f.type)]
-    for f in fields(Summary)
-)
-"""The type of each value of :meth:`Summary.to_row` (exactly: a bool is not an int)."""
 
 
 @dataclass(slots=True)
@@ -229,8 +217,9 @@ class Graph:
     """Published sessions by session name (page names)."""
     file_names: list[str] = field(default_factory=list)
     """Every session file name of the folder, loaded or not (for ``#id`` lookups)."""
-    refs: RefIndex = field(init=False, repr=False)
-    """Resolves ``#id`` and ``session:name`` as the CLI does."""
+    _refs: RefIndex | None = field(init=False, repr=False, default=None)
+    """:attr:`refs`, made on first use (an append whose session makes no reference, with
+    the archive's shape unchanged, never needs it: it costs a pass over every file name)."""
     _found_children: dict[str, list[str]] = field(init=False, repr=False)
     """Parent name → names of the sessions whose parent_id names it, sorted."""
     _series: dict[str, tuple[str, str]] = field(init=False, repr=False)
@@ -253,9 +242,15 @@ class Graph:
                 before = runs[i - 1].name if i else ""
                 after = runs[i + 1].name if i + 1 < len(runs) else ""
                 self._series[run.name] = (before, after)
-        self.refs = RefIndex(
-            self.file_names, {s.file_name: s.name for s in self.summaries.values()}
-        )
+
+    @property
+    def refs(self) -> RefIndex:
+        """Resolves ``#id`` and ``session:name`` as the CLI does."""
+        if self._refs is None:
+            self._refs = RefIndex(
+                self.file_names, {s.file_name: s.name for s in self.summaries.values()}
+            )
+        return self._refs
 
     def key(self) -> str:
         """:func:`.staleness.graph_key` of this graph: equal keys, equal page facts."""

@@ -20,7 +20,7 @@ from ..render import places, tools, view
 from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
-from . import staleness, urls
+from . import comparison, staleness, urls
 from .fragments import FragmentSink, FragmentSource
 from .graph import Graph
 
@@ -78,6 +78,21 @@ class PageFacts:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PreviousRun:
+    """The previous run of a session's series, for its comparison page
+    (:mod:`.comparison`)."""
+
+    name: str
+    """Its session name."""
+    session: Session | None
+    """The run, prepared as for its own pages; None when it could not be read."""
+    redaction: str | None = None
+    """What redaction replaced in it (None when redaction is off)."""
+    unreadable: str | None = None
+    """Why it could not be read."""
+
+
 def _rel_session_url(name: str) -> str:
     return f"../{urls.slug(name)}/index.html"
 
@@ -104,6 +119,7 @@ def render_session_pages(
     sink: Callable[[str, bytes], None],
     store: FragmentSink,
     limits: PageLimits | None = None,
+    previous_run: PreviousRun | None = None,
 ) -> None:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
@@ -112,7 +128,8 @@ def render_session_pages(
     and is the next build's cache) and is read back from it when its page is written, so a
     long session is never held as HTML all at once. ``sink`` takes each file (its path
     relative to the site root, its bytes) as soon as it is made. ``limits``: how many turns
-    and bytes of turns a page holds at most.
+    and bytes of turns a page holds at most. ``previous_run``: the previous run of its
+    series, when it has one: a comparison page is made against it.
     """
     limits = limits or PageLimits()
     base = urls.session_dir(session.session_name)
@@ -211,6 +228,7 @@ def render_session_pages(
     before, after = facts.series
     series_previous = SessionLink(before, _rel_session_url(before)) if before else None
     series_next = SessionLink(after, _rel_session_url(after)) if after else None
+    compare_url = comparison.PAGE if previous_run is not None else None
     # Each page goes to the sink as soon as it is rendered: the pages of a long session are
     # never held at once.
     for page, group in zip(pages, groups, strict=True):
@@ -234,6 +252,7 @@ def render_session_pages(
                 overview=summary,
                 series_previous=series_previous,
                 series_next=series_next,
+                compare_url=compare_url,
             )
         )
         sink(f"{base}/{page.url}", encode_display(html))
@@ -242,6 +261,25 @@ def render_session_pages(
             for name, text in fragment.files.items():
                 sink(f"{base}/{name}", encode_display(text))
         del fragments
+    if previous_run is not None:
+        html = comparison.render_compare_page(
+            renderer,
+            previous_run.session,
+            session,
+            [h if not h.startswith("#") else f"index.html{h}" for h in hrefs],
+            previous_name=previous_run.name,
+            previous_url=_rel_session_url(previous_run.name),
+            redaction=_either_redaction(redaction, previous_run.redaction),
+            unreadable=previous_run.unreadable,
+        )
+        sink(f"{base}/{comparison.PAGE}", encode_display(html))
+
+
+def _either_redaction(current: str | None, previous: str | None) -> str | None:
+    """The comparison page's redaction note: None when redaction is off."""
+    if current is None and previous is None:
+        return None
+    return f"this run: {current or 'nothing'}; previous run: {previous or 'nothing'}"
 
 
 def decision_counts_of(session: Session) -> list[DecisionCount]:

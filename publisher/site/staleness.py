@@ -17,11 +17,12 @@ a source's scan           its stamp (size, mtime), trusted only        the stamp
                                                                        the content hash then
                                                                        decides
 a session's pages         the file's content hash, and                 content or facts
-                          :func:`facts_key` of what its pages show     changed, or an output
-                          of others (parent chain, sub-sessions,       file is missing
-                          reference targets, previous and next run
-                          of its series); recomputed only when
-                          :func:`graph_key` changed
+(and its comparison       :func:`facts_key` of what its pages show     changed, or an output
+page, ``compare.html``)   of others (parent chain, sub-sessions,       file is missing, or
+                          reference targets, previous and next run     the previous run's
+                          of its series); recomputed only when         content changed (the
+                          :func:`graph_key` changed; the previous      comparison page shows
+                          run's content hash                           it)
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
                           context boundaries starting at it, the       shows did
@@ -33,7 +34,11 @@ a session's rows on the   :func:`archive_rows_key` of its session:     an error 
 Errors and Decisions      name, kind, role, errors and decisions       added or changed, or
 pages                     (attributed to turns and calls)              its kind or role
 an archive-wide page      :func:`outputs_key` of its sessions' row     one of those changed
-                          keys, the kinds and the roles
+(its first screen)        keys, the kinds, the roles, the redaction
+                          note and its shards' names
+an archive-wide page's    :func:`outputs_key` of its sessions' row     a session of it
+row shard                 keys; a session's shard is a hash of its     changed, or the count
+(``events/*.js``)         name (:func:`.search.shard_of`)              doubled
 an index row shard        :func:`outputs_key` of its sessions'         a session of it
 (``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
                           of its name (:func:`.search.shard_of`)       doubled
@@ -59,7 +64,7 @@ never a wrong page.
 from __future__ import annotations
 
 import hashlib
-import json
+import io
 import pickle
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -77,7 +82,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 5
+MANIFEST_FORMAT = 6
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
@@ -166,12 +171,16 @@ def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
     the folder's file names (``#id`` lookups)."""
     shape = [
-        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at]
+        (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at)
         for s in sorted(summaries, key=lambda s: s.name)
     ]
-    return hashlib.sha256(
-        json.dumps([shape, list(file_names)]).encode("utf-8", "surrogatepass")
-    ).hexdigest()
+    # Pickled without its memo (``fast``): equal values give equal bytes however their
+    # strings are shared, and it is several times faster than JSON.
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True
+    pickler.dump((shape, list(file_names)))
+    return hashlib.sha256(buffer.getbuffer()).hexdigest()
 
 
 def facts_key(
@@ -247,16 +256,19 @@ def session_stale(
     content_changed: bool,
     same_graph: bool,
     facts_then: str,
+    compared_changed: bool = False,
     facts_now: Callable[[], str],
     outputs_present: Callable[[], bool],
 ) -> bool:
     """The rule for rendering a session's pages again: the build key changed, the file's
-    content changed, the archive's shape changed and with it the facts its pages show
-    (``facts_now()`` differs from ``facts_then``: computed only when the graph changed), or
-    one of its output files is missing."""
+    content changed, the content of the previous run of its series changed (its comparison
+    page shows both: ``compared_changed``), the archive's shape changed and with it the facts
+    its pages show (``facts_now()`` differs from ``facts_then``: computed only when the graph
+    changed), or one of its output files is missing."""
     return (
         not same_key
         or content_changed
+        or compared_changed
         or (not same_graph and facts_now() != facts_then)
         or not outputs_present()
     )

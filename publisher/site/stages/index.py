@@ -1,4 +1,5 @@
-"""Stage 5, index: the archive's ``index.html``, ``errors.html`` and ``decisions.html``.
+"""Stage 5, index: the archive's ``index.html``, ``errors.html`` and ``decisions.html``
+(and their row shards, ``rows/*.js`` and ``events/*.js``).
 
 Made of the published sessions' summaries and the failures, never of a session file: rows
 are cached by summary key and the delegation tree by graph key (:mod:`..index`), so an
@@ -9,20 +10,22 @@ append renders one row. A row shard or an archive-wide page whose
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from markupsafe import Markup
 
 from ...model import LoadFailure
+from ...redact import describe_counts
 from ...render.contexts import TreePage
 from ...render.text import encode_display
 from ...write import atomic_write
-from ..archive import PAGES, ArchiveCache, changed, render_archive_pages
+from ..archive import ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
 from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
 from ..manifest import Manifest
-from ..staleness import archive_rows_key, outputs_key, summary_key
+from ..staleness import outputs_key, summary_key
 from .write import write_files
 
 
@@ -91,20 +94,31 @@ def index(
             page=TreePage(tree_html=Markup(fresh.tree), total=len(summaries))
         )
         files[TREE_PAGE] = encode_display(str(tree))
-    event_keys = sorted(
-        archive_rows_key(s) for s in graph.summaries.values() if s.error_events or s.decision_events
+    loaded: list[ArchiveCache] = []
+
+    def archive_cache() -> ArchiveCache:
+        loaded.append(ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache())
+        return loaded[0]
+
+    made_archive, archive_fresh = render_archive_pages(
+        ctx.renderer,
+        graph,
+        archive_cache,
+        first_rows=tunables.index_first_rows,
+        per_shard=tunables.rows_per_shard,
+        most_shards=tunables.max_row_shards,
+        redaction=None
+        if redacted is None
+        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+        unchanged=unchanged,
     )
-    kinds = sorted({s.kind for s in graph.summaries.values()})
-    roles = sorted({s.role for s in graph.summaries.values()})
-    pages_key = outputs_key(["archive"], event_keys, kinds, roles)
-    if not all([unchanged(f"{name}.html", pages_key) for name in PAGES]):
-        archive_cache = ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache()
-        pages, archive_fresh = render_archive_pages(ctx.renderer, graph, archive_cache)
-        if changed(archive_cache, archive_fresh) or not ctx.cache.archive_cache.exists():
-            archive_fresh.save(ctx.cache.archive_cache)
-        for rel, html in pages.items():
-            known.pop(rel, None)
-            files[rel] = encode_display(html)
+    if archive_fresh is not None and (
+        changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
+    ):
+        archive_fresh.save(ctx.cache.archive_cache)
+    for rel, html in made_archive.items():
+        known.pop(rel, None)
+        files[rel] = encode_display(html)
     produced, written = write_files(ctx, files, previous.extra_outputs)
     for rel, digest in produced.items():
         if rel in now:

@@ -1,7 +1,8 @@
 """Stage 2, plan: the archive's graph, and which sessions to render.
 
 The graph (parents, sub-sessions, reference targets) is made of the summaries alone, so it
-costs no file read. A session is rendered when :func:`.staleness.session_stale` says so.
+costs no file read. A session is rendered when :func:`.staleness.session_stale` says so (its
+comparison page reads the previous run of its series: a change there renders it too).
 Two files holding the same ``session_name`` would publish to the same pages: the first (by
 file name) is published, the other listed as not loaded.
 """
@@ -77,9 +78,12 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     jobs: list[RenderJob] = []
     for name in published.values():
         state = sources[name]
+        assert state.summary is not None
+        before = graph.series(state.summary.name)[0]
         stale = session_stale(
             same_key=same_key,
             content_changed=name in scanned.changed,
+            compared_changed=bool(before) and graph.summaries[before].file_name in scanned.changed,
             same_graph=same_graph,
             facts_then=state.facts_key,
             facts_now=partial(_facts_key, graph, state),

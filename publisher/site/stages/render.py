@@ -6,6 +6,9 @@ worker needs is one :class:`RenderSetup`, handed to each worker once when it sta
 jobs carry only a file name. A session that fails to load or to render is reported, not
 raised: one bad file never stops the build. A write error (a full disk) does stop it.
 
+A run with a previous run in its series (:meth:`..graph.Graph.series`) also gets its
+comparison page (:mod:`..comparison`): the previous run is read too.
+
 Turn fragments are read from the session's fragment file of the last build and spooled
 to a new one as they are made (:mod:`..fragments`): an appended turn is the only one
 rendered, and a long session's HTML is never held at once.
@@ -31,7 +34,7 @@ from ..fragments import FragmentFile, FragmentWriter
 from ..graph import Graph
 from ..memory import return_large_blocks
 from ..pool import forking, run_jobs
-from ..render import PageFacts, PageLimits, render_session_pages
+from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
 from .plan import Plan, RenderJob
 from .scan import Scan
 
@@ -96,6 +99,21 @@ class SessionRenderer:
             reason = f"could not be rendered: {type(exc).__name__}: {exc}"
             return Rendered(job.file_name, {}, "", 0, reason)
 
+    def _previous_run(self, name: str) -> PreviousRun:
+        """The previous run of a series, read for the comparison page (a file that cannot be
+        read now gives a page that says so, not a failed session)."""
+        setup = self.setup
+        summary = setup.graph.summaries[name]
+        prepared = self.kept.get(summary.file_name)
+        try:
+            if prepared is None:
+                prepared = prepare_file(
+                    setup.folder / summary.file_name, setup.folder, setup.redactor
+                )
+        except SessionLoadError as exc:
+            return PreviousRun(name, None, unreadable=exc.reason)
+        return PreviousRun(name, prepared.session, prepared.redaction_note)
+
     def _render(self, job: RenderJob) -> Rendered:
         setup = self.setup
         prepared = self.kept.pop(job.file_name, None)
@@ -103,6 +121,7 @@ class SessionRenderer:
             prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
         session = prepared.session
         facts = PageFacts.from_graph(setup.graph, session.session_name, set(prepared.refs))
+        previous_run = self._previous_run(facts.series[0]) if facts.series[0] else None
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
         # file as they are rendered.
@@ -132,6 +151,7 @@ class SessionRenderer:
                 sink=write,
                 store=spool,
                 limits=setup.limits,
+                previous_run=previous_run,
             )
         except BaseException as exc:
             spool.abort()
@@ -146,7 +166,7 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
-        del session, prepared
+        del session, prepared, previous_run
         with contextlib.suppress(WriteError):
             spool.commit()
         return Rendered(job.file_name, dict(sorted(outputs.items())), facts.key(), written, None)
@@ -171,7 +191,10 @@ def render(ctx: BuildContext, planned: Plan, scanned: Scan) -> list[Rendered]:
         },
     )
     progress = ctx.options.progress
-    if ctx.workers <= 1 or len(jobs) < 2:
+    few = len(jobs) <= ctx.tunables.in_process_render and (
+        sum(planned.sources[job.file_name].size for job in jobs) <= ctx.tunables.keep_scanned_bytes
+    )
+    if ctx.workers <= 1 or len(jobs) < 2 or few:
         local = SessionRenderer(setup, ctx.renderer)
         results = []
         for done, job in enumerate(jobs, start=1):

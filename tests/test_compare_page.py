@@ -1,0 +1,122 @@
+"""A run's comparison page against the previous run of its series: what it depends on, and
+what an append or a new run rewrites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from publisher.render.html import HtmlRenderer
+from publisher.site.comparison import render_compare_page
+from publisher.theme import Theme
+from tests.helpers import (
+    OLD_NS,
+    build,
+    fresh_digest,
+    parse_session_bytes,
+    part,
+    session_doc,
+    tree_digest,
+    turn,
+    write_json,
+)
+
+pytestmark = pytest.mark.site
+
+RUNS = [f"job_2026010{i}_000000_run00{i}" for i in range(1, 5)]
+
+
+def run_doc(i: int, turns: int = 2, status: str = "ok") -> dict[str, Any]:
+    return session_doc(
+        RUNS[i],
+        role="nightly",
+        created_at=f"2026-01-0{i + 1}T00:00:00Z",
+        turns=[
+            turn(
+                n + 1,
+                part("user", f"step {n + 1}"),
+                part("tool", name="sh", input={"cmd": f"make {n + 1}"}, output=f"done {i}"),
+                status=status,
+            )
+            for n in range(turns)
+        ],
+    )
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {rel for rel in {*before, *after} if before.get(rel) != after.get(rel)}
+
+
+def test_every_run_but_the_first_links_its_comparison(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(3):
+        write_json(sessions / f"{RUNS[i]}.json", run_doc(i), OLD_NS)
+    out = tmp_path / "site"
+    build(sessions, out)
+    assert not (out / "sessions" / RUNS[0] / "compare.html").exists()
+    assert (
+        "compare with previous run" not in (out / "sessions" / RUNS[0] / "index.html").read_text()
+    )
+    for name, previous in ((RUNS[1], RUNS[0]), (RUNS[2], RUNS[1])):
+        page = (out / "sessions" / name / "index.html").read_text()
+        assert '<a class="compare-link" href="compare.html">compare with previous run</a>' in page
+        compare = (out / "sessions" / name / "compare.html").read_text()
+        assert f'<a href="../{previous}/index.html"><code>{previous}</code></a>' in compare
+        assert '<a class="small" href="index.html#turn-2">' in compare
+
+
+def test_an_append_rewrites_the_run_and_the_next_runs_comparison(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(3):
+        write_json(sessions / f"{RUNS[i]}.json", run_doc(i), OLD_NS)
+    out = tmp_path / "site"
+    build(sessions, out)
+    before = tree_digest(out)
+    write_json(sessions / f"{RUNS[1]}.json", run_doc(1, turns=3))
+    report = build(sessions, out)
+    after = tree_digest(out)
+    assert after == fresh_digest(sessions, tmp_path / "fresh")
+    sessions_changed = {rel for rel in changed(before, after) if rel.startswith("sessions/")}
+    assert sessions_changed == {
+        f"sessions/{RUNS[1]}/index.html",
+        f"sessions/{RUNS[1]}/compare.html",
+        f"sessions/{RUNS[2]}/compare.html",
+    }
+    assert report.sessions_rendered == 2  # the run, and the next run's comparison
+    compare = (out / "sessions" / RUNS[2] / "compare.html").read_text()
+    assert "(no turn)" in compare  # the previous run has a third turn now, this one has not
+
+    # A new run: its pages, and the previous last run's "next" link, nothing else.
+    before = after
+    write_json(sessions / f"{RUNS[3]}.json", run_doc(3, status="error"))
+    build(sessions, out)
+    after = tree_digest(out)
+    assert after == fresh_digest(sessions, tmp_path / "fresh2")
+    sessions_changed = {rel for rel in changed(before, after) if rel.startswith("sessions/")}
+    assert sessions_changed == {
+        f"sessions/{RUNS[2]}/index.html",
+        f"sessions/{RUNS[3]}/index.html",
+        f"sessions/{RUNS[3]}/compare.html",
+    }
+
+
+def test_an_unreadable_previous_run_is_said_not_fatal(tmp_path: Path) -> None:
+    """The previous run is read when the comparison is made; when it cannot be (it broke
+    after the scan), the page says so and the run still publishes."""
+    renderer = HtmlRenderer(Theme.load(None))
+    current = parse_session_bytes(json.dumps(run_doc(1)).encode(), f"{RUNS[1]}.json")
+    html = render_compare_page(
+        renderer,
+        None,
+        current,
+        ["index.html#turn-1", "index.html#turn-2"],
+        previous_name=RUNS[0],
+        previous_url=f"../{RUNS[0]}/index.html",
+        unreadable="not valid JSON",
+    )
+    assert "The previous run could not be read: not valid JSON" in html
