@@ -118,3 +118,32 @@ def test_fast_path_takes_prose_and_leaves_syntax() -> None:
         "see #abc123",
     ]:
         assert _plain_paragraphs(syntax, True) is None, syntax
+
+
+# The plain definitions that the fast scans of tool outputs implement (issue 13).
+DIFF_HINT = re.compile(r"^(?:diff --git |--- \S|\*\*\* Begin Patch|@@ -\d)", re.M)
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(["@@ -", "1", ",2", " +", " @@", "\n", "diff --git ", "--- a", "x", "*** Begin Patch", "\r", "é"]), max_size=30).map("".join))  # fmt: skip
+def test_looks_like_diff_matches_the_reference_regexes(text: str) -> None:
+    from publisher.render.tools import looks_like_diff
+
+    head = text[:200_000]
+    expected = (HUNK.search(head) is not None and DIFF_HINT.search(head) is not None) or (
+        "*** Begin Patch" in head
+    )
+    assert looks_like_diff(text) == expected
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=60) | st.text(st.characters(max_codepoint=0x7F), max_size=60))
+def test_has_controls_matches_the_control_regex(text: str) -> None:
+    from publisher.render.text import TERMINAL_CONTROL_RE, has_controls
+
+    # Carriage return is matched by the regex but shown as itself: either answer is right.
+    if has_controls(text):
+        assert TERMINAL_CONTROL_RE.search(text) is not None
+    else:
+        assert TERMINAL_CONTROL_RE.search(text.replace("\r", "")) is None
