@@ -147,3 +147,32 @@ def test_has_controls_matches_the_control_regex(text: str) -> None:
         assert TERMINAL_CONTROL_RE.search(text) is not None
     else:
         assert TERMINAL_CONTROL_RE.search(text.replace("\r", "")) is None
+
+
+def _highlight_reference(text: str) -> str:
+    """highlight_json as it was: tokenise the raw text, escape each piece."""
+    from html import escape
+
+    from publisher.render.markup import _JSON_TOKEN, HIGHLIGHT_LIMIT, _scrub
+
+    text = _scrub(text)
+    if len(text) > HIGHLIGHT_LIMIT:
+        return escape(text, quote=False)
+    out, pos = [], 0
+    for match in _JSON_TOKEN.finditer(text):
+        out.append(escape(text[pos : match.start()], quote=False))
+        out.append(
+            f'<span class="j-{match.lastgroup or "str"}">{escape(match.group(0), quote=False)}</span>'
+        )
+        pos = match.end()
+    out.append(escape(text[pos:], quote=False))
+    return "".join(out)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from(['"', "\\\\", "\\\\\"", ":", " ", "1", "-2.5e3", "true", "null", "fal", "se", "<", ">", "&", "lt;", "amp", "gt", "{", "}", "[", ",", "Infinity", "NaN", "x", "é", "\ud800"]), max_size=40).map("".join)
+    | st.text(max_size=60)
+)  # fmt: skip
+def test_highlight_json_matches_tokenising_before_escaping(text: str) -> None:
+    assert highlight_json(text) == _highlight_reference(text)
