@@ -1030,6 +1030,24 @@ def small_archive(count: int, out: Path, seed: int = 1) -> Path:
     return folder
 
 
+def long_session(
+    out: Path, turns: int = 5000, seed: int = 1, tools: tuple[int, int] = (2, 3)
+) -> Path:
+    """One session of ``turns`` turns of ``tools`` tool calls with 1-18 KB outputs (issue
+    13's memory case: 5,000 turns are about 92 MB); returns its file."""
+    planned = Planned(index=LONG_AT, kind="ses", name="ses_20260105_080000_long01")
+    planned.session_id = "long01"
+    writer = SessionWriter(Pools.make(seed), planned, seed, 1.0, {})
+    doc = writer.document()
+    doc["turns"] = [writer.turn(i, tools, (1024, 18 * 1024)) for i in range(1, turns + 1)]
+    doc["updated_at"] = _iso(writer.clock)
+    doc["permissions"] = writer.permissions
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{planned.name}.json"
+    path.write_bytes((json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200, help="number of session files")
@@ -1051,7 +1069,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="issue 12's archive: --sessions small 3-turn CI runs (see small_archive)",
     )
+    parser.add_argument(
+        "--long-session",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="write one session of TURNS turns with 1-18 KB outputs (issue 13's memory case)",
+    )
     args = parser.parse_args(argv)
+    if args.long_session:
+        target = args.out or ARCHIVES / f"long-t{args.long_session}-s{args.seed}"
+        path = long_session(target / "sessions", args.long_session, args.seed)
+        print(f"{path}: {path.stat().st_size / 1e6:.1f} MB")
+        return 0
     if args.small:
         target = args.out or ARCHIVES / f"small-n{args.sessions}-s{args.seed}"
         print(f"sessions folder: {small_archive(args.sessions, target, args.seed)}")

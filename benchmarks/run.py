@@ -819,13 +819,41 @@ def shape_ratios(large: dict[str, Any]) -> list[Ratio]:
         "<=",
         3,
     )
+    add(
+        "full build / render floor, CPU seconds (search off)",
+        _div(_get(big, "full_nosearch", "cpu"), _get(big, "render_floor", "cpu")),
+        "<=",
+        2,
+        "user+system of the process tree: steadier than wall time on a busy shared machine",
+    )
+    add(
+        "full build / render floor, CPU seconds (search on)",
+        _div(_get(big, "full_search", "cpu"), _get(big, "render_floor", "cpu")),
+        "<=",
+        3,
+    )
     peers = [p.get("wall") for p in large.get("peers", {}).values() if p.get("status") == "ok"]
     fastest = min(peers) if peers else None
+    peer_cpus = [p.get("cpu") for p in large.get("peers", {}).values() if p.get("status") == "ok"]
+    least_cpu = min(c for c in peer_cpus if c) if any(peer_cpus) else None
+    add(
+        "peer CPU (the less) / full build CPU (search off)",
+        _div(least_cpu, _get(big, "full_nosearch", "cpu")),
+        ">=",
+        5,
+        "CPU seconds: the peers run on one core, the build on every core",
+    )
+    add(
+        "peer CPU (the less) / full build CPU (search on)",
+        _div(least_cpu, _get(big, "full_search", "cpu")),
+        ">=",
+        3,
+    )
     add(
         "faster peer / full build (search on)",
         _div(fastest, _get(big, "full_search", "wall")),
         ">=",
-        5,
+        3,
         "subprocess wall times (CLI against CLI)",
     )
     add(
