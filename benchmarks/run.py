@@ -20,10 +20,17 @@ the machine, to ``benchmarks/_archives/results.json``.
 The peers are not installed by this script: ``pip install claude-code-log
 claude-code-transcripts`` (a missing one is reported, not fatal).
 
+Two archive shapes (issue 13), each with its own floors, builds, peers and ratios: the
+``mixed`` one above (``--sizes``) and the ``output`` one, where tool output is most of the
+bytes (``--output-sessions``, ``generate.py --shape output``). The render floor (issue 13)
+also renders every prose text with the configured markdown-it-py and escapes every tool
+input and output; ratios are given in wall time and in CPU seconds.
+
 Usage::
 
-    python benchmarks/run.py                               # full: 200 and 2,000 sessions
-    python benchmarks/run.py --sizes 60,200 --scale 0.05   # smoke test, under a minute
+    python benchmarks/run.py                               # full: both shapes
+    python benchmarks/run.py --sizes 60,200 --scale 0.05 --output-sessions 40   # smoke test
+    python benchmarks/run.py --shapes output --source /tmp/base   # another checkout
 """
 
 from __future__ import annotations
