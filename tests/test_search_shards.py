@@ -577,7 +577,7 @@ def test_a_shard_is_indexed_as_soon_as_its_sessions_are_rendered_and_kept(
     half = len(order) // 2
     for folder in order[:half]:
         early.rendered(folder, by_folder[folder])
-    started_early = len(early._futures)
+    started_early = early.runs
     assert started_early > 0  # before the other half of the sessions is rendered
     for folder in order[half:]:
         early.rendered(folder, by_folder[folder])
@@ -618,10 +618,10 @@ def test_an_early_guess_that_turns_out_wrong_is_indexed_again(
     for folder in folders[:3]:
         early.rendered(folder, by_folder[folder])
     early.rendered(None, None)  # a failure: nothing more starts
-    started = len(early._futures)
+    started = early.runs
     for folder in folders[3:]:
         early.rendered(folder, by_folder[folder])
-    assert len(early._futures) == started
+    assert early.runs == started
     produced = dict(report.outputs)
     result = search.update_search(
         out,

@@ -372,6 +372,11 @@ class EarlyIndex:
             with self._lock:
                 self.built[shard.id] = wanted
 
+    @property
+    def runs(self) -> int:
+        """How many shards were given to Pagefind so far."""
+        return len(self._futures)
+
     def finish(self) -> dict[str, str]:
         """Wait for the shards started; the key each bundle built here was built for."""
         for future in self._futures:
