@@ -28,9 +28,16 @@ Shape (measured totals and sizes in docs/benchmarks.md):
 
 ``--scale`` multiplies turn counts and output sizes (``--scale 0.05`` for a smoke run).
 
+``--shape output`` (issue 13's output-heavy archive): the same plan of names, delegations
+and unloadable files, but every loadable session is 15-60 turns (log-uniform) of 3-8 tool
+calls whose outputs are 1-50 KB (log-uniform; shell, test and build logs, source files,
+diffs, grep hits, JSON), with no long or several-MB session: 200 sessions are about
+432 MB, 91 % of the file bytes (95 % of the text) tool output.
+
 Usage::
 
     python benchmarks/generate.py --sessions 200 [--scale 1] [--seed 1] [--out DIR]
+    python benchmarks/generate.py --shape output --sessions 200
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ARCHIVES = HERE / "_archives"
+SHAPES = ("mixed", "output")
+"""``mixed``: many sessions of every kind (issue 4); ``output``: tool output is most bytes."""
 FORMAT = 1
 """Bump when the generated content changes, so cached archives are regenerated."""
 
@@ -415,9 +424,16 @@ class SessionWriter:
     """Builds one session document from its plan entry."""
 
     def __init__(
-        self, pools: Pools, planned: Planned, seed: int, scale: float, names: dict[str, str]
+        self,
+        pools: Pools,
+        planned: Planned,
+        seed: int,
+        scale: float,
+        names: dict[str, str],
+        shape: str = "mixed",
     ):
         self.pools = pools
+        self.shape = shape
         self.p = planned
         self.rng = random.Random(f"session:{seed}:{planned.index}")
         self.scale = scale
@@ -507,9 +523,9 @@ class SessionWriter:
 
     def tool(self, size: int | None = None, name: str | None = None) -> Json:
         rng = self.rng
-        name = (
-            name or rng.choices([t for t, _ in TOOLS_WEIGHTED], [w for _, w in TOOLS_WEIGHTED])[0]
-        )
+        # The output shape writes no files (a write's input is its content, not output).
+        weighted = [tw for tw in TOOLS_WEIGHTED if self.shape != "output" or tw[0] != "file_write"]
+        name = name or rng.choices([t for t, _ in weighted], [w for _, w in weighted])[0]
         size = size if size is not None else self.out_size()
         pools = self.pools
         cwd = f"/home/dana/src/{self.project}"
@@ -700,7 +716,10 @@ class SessionWriter:
         p, rng = self.p, self.rng
         huge_at = -1
         tools, size = (0, 3), (1024, 50 * 1024)
-        if p.kind == "long":
+        if self.shape == "output":
+            tools = (3, 8)
+            count = int(math.exp(rng.uniform(math.log(15), math.log(61))))
+        elif p.kind == "long":
             count = 4000 if p.index == LONG_AT else rng.randint(1000, 3000)
             tools, size = (0, 1), (300, 8 * 1024)
         elif p.kind == "job":
@@ -711,10 +730,10 @@ class SessionWriter:
             count = int(math.exp(rng.uniform(math.log(2), math.log(31))))  # skewed: most are short
         count = (
             max(1, round(count * self.scale))
-            if p.kind != "long"
+            if p.kind != "long" or self.shape == "output"
             else max(20, round(count * self.scale))
         )
-        if p.kind == "huge":
+        if p.kind == "huge" and self.shape != "output":
             huge_at = rng.randrange(count)
             megabytes = 8 if p.index == HUGE_AT else rng.uniform(2, 8)
             huge_size = max(2000, int(megabytes * 1024 * 1024 * self.scale))
@@ -764,7 +783,12 @@ class SessionWriter:
 
 
 def render_file(
-    pools: Pools, planned: Planned, seed: int, scale: float, names: dict[str, str]
+    pools: Pools,
+    planned: Planned,
+    seed: int,
+    scale: float,
+    names: dict[str, str],
+    shape: str = "mixed",
 ) -> bytes:
     """The bytes of one session file (including the ones that do not load)."""
     if planned.kind == "legacy":
@@ -788,7 +812,7 @@ def render_file(
                 "updated_at": _iso(planned.created),
             }
         return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-    doc = SessionWriter(pools, planned, seed, scale, names).document()
+    doc = SessionWriter(pools, planned, seed, scale, names, shape).document()
     data = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
     if planned.kind == "truncated":
         data = data[: int(len(data) * 0.6)]
@@ -799,9 +823,10 @@ def render_file(
 # Archive.
 
 
-def archive_dir(sessions: int, scale: float, seed: int) -> Path:
-    """Default location: ``benchmarks/_archives/n<sessions>-x<scale>-s<seed>/``."""
-    return ARCHIVES / f"n{sessions}-x{scale:g}-s{seed}"
+def archive_dir(sessions: int, scale: float, seed: int, shape: str = "mixed") -> Path:
+    """Default location: ``benchmarks/_archives/[output-]n<sessions>-x<scale>-s<seed>/``."""
+    prefix = "" if shape == "mixed" else f"{shape}-"
+    return ARCHIVES / f"{prefix}n{sessions}-x{scale:g}-s{seed}"
 
 
 def generate(
@@ -810,13 +835,17 @@ def generate(
     seed: int = 1,
     out: Path | None = None,
     log: Callable[[str], None] | None = None,
+    shape: str = "mixed",
 ) -> Path:
     """Write the archive (``<out>/sessions/*.json`` and ``<out>/shape.json``); returns ``out``.
 
     An archive already generated with the same parameters is kept as it is.
     """
-    out = out or archive_dir(sessions, scale, seed)
-    params = {"format": FORMAT, "sessions": sessions, "scale": scale, "seed": seed}
+    out = out or archive_dir(sessions, scale, seed, shape)
+    params: dict[str, Any] = {"format": FORMAT, "sessions": sessions, "scale": scale, "seed": seed}
+    if shape != "mixed":
+        params["shape"] = shape
+        params["shape_format"] = 2  # bump when the output shape's content changes
     shape_path = out / "shape.json"
     if shape_path.is_file():
         with_params = json.loads(shape_path.read_text())
@@ -833,8 +862,9 @@ def generate(
     sizes: dict[str, int] = {}
     kinds: dict[str, int] = {}
     turn_counts: list[int] = []
+    output_bytes = 0
     for k, planned in enumerate(plan):
-        data = render_file(pools, planned, seed, scale, names)
+        data = render_file(pools, planned, seed, scale, names, shape)
         (folder / f"{planned.name}.json").write_bytes(data)
         sizes[planned.name] = len(data)
         kinds[planned.kind] = kinds.get(planned.kind, 0) + 1
@@ -843,10 +873,12 @@ def generate(
     for planned in plan:
         if planned.kind not in ("truncated", "legacy"):
             # Count turns cheaply from the written file's structure.
-            turn_counts.append(_count_turns(folder / f"{planned.name}.json"))
+            turns, outputs = _count_turns(folder / f"{planned.name}.json")
+            turn_counts.append(turns)
+            output_bytes += outputs
     ordered = sorted(sizes.values())
     largest = max(sizes, key=lambda n: sizes[n])
-    shape = {
+    summary = {
         "params": params,
         "files": len(sizes),
         "bytes": sum(ordered),
@@ -856,17 +888,25 @@ def generate(
         "kinds": dict(sorted(kinds.items())),
         "turns_total": sum(turn_counts),
         "turns_max": max(turn_counts) if turn_counts else 0,
+        "tool_output_share": round(output_bytes / max(1, sum(ordered)), 3),
         "append_target": append_target(plan),
         "long_target": plan[LONG_AT].name if len(plan) > LONG_AT else "",
         "generate_seconds": round(time.perf_counter() - started, 1),
     }
-    shape_path.write_text(json.dumps(shape, indent=2) + "\n")
+    shape_path.write_text(json.dumps(summary, indent=2) + "\n")
     return out
 
 
-def _count_turns(path: Path) -> int:
+def _count_turns(path: Path) -> tuple[int, int]:
+    """(turns, bytes of tool output as stored in the file, JSON-escaped)."""
     doc = json.loads(path.read_bytes())
-    return len(doc.get("turns", []))
+    outputs = sum(
+        len(json.dumps(part["output"], ensure_ascii=False).encode())
+        for turn in doc.get("turns", [])
+        for part in turn.get("parts", [])
+        if part.get("type") == "tool" and isinstance(part.get("output"), str)
+    )
+    return len(doc.get("turns", [])), outputs
 
 
 def append_target(plan: list[Planned]) -> str:
@@ -990,6 +1030,24 @@ def small_archive(count: int, out: Path, seed: int = 1) -> Path:
     return folder
 
 
+def long_session(
+    out: Path, turns: int = 5000, seed: int = 1, tools: tuple[int, int] = (2, 3)
+) -> Path:
+    """One session of ``turns`` turns of ``tools`` tool calls with 1-18 KB outputs (issue
+    13's memory case: 5,000 turns are about 92 MB); returns its file."""
+    planned = Planned(index=LONG_AT, kind="ses", name="ses_20260105_080000_long01")
+    planned.session_id = "long01"
+    writer = SessionWriter(Pools.make(seed), planned, seed, 1.0, {})
+    doc = writer.document()
+    doc["turns"] = [writer.turn(i, tools, (1024, 18 * 1024)) for i in range(1, turns + 1)]
+    doc["updated_at"] = _iso(writer.clock)
+    doc["permissions"] = writer.permissions
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{planned.name}.json"
+    path.write_bytes((json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200, help="number of session files")
@@ -997,6 +1055,9 @@ def main(argv: list[str] | None = None) -> int:
         "--scale", type=float, default=1.0, help="multiplies turn counts and output sizes"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--shape", choices=SHAPES, default="mixed", help="mixed (issue 4) or output (issue 13)"
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -1008,13 +1069,30 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="issue 12's archive: --sessions small 3-turn CI runs (see small_archive)",
     )
+    parser.add_argument(
+        "--long-session",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="write one session of TURNS turns with 1-18 KB outputs (issue 13's memory case)",
+    )
     args = parser.parse_args(argv)
+    if args.long_session:
+        target = args.out or ARCHIVES / f"long-t{args.long_session}-s{args.seed}"
+        path = long_session(target / "sessions", args.long_session, args.seed)
+        print(f"{path}: {path.stat().st_size / 1e6:.1f} MB")
+        return 0
     if args.small:
         target = args.out or ARCHIVES / f"small-n{args.sessions}-s{args.seed}"
         print(f"sessions folder: {small_archive(args.sessions, target, args.seed)}")
         return 0
     out = generate(
-        args.sessions, args.scale, args.seed, args.out, log=lambda m: print(m, file=sys.stderr)
+        args.sessions,
+        args.scale,
+        args.seed,
+        args.out,
+        log=lambda m: print(m, file=sys.stderr),
+        shape=args.shape,
     )
     shape = json.loads((out / "shape.json").read_text())
     print(json.dumps(shape, indent=2))

@@ -20,10 +20,17 @@ the machine, to ``benchmarks/_archives/results.json``.
 The peers are not installed by this script: ``pip install claude-code-log
 claude-code-transcripts`` (a missing one is reported, not fatal).
 
+Two archive shapes (issue 13), each with its own floors, builds, peers and ratios: the
+``mixed`` one above (``--sizes``) and the ``output`` one, where tool output is most of the
+bytes (``--output-sessions``, ``generate.py --shape output``). The render floor (issue 13)
+also renders every prose text with the configured markdown-it-py and escapes every tool
+input and output; ratios are given in wall time and in CPU seconds.
+
 Usage::
 
-    python benchmarks/run.py                               # full: 200 and 2,000 sessions
-    python benchmarks/run.py --sizes 60,200 --scale 0.05   # smoke test, under a minute
+    python benchmarks/run.py                               # full: both shapes
+    python benchmarks/run.py --sizes 60,200 --scale 0.05 --output-sessions 40   # smoke test
+    python benchmarks/run.py --shapes output --source /tmp/base   # another checkout
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -584,12 +591,12 @@ def via_import(projects: Path, work: Path, log_dir: Path) -> dict[str, Any]:
 # One archive size.
 
 
-def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
-    log(f"== {n} sessions (scale {opts.scale:g}) ==")
-    arch = generate.generate(n, opts.scale, opts.seed, log=lambda m: log(f"  {m}"))
+def bench_size(n: int, opts: argparse.Namespace, log: Any, kind: str = "mixed") -> dict[str, Any]:
+    log(f"== {n} sessions, {kind} shape (scale {opts.scale:g}) ==")
+    arch = generate.generate(n, opts.scale, opts.seed, log=lambda m: log(f"  {m}"), shape=kind)
     shape = json.loads((arch / "shape.json").read_text())
     pristine = arch / "sessions"
-    work = generate.ARCHIVES / "work" / f"n{n}-x{opts.scale:g}-s{opts.seed}"
+    work = generate.ARCHIVES / "work" / arch.name
     logs = work / "logs"
     target = shape["append_target"] + ".json"
     long_target = (shape["long_target"] + ".json") if shape["long_target"] else ""
@@ -599,7 +606,7 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
     for site in (site_off, site_on):
         if site.exists():
             shutil.rmtree(site)
-    res: dict[str, Any] = {"sessions": n, "shape": shape}
+    res: dict[str, Any] = {"sessions": n, "kind": kind, "shape": shape}
     expected_failures = shape["kinds"].get("truncated", 0) + shape["kinds"].get("legacy", 0)
     steps: dict[str, Any] = {}
     res["steps"] = steps
@@ -666,7 +673,7 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
     if long_target:
         generate.append_turn(sessions / long_target, opts.seed)
         build("append_long_nosearch", site_off, False)
-    if opts.profile and n == max(opts.size_list):
+    if opts.profile and kind == "mixed" and n == max(opts.size_list):
         log("  profile of a no-op build ...")
         settle(sessions)  # else the file appended just before is reread (racy-stamp rule)
         prof = generate.ARCHIVES / f"profile-noop-n{n}.prof"
@@ -681,8 +688,14 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any) -> dict[str, Any]:
             logs / "profile-noop.log",
         )
         res["profile_noop"] = dict(m.result or {}, prof=str(prof))
-    if opts.skip_watch:
-        res["watch"] = asdict(WatchResult(status="skipped (--skip-watch)"))
+    if opts.skip_watch or kind != "mixed":
+        res["watch"] = asdict(
+            WatchResult(
+                status="skipped (--skip-watch)"
+                if opts.skip_watch
+                else "measured on the mixed shape only"
+            )
+        )
     else:
         log("  watch ...")
         w = measure_watch(
@@ -768,19 +781,25 @@ def _div(a: Any, b: Any) -> float | None:
     return float(a) / float(b)
 
 
-def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
-    out: list[Ratio] = []
-    pair = f"{large['sessions']} / {small['sessions']}"
-
+def _adder(out: list[Ratio], prefix: str = "") -> Callable[..., None]:
     def add(name: str, value: float | None, op: str, limit: float, note: str = "") -> None:
         met = (
             None
             if value is None
             else (value <= limit if op == "<=" else value < limit if op == "<" else value >= limit)
         )
-        out.append(Ratio(name, value, f"{op} {limit:g}", met, note))
+        out.append(Ratio(prefix + name, value, f"{op} {limit:g}", met, note))
 
-    s, big = small["steps"], large["steps"]
+    return add
+
+
+def shape_ratios(large: dict[str, Any]) -> list[Ratio]:
+    """The ratios of one archive shape (issue 13): against the floors, the peers, and the
+    no-op and append builds against the full build."""
+    out: list[Ratio] = []
+    label = f"{large.get('kind', 'mixed')} {large['sessions']}: "
+    add = _adder(out, label)
+    big = large["steps"]
     add(
         "full build / floor (search on)",
         _div(_get(big, "full_search", "seconds"), _get(big, "floor", "seconds")),
@@ -807,13 +826,41 @@ def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
         "<=",
         3,
     )
+    add(
+        "full build / render floor, CPU seconds (search off)",
+        _div(_get(big, "full_nosearch", "cpu"), _get(big, "render_floor", "cpu")),
+        "<=",
+        2,
+        "user+system of the process tree: steadier than wall time on a busy shared machine",
+    )
+    add(
+        "full build / render floor, CPU seconds (search on)",
+        _div(_get(big, "full_search", "cpu"), _get(big, "render_floor", "cpu")),
+        "<=",
+        3,
+    )
     peers = [p.get("wall") for p in large.get("peers", {}).values() if p.get("status") == "ok"]
     fastest = min(peers) if peers else None
+    peer_cpus = [p.get("cpu") for p in large.get("peers", {}).values() if p.get("status") == "ok"]
+    least_cpu = min(c for c in peer_cpus if c) if any(peer_cpus) else None
+    add(
+        "peer CPU (the less) / full build CPU (search off)",
+        _div(least_cpu, _get(big, "full_nosearch", "cpu")),
+        ">=",
+        5,
+        "CPU seconds: the peers run on one core, the build on every core",
+    )
+    add(
+        "peer CPU (the less) / full build CPU (search on)",
+        _div(least_cpu, _get(big, "full_search", "cpu")),
+        ">=",
+        3,
+    )
     add(
         "faster peer / full build (search on)",
         _div(fastest, _get(big, "full_search", "wall")),
         ">=",
-        5,
+        3,
         "subprocess wall times (CLI against CLI)",
     )
     add(
@@ -843,18 +890,6 @@ def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
         "issue 14: import (source MB/s) at least as fast as a site build of it (MB/s)",
     )
     add(
-        "append rebuild 2000 / 200 (search on)",
-        _div(_get(big, "append_search", "seconds"), _get(s, "append_search", "seconds")),
-        "<=",
-        1.5,
-    )
-    add(
-        "append rebuild 2000 / 200 (search off)",
-        _div(_get(big, "append_nosearch", "seconds"), _get(s, "append_nosearch", "seconds")),
-        "<=",
-        1.5,
-    )
-    add(
         "append rebuild / full build (search on)",
         _div(_get(big, "append_search", "seconds"), _get(big, "full_search", "seconds")),
         "<",
@@ -877,6 +912,34 @@ def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
         _div(_get(big, "noop_nosearch", "seconds"), _get(big, "full_nosearch", "seconds")),
         "<",
         0.02,
+    )
+    return out
+
+
+def ratios(small: dict[str, Any], large: dict[str, Any]) -> list[Ratio]:
+    out: list[Ratio] = []
+    pair = f"{large['sessions']} / {small['sessions']}"
+
+    def add(name: str, value: float | None, op: str, limit: float, note: str = "") -> None:
+        met = (
+            None
+            if value is None
+            else (value <= limit if op == "<=" else value < limit if op == "<" else value >= limit)
+        )
+        out.append(Ratio(name, value, f"{op} {limit:g}", met, note))
+
+    s, big = small["steps"], large["steps"]
+    add(
+        "append rebuild 2000 / 200 (search on)",
+        _div(_get(big, "append_search", "seconds"), _get(s, "append_search", "seconds")),
+        "<=",
+        1.5,
+    )
+    add(
+        "append rebuild 2000 / 200 (search off)",
+        _div(_get(big, "append_nosearch", "seconds"), _get(s, "append_nosearch", "seconds")),
+        "<=",
+        1.5,
     )
     add(
         f"peak memory {pair} (full build, tree PSS)",
@@ -1010,8 +1073,13 @@ def table(results: dict[str, Any]) -> str:
         shape = size["shape"]
         lines.append("")
         lines.append(
-            f"## {size['sessions']} sessions: {shape['bytes'] / MB:.0f} MB in {shape['files']} files, "
+            f"## {size['sessions']} sessions, {size.get('kind', 'mixed')} shape: {shape['bytes'] / MB:.0f} MB in {shape['files']} files, "
             f"{shape['turns_total']} turns, largest file {shape['largest_file_bytes'] / MB:.1f} MB"
+            + (
+                f", {shape['tool_output_share']:.0%} tool output"
+                if "tool_output_share" in shape
+                else ""
+            )
             + (
                 f"; site {size['site_published']['bytes'] / MB:.0f} MB in {size['site_published']['files']} files"
                 if size.get("site_published")
@@ -1062,13 +1130,13 @@ def table(results: dict[str, Any]) -> str:
     if results.get("ratios"):
         lines.append("")
         lines.append(
-            f"## ratios ({results['sizes'][-1]['sessions']} sessions unless said) against issue 4"
+            "## ratios against issues 4 and 13 (per shape; then between the two mixed sizes)"
         )
-        lines.append(f"{'ratio':<56} {'value':>9} {'target':>8}  verdict")
+        lines.append(f"{'ratio':<72} {'value':>9} {'target':>8}  verdict")
         for r in results["ratios"]:
             verdict = "-" if r["met"] is None else "met" if r["met"] else "MISSED"
             lines.append(
-                f"{r['name']:<56} {_fmt(r['value'], 3):>9} {r['target']:>8}  {verdict}  {r['note']}"
+                f"{r['name']:<72} {_fmt(r['value'], 3):>9} {r['target']:>8}  {verdict}  {r['note']}"
             )
     return "\n".join(lines)
 
@@ -1125,6 +1193,21 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="content scale of the archives (0.05 for a smoke run)",
     )
+    parser.add_argument(
+        "--shapes",
+        default="mixed,output",
+        help="archive shapes, comma-separated: mixed (--sizes sessions of every kind, issue 4) "
+        "and output (--output-sessions sessions where tool output is 96%% of the bytes, issue 13)",
+    )
+    parser.add_argument(
+        "--output-sessions", type=int, default=200, help="sessions of the output shape (200)"
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        help="measure the publisher of another checkout (e.g. a baseline commit's worktree)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--skip-watch", action="store_true")
@@ -1171,7 +1254,11 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
-    use_source(ROOT if opts.no_snapshot else snapshot_source())
+    shapes = [x for x in opts.shapes.split(",") if x]
+    if opts.source:
+        use_source(opts.source.resolve())
+    else:
+        use_source(ROOT if opts.no_snapshot else snapshot_source())
     log(f"measuring the publisher in {SOURCE}")
     results: dict[str, Any] = {
         "source": {"path": str(SOURCE), "digest": source_digest(SOURCE)},
@@ -1184,11 +1271,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     if opts.only_profile:
         opts.profile, sizes = True, sizes[:1]
-    for n in [] if opts.only_profile else sizes:
-        with timed(log, f"{n} sessions done"):
-            results["sizes"].append(bench_size(n, opts, log))
-    if len(results["sizes"]) >= 2:
-        results["ratios"] = [asdict(r) for r in ratios(results["sizes"][0], results["sizes"][-1])]
+    runs = [("mixed", n) for n in sizes] if "mixed" in shapes else []
+    if "output" in shapes:
+        runs.append(("output", opts.output_sessions))
+    for kind, n in [] if opts.only_profile else runs:
+        with timed(log, f"{n} sessions ({kind}) done"):
+            results["sizes"].append(bench_size(n, opts, log, kind))
+    results["ratios"] = all_ratios(results)
     if opts.profile:
         log("profile ...")
         results["profile"] = profile(sizes[0], opts)
@@ -1204,12 +1293,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def all_ratios(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per shape (the largest mixed archive and the output-heavy one), then between the two
+    mixed sizes."""
+    mixed = [r for r in results["sizes"] if r.get("kind", "mixed") == "mixed"]
+    output = [r for r in results["sizes"] if r.get("kind") == "output"]
+    found: list[Ratio] = []
+    for entry in mixed[-1:] + output:
+        found.extend(shape_ratios(entry))
+    if len(mixed) >= 2:
+        found.extend(ratios(mixed[0], mixed[-1]))
+    return [asdict(r) for r in found]
+
+
 def report(path: Path) -> int:
     """Reprint the table of an earlier run (its ratios recomputed and saved back)."""
     results = json.loads(path.read_text())
-    if len(results["sizes"]) >= 2:
-        results["ratios"] = [asdict(r) for r in ratios(results["sizes"][0], results["sizes"][-1])]
-        path.write_text(json.dumps(results, indent=2) + "\n")
+    results["ratios"] = all_ratios(results)
+    path.write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
     print_profiles(results)
     return 0

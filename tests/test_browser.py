@@ -269,3 +269,45 @@ def test_axe_reports_no_serious_violation(browser: Browser, base_url: str) -> No
                 ]
     context.close()
     assert found == {}, json.dumps(found, indent=1)
+
+
+def test_search_finds_prompts_and_output_edges_not_a_long_outputs_middle(
+    page: Page, tmp_path: Path
+) -> None:
+    """What the README says is indexed: a prompt's word is found, and the first and last
+    lines of a long tool output; a word in its hidden middle (beyond the cap) is not."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    lines = [f"line {n} of the log" for n in range(1, 101)]
+    lines[0] += " zqheadword"
+    lines[49] += " zqmiddleword"
+    lines[-1] += " zqtailword"
+    output = "\n".join(lines) + "\n"
+    tool = part("tool", name="run_command", input={"command": "make"}, output=output)
+    turns = [turn(1, part("user", "please run zqpromptword"), tool, part("text", "done"))]
+    name = "ses_20260101_000001_cap001"
+    (sessions / f"{name}.json").write_text(json.dumps(session_doc(name, turns=turns)))
+    out = tmp_path / "site"
+    build(sessions, out, search=True)
+    with static_server(out) as base:
+        page.goto(base + "index.html")
+        for word, found in (
+            ("zqpromptword", True),
+            ("zqheadword", True),
+            ("zqtailword", True),
+            ("zqmiddleword", False),
+        ):
+            page.fill("#search-input", "")
+            page.wait_for_function(
+                "() => document.getElementById('search-status').textContent === 'Type to search.'"
+            )
+            page.fill("#search-input", word)
+            page.wait_for_function(
+                "() => document.getElementById('search-status').textContent.includes('match')",
+                timeout=15_000,
+            )
+            status = page.locator("#search-status").inner_text()
+            assert status.startswith("1 page") if found else status.startswith("0 pages"), (
+                word,
+                status,
+            )

@@ -118,3 +118,61 @@ def test_fast_path_takes_prose_and_leaves_syntax() -> None:
         "see #abc123",
     ]:
         assert _plain_paragraphs(syntax, True) is None, syntax
+
+
+# The plain definitions that the fast scans of tool outputs implement (issue 13).
+DIFF_HINT = re.compile(r"^(?:diff --git |--- \S|\*\*\* Begin Patch|@@ -\d)", re.M)
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(["@@ -", "1", ",2", " +", " @@", "\n", "diff --git ", "--- a", "x", "*** Begin Patch", "\r", "é"]), max_size=30).map("".join))  # fmt: skip
+def test_looks_like_diff_matches_the_reference_regexes(text: str) -> None:
+    from publisher.render.tools import looks_like_diff
+
+    head = text[:200_000]
+    expected = (HUNK.search(head) is not None and DIFF_HINT.search(head) is not None) or (
+        "*** Begin Patch" in head
+    )
+    assert looks_like_diff(text) == expected
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=60) | st.text(st.characters(max_codepoint=0x7F), max_size=60))
+def test_has_controls_matches_the_control_regex(text: str) -> None:
+    from publisher.render.text import TERMINAL_CONTROL_RE, has_controls
+
+    # Carriage return is matched by the regex but shown as itself: either answer is right.
+    if has_controls(text):
+        assert TERMINAL_CONTROL_RE.search(text) is not None
+    else:
+        assert TERMINAL_CONTROL_RE.search(text.replace("\r", "")) is None
+
+
+def _highlight_reference(text: str) -> str:
+    """highlight_json as it was: tokenise the raw text, escape each piece."""
+    from html import escape
+
+    from publisher.render.markup import _JSON_TOKEN, HIGHLIGHT_LIMIT, _scrub
+
+    text = _scrub(text)
+    if len(text) > HIGHLIGHT_LIMIT:
+        return escape(text, quote=False)
+    out, pos = [], 0
+    for match in _JSON_TOKEN.finditer(text):
+        out.append(escape(text[pos : match.start()], quote=False))
+        out.append(
+            f'<span class="j-{match.lastgroup or "str"}">{escape(match.group(0), quote=False)}</span>'
+        )
+        pos = match.end()
+    out.append(escape(text[pos:], quote=False))
+    return "".join(out)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from(['"', "\\\\", "\\\\\"", ":", " ", "1", "-2.5e3", "true", "null", "fal", "se", "<", ">", "&", "lt;", "amp", "gt", "{", "}", "[", ",", "Infinity", "NaN", "x", "é", "\ud800"]), max_size=40).map("".join)
+    | st.text(max_size=60)
+)  # fmt: skip
+def test_highlight_json_matches_tokenising_before_escaping(text: str) -> None:
+    assert highlight_json(text) == _highlight_reference(text)

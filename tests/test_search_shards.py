@@ -537,3 +537,124 @@ def test_seeding_never_follows_links_out_of_the_site(tmp_path: Path) -> None:
     linked.symlink_to(installed)
     assert not search._seed_chunks(linked, tmp_path / "new2", out)
     assert not search._seed_chunks(installed, tmp_path / "new3", tmp_path / "elsewhere")
+
+
+# --------------------------------------------------------------------------------------
+# Indexing during the render (issue 13).
+
+
+def _early_index(out: Path, folders: list[str], tmp: Path, key: str) -> search.EarlyIndex:
+    paths = search.SearchPaths(state=tmp / "search.json", tmp=tmp / "search-tmp")
+    expected: dict[str, dict[str, str] | None] = dict.fromkeys(folders)
+    return search.EarlyIndex(
+        out, expected, workers=2, key=key, paths=paths, tunables=Tunables(sessions_per_shard=2)
+    )
+
+
+def _pages_by_folder(outputs: dict[str, str]) -> dict[str, dict[str, str]]:
+    by: dict[str, dict[str, str]] = {}
+    for rel, digest in outputs.items():
+        match = search.PAGE_RE.match(rel)
+        if match:
+            by.setdefault(match[1], {})[rel] = digest
+    return by
+
+
+@pytest.mark.site
+def test_a_shard_is_indexed_as_soon_as_its_sessions_are_rendered_and_kept(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    """Shards start while sessions are still pending; update_search keeps every bundle built
+    for the key it wants (each shard indexed once) and the index equals a fresh build's."""
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    report = build(sessions, out, search=False)
+    by_folder = _pages_by_folder(report.outputs)
+    assert len(by_folder) == len(NAMES)
+    early = _early_index(out, sorted(by_folder), tmp_path / "cache", "k1")
+    count = early.count
+    order = sorted(by_folder, key=lambda f: shard_of(f, count))  # shards finish in turn
+    half = len(order) // 2
+    for folder in order[:half]:
+        early.rendered(folder, by_folder[folder])
+    started_early = early.runs
+    assert started_early > 0  # before the other half of the sessions is rendered
+    for folder in order[half:]:
+        early.rendered(folder, by_folder[folder])
+    produced = dict(report.outputs)
+    shards = plan_shards(
+        produced, search._page_sizes(out, produced), Tunables(sessions_per_shard=2)
+    )
+    result = search.update_search(
+        out,
+        produced,
+        workers=1,
+        key="k1",
+        paths=early.paths,
+        tunables=Tunables(sessions_per_shard=2),
+        early=early,
+    )
+    assert not result.failed and sorted(result.built) == sorted(s.id for s in shards)
+    assert sorted(small_shards) == sorted(s.id for s in shards)  # each one Pagefind run
+    expected = fresh_digest(sessions, tmp_path / "fresh", search=True)
+    assert {k: v for k, v in tree_digest(out).items() if k.startswith("pagefind/")} == {
+        k: v for k, v in expected.items() if k.startswith("pagefind/")
+    }
+
+
+@pytest.mark.site
+def test_an_early_guess_that_turns_out_wrong_is_indexed_again(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    """A session that fails to render stops early indexing; a bundle built early for another
+    key (the shard count changed) is not kept: update_search indexes it again."""
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES)
+    report = build(sessions, out, search=False)
+    by_folder = _pages_by_folder(report.outputs)
+    extra = [*sorted(by_folder), "ses_never_rendered"]  # expected, but it will fail
+    early = _early_index(out, extra, tmp_path / "cache", "k1")
+    folders = sorted(by_folder, key=lambda f: shard_of(f, early.count))
+    for folder in folders[:3]:
+        early.rendered(folder, by_folder[folder])
+    early.rendered(None, None)  # a failure: nothing more starts
+    started = early.runs
+    for folder in folders[3:]:
+        early.rendered(folder, by_folder[folder])
+    assert early.runs == started
+    produced = dict(report.outputs)
+    result = search.update_search(
+        out,
+        produced,
+        workers=1,
+        key="k1",
+        paths=early.paths,
+        tunables=Tunables(sessions_per_shard=2),
+        early=early,
+    )
+    assert not result.failed
+    expected = fresh_digest(sessions, tmp_path / "fresh", search=True)
+    assert {k: v for k, v in tree_digest(out).items() if k.startswith("pagefind/")} == {
+        k: v for k, v in expected.items() if k.startswith("pagefind/")
+    }
+
+
+@pytest.mark.site
+def test_a_build_indexes_during_the_render_and_equals_a_deferred_one(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    """``site build`` (early indexing) and a deferred build finished afterwards (``site
+    watch``'s path, no early indexing) publish the same index, each shard indexed once."""
+    from publisher.site.build import finish_search
+
+    sessions = tmp_path / "sessions"
+    write_archive(sessions, NAMES)
+    report = build(sessions, tmp_path / "a", search=True, workers=2)
+    listing = shard_listing(tmp_path / "a")
+    assert report.search == f"built {len(listing)}/{len(listing)} shards"
+    assert sorted(small_shards) == listing
+    deferred = build(sessions, tmp_path / "b", search=True, defer_search=True)
+    assert deferred.search == "pending" and not (tmp_path / "b" / "pagefind").exists()
+    assert deferred.pending_search is not None
+    finish_search(deferred.pending_search)
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")

@@ -17,7 +17,14 @@ from .stages.index import index
 from .stages.plan import plan
 from .stages.render import Rendered, render
 from .stages.scan import Scan, scan
-from .stages.search import PendingSearch, finish_search, pagefind_available, search
+from .stages.search import (
+    EarlySearch,
+    PendingSearch,
+    finish_search,
+    pagefind_available,
+    search,
+    start_search,
+)
 from .stages.state import load_state, save_state
 from .stages.write import assets, remove_stale, write_files
 
@@ -59,12 +66,14 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
     return_large_blocks()
     ctx = BuildContext.open(options, warm)
     freezer = Freezer()
+    early: EarlySearch | None = None
     try:
         previous = load_state(ctx)
         freezer.freeze()  # the manifest's objects: no collection walks them again
         scanned = scan(ctx, previous, freezer)
         planned = plan(ctx, previous, scanned)
-        rendered = render(ctx, planned, scanned)
+        early = start_search(ctx, planned)  # indexes finished shards during the render
+        rendered = render(ctx, planned, scanned, early.rendered if early else None)
         sources = settle(planned.sources, rendered, scanned)
         published = {s.summary.name for s in sources.values() if s.summary is not None}
         failures = [
@@ -82,7 +91,8 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
         extra = {**asset_hashes, **index_hashes}
         produced.update(extra)
         removed = remove_stale(ctx, previous, produced, published)
-        search_status, pending = search(ctx, produced)
+        search_status, pending = search(ctx, produced, early)
+        early = None
         save_state(
             ctx,
             previous,
@@ -93,6 +103,8 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
             extra_outputs=extra,
         )
     finally:
+        if early is not None:  # the build stopped: wait for the Pagefind runs it started
+            early.close()
         freezer.thaw()
     return BuildReport(
         sessions=len(published),

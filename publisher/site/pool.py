@@ -33,18 +33,22 @@ def run_jobs(
     stage: str,
     initializer: Callable[..., None] | None = None,
     initargs: tuple[Any, ...] = (),
+    on_result: Callable[[R], None] | None = None,
 ) -> list[R]:
     """``func(*job)`` for every job, in order, over up to ``workers`` processes.
 
     ``initializer(*initargs)`` runs once in each worker before its jobs. The caller runs
     the jobs itself when there are fewer than two, or one worker (then no initializer
-    runs: the caller holds what it would set up)."""
+    runs: the caller holds what it would set up). ``on_result`` sees each result, in
+    order, as soon as it is there (the search index starts on finished sessions)."""
     results: list[R] = []
     if not jobs:
         return results
     if workers <= 1 or len(jobs) < 2:
         for done, job in enumerate(jobs, start=1):
             results.append(func(*job))
+            if on_result:
+                on_result(results[-1])
             if progress:
                 progress(stage, done, len(jobs))
         return results
@@ -57,6 +61,8 @@ def run_jobs(
         futures = [pool.submit(func, *job) for job in jobs]
         for done, future in enumerate(futures, start=1):
             results.append(future.result())
+            if on_result:
+                on_result(results[-1])
             if progress:
                 progress(stage, done, len(jobs))
     return results

@@ -39,8 +39,9 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,6 +222,169 @@ class _Seeding:
     allowed: bool = True
 
 
+class EarlyIndex:
+    """Indexes shards while the render is still running (issue 13): a shard whose sessions
+    are all rendered goes to Pagefind at once, on a thread beside the render workers,
+    instead of after the last page.
+
+    It only ever runs ahead: :func:`update_search` stays the judge. It plans the shards of
+    the whole site again from what the build produced, and takes a bundle built here as up
+    to date only when it was built for exactly the key it wants (same pages and digests,
+    same primary flag, same build key and Pagefind); any other shard it indexes itself. So
+    a guess that turns out wrong (a session failing to render changes the shard count; a
+    session's stale page still on disk) costs time, never a wrong index. A shard is not
+    started early when:
+
+    - a session failed to render (from then on nothing more is started);
+    - whether it is the primary bundle (the first, carrying the runtime) is not yet known;
+    - a folder of it holds a page the build did not produce (removed only after the
+      render: Pagefind would index it);
+    - the last build's bundle already has its key.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path,
+        expected: Mapping[str, Mapping[str, str] | None],
+        *,
+        workers: int,
+        key: str,
+        paths: SearchPaths,
+        tunables: Tunables = DEFAULT_TUNABLES,
+    ) -> None:
+        """``expected``: every session folder (slug) the site should publish → its pages
+        (rel path → sha256) when they are known already (not rendered by this build), or
+        None for the folders this build renders."""
+        self.out_dir = out_dir
+        self.key = key
+        self.paths = paths
+        self.tunables = tunables
+        self.count = shard_count(len(expected), tunables)
+        self.pages: dict[str, dict[str, str]] = {}
+        self.pending: set[str] = set()
+        self.members: dict[int, list[str]] = {}
+        for folder, pages in expected.items():
+            self.members.setdefault(shard_of(folder, self.count), []).append(folder)
+            if pages is None:
+                self.pending.add(folder)
+            else:
+                self.pages[folder] = {rel: h for rel, h in pages.items() if PAGE_RE.match(rel)}
+        self.heavy: set[str] = set()
+        self.sizes: dict[str, int] = {}
+        self.version = pagefind_version()
+        self.old, old_version, old_seeding = _load_state(paths.state)
+        self.seeding = _Seeding(allowed=old_version == self.version and old_seeding)
+        self.broken = False
+        self.started: set[int] = set()
+        self.solos: list[str] = []
+        """Heavy sessions rendered, waiting for the primary to be known."""
+        self.built: dict[str, str] = {}
+        """Shard id → the key its installed bundle was built for."""
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers // 2))
+        self._futures: list[Future[None]] = []
+        self._lock = threading.Lock()
+        _remove_tree(paths.tmp, paths.tmp.parent)
+        for folder in list(self.pages):
+            self._weigh(folder)
+
+    def _weigh(self, folder: str) -> None:
+        root = os.fspath(self.out_dir)
+        weight = 0
+        for rel in self.pages[folder]:
+            with contextlib.suppress(OSError):
+                self.sizes[rel] = size = os.stat(f"{root}/{rel}").st_size
+                weight += size
+        if weight > self.tunables.solo_bytes:
+            self.heavy.add(folder)
+
+    def rendered(self, folder: str | None, outputs: Mapping[str, str] | None) -> None:
+        """A session was rendered: its folder and files (``None``: it failed)."""
+        if self.broken:
+            return
+        if folder is None or outputs is None or folder not in self.pending:
+            self.broken = True  # the plan of shards may change: leave it all to the end
+            return
+        self.pending.discard(folder)
+        self.pages[folder] = {rel: h for rel, h in outputs.items() if PAGE_RE.match(rel)}
+        self._weigh(folder)
+        if folder in self.heavy:
+            self.solos.append(folder)
+        first = self._first_light()
+        if first is None:
+            return  # which bundle is the primary is not known yet
+        if first != -1:  # else the primary may be a solo: left to the end
+            for solo in self.solos:
+                self._start(Shard(solo_id(solo), (solo,), self._pages_of([solo]), False))
+            self.solos.clear()
+        for index in sorted(self.members):
+            if index in self.started or not self._done(index):
+                continue
+            self.started.add(index)
+            folders = self._light(index)
+            if folders:
+                pages = self._pages_of(folders)
+                self._start(
+                    Shard(shard_id(index, self.count), tuple(folders), pages, first == index)
+                )
+
+    def _done(self, index: int) -> bool:
+        return all(f not in self.pending for f in self.members.get(index, []))
+
+    def _light(self, index: int) -> list[str]:
+        return sorted(f for f in self.members.get(index, []) if f not in self.heavy)
+
+    def _first_light(self) -> int | None:
+        """The index of the first non-empty hashed shard (the primary), None while unknown,
+        -1 when every hashed shard is empty."""
+        for index in sorted(self.members):
+            light = self._light(index)
+            if any(f not in self.pending for f in light):
+                return index
+            if light:  # only sessions not rendered yet: empty or not, unknown
+                return None
+        return -1
+
+    def _pages_of(self, folders: list[str]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(page for f in folders for page in self.pages[f].items()))
+
+    def _start(self, shard: Shard) -> None:
+        wanted = shard.key(self.key, self.version)
+        if self.old.get(shard.id) == wanted and _bundle_complete(self.out_dir, shard):
+            return
+        if not self._only_produced(shard):
+            return
+        self._futures.append(self._pool.submit(self._run, shard, wanted))
+
+    def _only_produced(self, shard: Shard) -> bool:
+        produced = {rel for rel, _ in shard.pages}
+        for folder in shard.folders:
+            try:
+                names = os.listdir(self.out_dir / "sessions" / folder)
+            except OSError:
+                return False
+            on_disk = {f"sessions/{folder}/{n}" for n in names if n.endswith(".html")}
+            if not on_disk <= produced:
+                return False
+        return True
+
+    def _run(self, shard: Shard, wanted: str) -> None:
+        if _index_shard(self.out_dir, self.paths.tmp, shard, self.seeding) is None:
+            with self._lock:
+                self.built[shard.id] = wanted
+
+    @property
+    def runs(self) -> int:
+        """How many shards were given to Pagefind so far."""
+        return len(self._futures)
+
+    def finish(self) -> dict[str, str]:
+        """Wait for the shards started; the key each bundle built here was built for."""
+        for future in self._futures:
+            future.exception()  # an error leaves the shard to update_search
+        self._pool.shutdown(wait=True)
+        return dict(self.built)
+
+
 def update_search(
     out_dir: Path,
     produced: Mapping[str, str],
@@ -230,8 +394,11 @@ def update_search(
     paths: SearchPaths,
     tunables: Tunables = DEFAULT_TUNABLES,
     progress: ProgressHook | None = None,
+    early: EarlyIndex | None = None,
 ) -> SearchResult:
-    """Bring ``out_dir/pagefind/`` up to date with the session pages in ``produced``."""
+    """Bring ``out_dir/pagefind/`` up to date with the session pages in ``produced``;
+    ``early``: the shards indexed while the render ran (:class:`EarlyIndex`)."""
+    prebuilt = early.finish() if early is not None else {}
     bundles = out_dir / BUNDLE_DIR
     state_path = paths.state
     if bundles.is_symlink() or (bundles.exists() and not bundles.is_dir()):
@@ -245,10 +412,18 @@ def update_search(
     # and bytes could differ in another version), and unless its chunk lists could not be
     # read back before (then every run starts from scratch, without a wasted first run).
     seeding = _Seeding(allowed=old_version == version and old_seeding)
-    jobs = [s for s in shards if old.get(s.id) != wanted[s.id] or not _bundle_complete(out_dir, s)]
+    if early is not None and not early.seeding.allowed:
+        seeding.allowed = False
+    jobs = [
+        s
+        for s in shards
+        if wanted[s.id] not in (old.get(s.id), prebuilt.get(s.id))
+        or not _bundle_complete(out_dir, s)
+    ]
     # Largest shards first: with a few workers, a big shard started last would run alone.
     jobs.sort(key=lambda s: -sum(sizes.get(rel, 0) for rel, _ in s.pages))
     result = SearchResult(shards=len(shards))
+    result.built.extend(sorted(sid for sid, k in prebuilt.items() if wanted.get(sid) == k))
 
     tmp_root = paths.tmp
     _remove_tree(tmp_root, tmp_root.parent)

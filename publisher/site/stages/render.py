@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,8 +173,14 @@ class SessionRenderer:
         return Rendered(job.file_name, dict(sorted(outputs.items())), facts.key(), written, None)
 
 
-def render(ctx: BuildContext, planned: Plan, scanned: Scan) -> list[Rendered]:
-    """Stage 3 (see the module docstring)."""
+def render(
+    ctx: BuildContext,
+    planned: Plan,
+    scanned: Scan,
+    on_rendered: Callable[[Rendered], None] | None = None,
+) -> list[Rendered]:
+    """Stage 3 (see the module docstring). ``on_rendered`` sees each session's result as
+    soon as its files are written (the search stage indexes finished shards meanwhile)."""
     jobs = planned.jobs
     setup = RenderSetup(
         graph=planned.graph,
@@ -199,6 +206,8 @@ def render(ctx: BuildContext, planned: Plan, scanned: Scan) -> list[Rendered]:
         results = []
         for done, job in enumerate(jobs, start=1):
             results.append(local(job))
+            if on_rendered:
+                on_rendered(results[-1])
             if progress:
                 progress("render", done, len(jobs))
         return results
@@ -210,6 +219,7 @@ def render(ctx: BuildContext, planned: Plan, scanned: Scan) -> list[Rendered]:
         stage="render",
         initializer=_start_worker,
         initargs=(setup,),
+        on_result=on_rendered,
     )
 
 

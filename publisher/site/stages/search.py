@@ -1,6 +1,11 @@
 """Stage 6, search: the Pagefind index, re-indexed per shard of sessions whose pages changed
 (:mod:`..search`). ``site watch`` defers it (:attr:`.context.BuildOptions.defer_search`) so
 open pages reload before the index follows.
+
+A build that does not defer it starts it before the render (:func:`start_search`): each
+shard whose sessions are all rendered is indexed at once, beside the render workers
+(:class:`..search.EarlyIndex`); :func:`search` then indexes what is left and checks the
+rest, so ``site build`` still returns with a complete index.
 """
 
 from __future__ import annotations
@@ -9,8 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import urls
 from ..context import BuildContext, ProgressHook, Tunables
-from ..search import SearchPaths, remove_search, update_search
+from ..search import PAGE_RE, EarlyIndex, SearchPaths, remove_search, update_search
+from .plan import Plan
+from .render import Rendered
 
 UNAVAILABLE = "unavailable: Pagefind is not installed (pip install 'pagefind[bin]')"
 
@@ -31,21 +39,78 @@ class PendingSearch:
     """Where search keeps its state (the cache folder)."""
     tunables: Tunables
     """Shard sizes."""
+    early: EarlyIndex | None = None
+    """The shards indexed while the render ran."""
 
 
 def search_paths(ctx: BuildContext) -> SearchPaths:
     return SearchPaths(state=ctx.cache.search_state, tmp=ctx.cache.search_tmp)
 
 
-def search(ctx: BuildContext, produced: Mapping[str, str]) -> tuple[str, PendingSearch | None]:
-    """Stage 6: what the build report says of search, and the work left when deferred."""
+class EarlySearch:
+    """The search index started before the render (:func:`start_search`)."""
+
+    def __init__(self, index: EarlyIndex) -> None:
+        self.index = index
+
+    def rendered(self, result: Rendered) -> None:
+        """The render stage's hook: one more session's files are written."""
+        folder = next(
+            (m[1] for rel in result.outputs if (m := PAGE_RE.match(rel)) is not None), None
+        )
+        self.index.rendered(
+            folder if result.error is None else None,
+            result.outputs if result.error is None else None,
+        )
+
+    def close(self) -> None:
+        """Wait for the Pagefind runs started (a build that stops early)."""
+        self.index.finish()
+
+
+def start_search(ctx: BuildContext, planned: Plan) -> EarlySearch | None:
+    """The search index, started before the render when the build indexes (not deferred,
+    Pagefind installed) and renders at least one session."""
+    if not ctx.options.search or ctx.options.defer_search or not planned.jobs:
+        return None
+    if not pagefind_available():
+        return None
+    rendering = {job.file_name for job in planned.jobs}
+    expected: dict[str, dict[str, str] | None] = {}
+    for file_name, state in planned.sources.items():
+        if state.summary is None:
+            continue
+        folder = urls.slug(state.summary.name)
+        expected[folder] = None if file_name in rendering else dict(state.outputs)
+    index = EarlyIndex(
+        ctx.out,
+        expected,
+        workers=ctx.workers,
+        key=ctx.key,
+        paths=search_paths(ctx),
+        tunables=ctx.tunables,
+    )
+    return EarlySearch(index)
+
+
+def search(
+    ctx: BuildContext, produced: Mapping[str, str], early: EarlySearch | None = None
+) -> tuple[str, PendingSearch | None]:
+    """Stage 6: what the build report says of search, and the work left when deferred;
+    ``early``: the shards :func:`start_search` indexed while the render ran."""
     if not ctx.options.search:
         remove_search(ctx.out, search_paths(ctx))
         return "off", None
     if not pagefind_available():
         return UNAVAILABLE, None
     pending = PendingSearch(
-        ctx.out, dict(produced), ctx.workers, ctx.key, search_paths(ctx), ctx.tunables
+        ctx.out,
+        dict(produced),
+        ctx.workers,
+        ctx.key,
+        search_paths(ctx),
+        ctx.tunables,
+        early.index if early is not None else None,
     )
     if ctx.options.defer_search:
         return "pending", pending
@@ -62,6 +127,7 @@ def finish_search(pending: PendingSearch, progress: ProgressHook | None = None) 
         paths=pending.paths,
         tunables=pending.tunables,
         progress=progress,
+        early=pending.early,
     ).describe()
 
 
