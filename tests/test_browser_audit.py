@@ -128,7 +128,8 @@ def test_delegate_call_and_sub_session_link_both_ways(page: Page, base_url: str)
     link.click()
     page.wait_for_url(f"**/{REVIEW}/index.html")
     page.click(".spawn-link")
-    page.wait_for_url(f"**/{MAIN}/index.html#spawn-{REVIEW}")
+    page.wait_for_url(f"**/{MAIN}/index.html#turn-6.3")
+    assert visible(page, "turn-6.3")
     assert visible(page, f"spawn-{REVIEW}")
 
 

@@ -156,13 +156,16 @@ class HtmlRenderer:
         sections: str = "",
         sub_urls: dict[str, str] | None = None,
         previous: Turn | None = None,
+        ids: str = "",
     ) -> RenderedTurn:
         """``turn.html`` for one turn, and the side files of its long outputs.
 
         ``errors`` and ``decisions`` (by part number) are the session's errors and
         permission decisions placed in this turn (:func:`.places.turn_notes`); ``sections``
         the page that holds the Errors and Permissions sections (``""``: this one);
-        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name."""
+        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name;
+        ``ids`` what the ids of the session's sections start with (a single-file export's
+        sub-session)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
         parts = []
@@ -199,6 +202,7 @@ class HtmlRenderer:
             last_index=view.last_index(session),
             errors=errors or [],
             sections=sections,
+            ids=ids,
             changed=view.meta_changes(previous, turn),
         )
         html = self.template("turn.html").render(t=context, resolve_ref=resolve_ref)

@@ -164,9 +164,10 @@ def outputs_key(*parts: Iterable[str]) -> str:
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     """A hash of the archive's shape, everything the facts of any page depend on: names,
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
-    the folder's file names (``#id`` lookups)."""
+    the folder's file names (``#id`` lookups), and where each delegate call is (the pages
+    of the sub-sessions it spawned link to it)."""
     shape = [
-        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at]
+        [s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at, s.spawns]
         for s in sorted(summaries, key=lambda s: s.name)
     ]
     return hashlib.sha256(
@@ -180,11 +181,12 @@ def facts_key(
     children: object,
     refs: dict[str, str],
     series: tuple[str, str] = ("", ""),
+    spawned_at: str = "",
 ) -> str:
     """The key of what a session's pages show about other sessions (``series``: the
-    previous and next run of its role's series)."""
+    previous and next run of its role's series; ``spawned_at``: the call that spawned it)."""
     return hashlib.sha256(
-        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series))
+        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series, spawned_at))
     ).hexdigest()
 
 
