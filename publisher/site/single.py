@@ -41,22 +41,23 @@ def export_html(
     order, as :func:`publisher.gate.session_tree` gives it); each loaded sub-session gets a
     section of the page, each one that did not load a line saying so."""
     renderer = HtmlRenderer(Theme.load(theme))
-    root = session.session_name
+    root = members[0].name if members else session.session_name
     included = [m for m in members[1:] if m.session is not None and m.name != root]
-    ids = _section_ids(root, [m.session for m in included if m.session is not None])
+    # Sessions are known by their names in the tree (a file's session_name may differ).
+    ids = _section_ids(root, [(m.name, m.session) for m in included if m.session is not None])
     # Where each session's section starts (the session's own is the page's main).
     sections = {root: "#main"} | {name: f"#{prefix[:-1]}" for name, prefix in ids.items()}
     spawned = {
-        (s.session_name, target): href
-        for s in [session, *(m.session for m in included if m.session is not None)]
-        for target, href in _calls(s, ids.get(s.session_name, "")).items()
+        (name, target): href
+        for name, s in [(root, session), *((m.name, m.session) for m in included)]
+        if s is not None
+        for target, href in _calls(s, ids.get(name, "")).items()
     }
     parents = {m.name: m.parent for m in members[1:]}
     roles = {m.name: m.session.role for m in members if m.session is not None}
 
-    def page_of(s: Session, prefix: str) -> dict[str, object]:
+    def page_of(name: str, s: Session, prefix: str) -> dict[str, object]:
         """The fields a session's section shares between the main page and a sub-page."""
-        name = s.session_name
         marks = view.boundaries(s)
         audit = Audit.of(s)
         anchors = [prefix + a for a in view.turn_anchors(s)]
@@ -113,7 +114,7 @@ def export_html(
         }
 
     sub_pages = (
-        SessionPage(**page_of(m.session, ids[m.name]))  # type: ignore[arg-type]
+        SessionPage(**page_of(m.name, m.session, ids[m.name]))  # type: ignore[arg-type]
         for m in included
         if m.session is not None
     )
@@ -124,7 +125,7 @@ def export_html(
     ]
     parts = renderer.render_single(
         SinglePage(
-            **page_of(session, ""),  # type: ignore[arg-type]
+            **page_of(root, session, ""),  # type: ignore[arg-type]
             inline_css=_inline_css(
                 renderer.theme.asset_text("style.css") + renderer.theme.asset_text("session.css")
             ),
@@ -144,21 +145,21 @@ def export_html(
     yield encode_display("".join(buffer)).decode("utf-8")
 
 
-def _section_ids(root: str, subs: Sequence[Session]) -> dict[str, str]:
+def _section_ids(root: str, subs: Sequence[tuple[str, Session]]) -> dict[str, str]:
     """Each sub-session's id prefix: ``s-<session id>-`` when its id is a plain word not
     taken yet, else ``s-<hash of its name>-``; never one the root's ids can start with."""
     out: dict[str, str] = {}
     taken: set[str] = set()
-    for s in subs:
-        if s.session_name in out or s.session_name == root:
+    for name, s in subs:
+        if name in out or name == root:
             continue
         ident = s.session_id if SAFE_ID_RE.match(s.session_id) else ""
         prefix = f"s-{ident}-"
         if not ident or prefix in taken:
-            digest = hashlib.sha256(s.session_name.encode("utf-8", "surrogatepass")).hexdigest()
+            digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
             prefix = f"s-{digest[:16]}-"
         taken.add(prefix)
-        out[s.session_name] = prefix
+        out[name] = prefix
     return out
 
 
