@@ -119,3 +119,17 @@ def test_links_to_a_call_on_page_two(tmp_path: Path, write_session: Writer) -> N
     first = page_of(out, PARENT).read_text(encoding="utf-8")
     assert 'href="page-2.html#turn-200.3-decision-1"' in first
     assert 'href="page-2.html#turn-200-error-1"' in first
+
+
+@pytest.mark.unit
+def test_ci_summary_links_the_page_that_holds_the_turn(write_session: Writer) -> None:
+    from publisher.gate import session_tree
+    from publisher.render.summary import ci_summary
+
+    path = write_session(_long_parent())
+    session = read_session(path, path.parent)
+    text = ci_summary(session_tree(session), None, "https://ci.example/site/")
+    page = f"https://ci.example/site/{urls.session_dir(PARENT)}"
+    assert f"({page}/page-2.html#turn-200)" in text
+    assert f"({page}/page-2.html#turn-200.3)" in text
+    assert "index.html#turn-200" not in text

@@ -10,8 +10,6 @@ with ``s-<its id>-``, so every id of the file is unique.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterator, Sequence
 
 from markupsafe import Markup
@@ -25,8 +23,7 @@ from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from ..theme import Theme
 from .render import decision_counts_of
-
-SAFE_ID_RE = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+from .urls import single_file_ids
 
 
 def export_html(
@@ -44,7 +41,9 @@ def export_html(
     root = members[0].name if members else session.session_name
     included = [m for m in members[1:] if m.session is not None and m.name != root]
     # Sessions are known by their names in the tree (a file's session_name may differ).
-    ids = _section_ids(root, [(m.name, m.session) for m in included if m.session is not None])
+    ids = single_file_ids(
+        root, [(m.name, m.session.session_id) for m in included if m.session is not None]
+    )
     # Where each session's section starts (the session's own is the page's main).
     sections = {root: "#main"} | {name: f"#{prefix[:-1]}" for name, prefix in ids.items()}
     spawned = {
@@ -143,24 +142,6 @@ def export_html(
             yield encode_display("".join(buffer)).decode("utf-8")
             buffer, size = [], 0
     yield encode_display("".join(buffer)).decode("utf-8")
-
-
-def _section_ids(root: str, subs: Sequence[tuple[str, Session]]) -> dict[str, str]:
-    """Each sub-session's id prefix: ``s-<session id>-`` when its id is a plain word not
-    taken yet, else ``s-<hash of its name>-``; never one the root's ids can start with."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for name, s in subs:
-        if name in out or name == root:
-            continue
-        ident = s.session_id if SAFE_ID_RE.match(s.session_id) else ""
-        prefix = f"s-{ident}-"
-        if not ident or prefix in taken:
-            digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
-            prefix = f"s-{digest[:16]}-"
-        taken.add(prefix)
-        out[name] = prefix
-    return out
 
 
 def _calls(session: Session, prefix: str) -> dict[str, str]:

@@ -120,3 +120,25 @@ def turn_href(starts: Sequence[int], position: int, anchor: str) -> str:
     """The link to ``anchor`` in the turn at ``position``, relative to the session's folder
     (``index.html#turn-3``, ``page-2.html#turn-200.3``)."""
     return f"{page_file(page_number(starts, position))}#{anchor}"
+
+
+SAFE_ID_RE = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+
+
+def single_file_ids(root: str, subs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Where each sub-session's ids start in a single-file export of ``root``: ``subs`` are
+    (name, session id) in tree order; ``s-<session id>-`` when the id is a plain word not
+    taken yet, else ``s-<hash of the name>-`` (never a prefix the root's ids can have)."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name, ident in subs:
+        if name in out or name == root:
+            continue
+        word = ident if SAFE_ID_RE.match(ident) else ""
+        prefix = f"s-{word}-"
+        if not word or prefix in taken:
+            digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+            prefix = f"s-{digest[:16]}-"
+        taken.add(prefix)
+        out[name] = prefix
+    return out
