@@ -20,8 +20,9 @@ a session's pages         the file's content hash, and                 content o
                           :func:`facts_key` of what its pages show     changed, or an output
                           of others (parent chain, sub-sessions,       file is missing
                           reference targets, previous and next run
-                          of its series); recomputed only when
-                          :func:`graph_key` changed
+                          of its series, the page and anchor of the
+                          delegate call that spawned it); recomputed
+                          only when :func:`graph_key` changed
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
                           context boundaries starting at it, the       shows did
