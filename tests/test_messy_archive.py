@@ -155,3 +155,20 @@ def test_axe_finds_no_serious_violation_on_a_messy_archive(messy_site: Path, ser
                     ]
         context.close()
     assert found == {}, json.dumps(found, indent=1)
+
+
+@pytest.mark.unit
+def test_printed_text_shows_control_characters_as_escapes() -> None:
+    from markupsafe import Markup
+
+    from publisher.render.html import HtmlRenderer
+    from publisher.theme import Theme
+
+    env = HtmlRenderer(Theme.load(None)).env
+    page = env.from_string('<p title="{{ v }}">{{ v }}</p>{{ m }}').render(
+        v="a\x1b[1mb\x00c\x85d\ud800e\tf\ng", m=Markup("<i>\x1b</i>")
+    )
+    assert page == (
+        '<p title="a\\x1b[1mb\\x00c\\x85d\\ud800e\tf\ng">a\\x1b[1mb\\x00c\\x85d\\ud800e\tf\ng</p>'
+        "<i>\x1b</i>"  # markup (a filter's output) is the filter's business
+    )

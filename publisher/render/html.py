@@ -240,7 +240,9 @@ def visible_text(value: Any) -> Any:
     """``value`` as a template prints it: plain text with its control characters (but tab
     and line breaks) and lone surrogates as visible escapes (``\\x1b``, ``\\ud800``);
     markup (a filter's output) and non-text values as they are."""
-    if type(value) is str and TERMINAL_CONTROL_RE.search(value):
+    # isprintable() is false for every character the pattern matches (and for line breaks):
+    # the common short printable value costs no regex search.
+    if type(value) is str and not value.isprintable() and TERMINAL_CONTROL_RE.search(value):
         return TERMINAL_CONTROL_RE.sub(_escape_control, value)
     return value
 
