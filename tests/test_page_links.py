@@ -14,7 +14,7 @@ import pytest
 from publisher.loader import read_session
 from publisher.site import urls
 from publisher.site.graph import Summary
-from tests.helpers import Writer, build, page_of, part, session_doc, turn
+from tests.helpers import Writer, build, page_of, part, require, session_doc, turn
 
 PARENT = "ses_20260901_080000_aaaaaa"
 CHILD = "sub_20260901_081000_bbbbbb"
@@ -85,8 +85,7 @@ def test_page_starts_by_turns_and_size(tmp_path: Path, write_session: Writer) ->
     assert summary.decision_events[0][7] == "page-2.html#turn-200.3"
 
 
-@pytest.mark.site
-def test_links_to_a_call_on_page_two(tmp_path: Path, write_session: Writer) -> None:
+def _tree_site(tmp_path: Path, write_session: Writer) -> Path:
     write_session(_long_parent())
     write_session(
         session_doc(
@@ -99,6 +98,12 @@ def test_links_to_a_call_on_page_two(tmp_path: Path, write_session: Writer) -> N
     write_session(session_doc(GRANDCHILD, parent_id=CHILD, turns=[turn(1, part("user", "hi"))]))
     out = tmp_path / "site"
     build(tmp_path / "proj" / ".polyglav" / "sessions", out)
+    return out
+
+
+@pytest.mark.site
+def test_links_to_a_call_on_page_two(tmp_path: Path, write_session: Writer) -> None:
+    out = _tree_site(tmp_path, write_session)
     child = page_of(out, CHILD).read_text(encoding="utf-8")
     back = re.search(r'class="spawn-link" href="([^"]+)"', child)
     assert back is not None
@@ -133,3 +138,22 @@ def test_ci_summary_links_the_page_that_holds_the_turn(write_session: Writer) ->
     assert f"({page}/page-2.html#turn-200)" in text
     assert f"({page}/page-2.html#turn-200.3)" in text
     assert "index.html#turn-200" not in text
+
+
+@pytest.mark.browser
+def test_back_link_lands_on_the_call_with_scripts_off(
+    tmp_path: Path, write_session: Writer
+) -> None:
+    from tests.browser import browser_missing, chromium
+
+    require(browser_missing() is None, browser_missing() or "")
+    out = _tree_site(tmp_path, write_session)
+    with chromium() as browser:
+        context = browser.new_context(java_script_enabled=False)
+        page = context.new_page()
+        page.goto(page_of(out, CHILD).as_uri())
+        page.click(".spawn-link")
+        page.wait_for_url("**/page-2.html#turn-200.3")
+        box = page.locator("#turn-200\\.3").bounding_box()
+        assert box is not None and 0 <= box["y"] < page.viewport_size["height"]  # type: ignore[index]
+        context.close()
