@@ -141,9 +141,16 @@ def export(
 
         members = tree(ctx, session, gate is None or gate.sub_sessions, redactor)
     if fmt == "html":
+        from .ci import tree
         from .site.single import export_html
 
-        chunks: Iterator[str] = export_html(session, redaction=result.redaction)
+        # The sub-sessions at any depth go into the same file (unless --no-sub-sessions).
+        if not members:  # else the gate's: it says which did not load
+            members = tree(ctx, session, gate is None or gate.sub_sessions, redactor)
+            result.warnings.extend(
+                f"sub-session {m.name} of {m.parent}: {m.problem}" for m in members if m.problem
+            )
+        chunks: Iterator[str] = export_html(session, redaction=result.redaction, members=members)
         suffix = ".html"
     elif fmt == "junit":
         from .render.junit import junit_report

@@ -4,7 +4,8 @@
 
 Builds the sample site (unless ``--site`` names a built one), opens the main sample
 session in Chromium (Playwright, /usr/bin/chromium) at desktop (1280 px) and phone (390 px)
-widths, and saves: the overview, an error in place, and a diff (a tool call's patch).
+widths, and saves: the overview, an error in place, and a diff (a tool call's patch); at a
+wide desktop (1600 px), the window scrolled to turn 7 with the outline beside the turns.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ SHOTS = [
     ("diff", SESSION, ".part-tool:has(.diff)"),
 ]
 WIDTHS = {"desktop": 1280, "phone": 390}
+WIDE = 1600
+"""The wide desktop: the overview is a sticky column beside the turns from 1400 px on."""
 
 
 def main() -> None:
@@ -88,6 +91,15 @@ def main() -> None:
                         page.screenshot(path=str(name), full_page=True)
                         print(name)
                 page.close()
+            page = browser.new_page(
+                viewport={"width": WIDE, "height": 1000}, color_scheme=args.scheme
+            )
+            page.goto(base + SESSION + "#turn-7")
+            suffix = "" if args.scheme == "light" else "-dark"
+            name = args.out / f"session-outline-beside-wide{suffix}.png"
+            page.screenshot(path=str(name))
+            print(name)
+            page.close()
             browser.close()
 
 

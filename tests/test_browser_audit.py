@@ -128,7 +128,8 @@ def test_delegate_call_and_sub_session_link_both_ways(page: Page, base_url: str)
     link.click()
     page.wait_for_url(f"**/{REVIEW}/index.html")
     page.click(".spawn-link")
-    page.wait_for_url(f"**/{MAIN}/index.html#spawn-{REVIEW}")
+    page.wait_for_url(f"**/{MAIN}/index.html#turn-6.3")
+    assert visible(page, "turn-6.3")
     assert visible(page, f"spawn-{REVIEW}")
 
 
@@ -187,4 +188,49 @@ def test_phone_session_pages_do_not_scroll_sideways(browser: Browser, base_url: 
         pg.goto(base_url + urls.session_page(MAIN))
         box = pg.locator("#decision-9 td[data-label='Decision']").bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        context.close()
+
+
+@pytest.mark.parametrize("scripts", [True, False])
+def test_outline_stays_beside_the_turns_on_a_wide_screen(
+    browser: Browser, base_url: str, scripts: bool
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1600, "height": 900}, java_script_enabled=scripts
+    )
+    page = context.new_page()
+    page.goto(base_url + urls.session_page(MAIN))
+    outline = page.locator("#overview .outline-list")
+    first_turn = page.locator("section.turn").first
+    # Beside the turns, not above them.
+    assert (
+        outline.bounding_box()["x"]
+        > first_turn.bounding_box()["x"] + first_turn.bounding_box()["width"]
+    )  # type: ignore[index]
+    page.locator("section.turn").last.scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, 200)")
+    assert page.evaluate("window.scrollY") > 3000
+    box = outline.bounding_box()
+    assert box is not None
+    assert box["y"] < 900 and box["y"] + box["height"] > 0  # still in the viewport
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1600
+    context.close()
+
+
+def test_outline_above_the_turns_below_1400px_and_no_sideways_scroll_on_a_phone(
+    browser: Browser, base_url: str
+) -> None:
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 844})
+        page = context.new_page()
+        page.goto(base_url + urls.session_page(MAIN))
+        outline = page.locator("#overview").bounding_box()
+        turn_box = page.locator("section.turn").first.bounding_box()
+        assert outline is not None and turn_box is not None
+        assert outline["y"] + outline["height"] <= turn_box["y"]
+        page.locator("section.turn").last.scroll_into_view_if_needed()
+        assert page.locator("#overview").bounding_box()["y"] < 0  # type: ignore[index]
+        assert page.evaluate(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
         context.close()

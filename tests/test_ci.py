@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from publisher import gate
 from publisher.archive import Archive
 from publisher.cli import app
-from publisher.loader import read_session
+from publisher.loader import read_session, session_from_json
 from publisher.render import junit, summary
 from tests.helpers import ROOT, SAMPLES, Writer, part, session_doc, turn
 
@@ -487,13 +487,24 @@ def test_summary_of_the_main_sample(tmp_path: Path) -> None:
     assert [r.split(" | ")[-1] for r in rows] == ["fails |"] * 4 + [" |"] * 7
 
 
-def test_summary_links_to_a_single_page_only_for_its_own_turns() -> None:
+def test_summary_links_into_the_single_file_its_sub_sessions_included() -> None:
     base = "https://ci.example/artifacts/transcript.html"
     code, stdout, _ = run("check", MAIN, *P, "--summary", "-", "--link-base", base)
     assert code == 1
     assert f"[turn 7.2]({base}#turn-7.2)" in stdout
     assert f", [transcript]({base})" in stdout
-    assert "| `sub_20260817_121500_cd34ef` | `reviewer` |" in stdout  # not on that page: no link
+    # The sub-sessions are sections of the same file (export --format html puts them there).
+    assert f"| [`sub_20260817_121500_cd34ef`]({base}#s-cd34ef) | `reviewer` |" in stdout
+    assert f"| [`sub_20260817_122000_ef56gh`]({base}#s-ef56gh) | `security` |" in stdout
+    # A finding in a sub-session would link its turn in that section.
+    members = [
+        gate.Member(MAIN, None),
+        gate.Member("sub_20260817_121500_cd34ef", session_from_json(session_doc(
+            "sub_20260817_121500_cd34ef"), "sub_20260817_121500_cd34ef.json"), MAIN, 1),
+    ]  # fmt: skip
+    places = summary.Places.of(members)
+    link = summary.link_for(base, MAIN, "sub_20260817_121500_cd34ef", "1.2", 0, places)
+    assert link == f"{base}#s-cd34ef-turn-1.2"
 
 
 def test_summary_without_gate_or_link_base() -> None:
@@ -883,7 +894,7 @@ MEASURE = r"""
 import gc, json, re, sys
 from pathlib import Path
 from publisher import gate
-from publisher.loader import read_session
+from publisher.loader import read_session, session_from_json
 from publisher.render import junit
 
 def status(key):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -289,6 +290,54 @@ def test_comparison_and_tree_pages_are_inert_markup(hostile_series: Path) -> Non
         assert audit.csp == 1, path
 
 
+@pytest.fixture(scope="module")
+def hostile_tree_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A single-file export of a root whose sub-sessions are the hostile sessions (their
+    names, titles and every text field a payload), one that does not load, and one missing."""
+    from tests.helpers import polyglav
+
+    root = tmp_path_factory.mktemp("hostile-tree")
+    sessions = root / ".polyglav" / "sessions"
+    sessions.mkdir(parents=True)
+    # File names the archive can resolve; the session names (titles) are the payloads.
+    names = [f"sub_{i:03d}" for i in range(len(PAYLOADS))]
+    for i, payload in enumerate(PAYLOADS):
+        (sessions / f"{names[i]}.json").write_text(
+            json.dumps(hostile_session(i, payload)), encoding="utf-8"
+        )
+    (sessions / "sub_broken.json").write_text('{"turns": [', encoding="utf-8")
+    doc = session_doc(
+        "ses_20260901_100000_tree01",
+        sub_sessions=[*names, "sub_broken", PAYLOADS[0] + "/missing"],
+        turns=[
+            turn(1, *(part("tool", name="delegate", output=f"Delegated to {n}") for n in names))
+        ],
+    )
+    (sessions / "ses_20260901_100000_tree01.json").write_text(json.dumps(doc), encoding="utf-8")
+    out = root / "tree.html"
+    result = polyglav("export", "#tree01", "--project", str(root), "-f", "html", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    return out
+
+
+def test_single_file_with_hostile_sub_sessions_is_inert(hostile_tree_file: Path) -> None:
+    text = hostile_tree_file.read_text(encoding="utf-8")
+    audit = TagAudit()
+    audit.feed(text)
+    # Its one <style> and the CSP; no script, no link, nothing else.
+    assert [p for p in audit.problems if p != "tag <style>"] == []
+    assert text.count("<style>") == 1 and audit.csp == 1
+    from tests.test_single_export import parsed
+
+    found = parsed(text)
+    assert [i for i, n in Counter(found.ids).items() if n > 1] == []
+    assert set(found.links) - set(found.ids) == set()
+    # Each hostile session names sub-sessions that are not there: one line for each.
+    assert '<li class="missing">Sub-session sub_broken (of ' in text
+    assert text.count('<li class="missing">Sub-session ') > len(PAYLOADS)
+    assert text.count('<article class="session" id="s-') == len(PAYLOADS)
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_nothing_executes_on_comparison_tree_and_sharded_index(hostile_series: Path) -> None:
@@ -319,3 +368,23 @@ def test_nothing_executes_on_comparison_tree_and_sharded_index(hostile_series: P
     assert dialogs == []
     assert outside == []
     assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_single_file_with_hostile_sub_sessions_runs_nothing(hostile_tree_file: Path) -> None:
+    with chromium() as browser:
+        context = browser.new_context()
+        outside: list[str] = []
+        context.on(
+            "request", lambda r: None if r.url.startswith("file:") else outside.append(r.url)
+        )
+        page = context.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(hostile_tree_file.as_uri())
+        page.locator("details").evaluate_all("ds => ds.forEach(d => d.open = true)")
+        for link in page.locator("a[href^='#s-']").all()[:20]:
+            link.click()
+        assert page.evaluate("window.__pwned") is None
+    assert dialogs == [] and outside == []

@@ -133,7 +133,8 @@ SubSessions = Annotated[
     bool,
     typer.Option(
         "--sub-sessions/--no-sub-sessions",
-        help="Count the sub-sessions (delegations, at any depth) with their parent.",
+        help="Count the sub-sessions (delegations, at any depth) with their parent; "
+        "--format html puts them in the same file.",
     ),
 ]
 Summary = Annotated[

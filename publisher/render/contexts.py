@@ -144,6 +144,8 @@ class TurnView:
     sections: str = ""
     """The page holding the Errors and Permissions sections (``index.html``), ``""`` when
     it is the page the turn is on (the single-file export)."""
+    ids: str = ""
+    """What the ids of its session's sections start with (:attr:`SessionPage.ids`)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -281,6 +283,12 @@ class SessionPage:
     """The next run of its role's series, ``None`` when it is the last (or has no role)."""
     compare_url: str | None = None
     """Its comparison page against the previous run (relative), ``None`` when there is none."""
+    spawned_at: str | None = None
+    """The link to the delegate call that spawned it, on the page of its direct parent
+    that holds the call; ``None`` when unknown."""
+    ids: str = ""
+    """What every element id of its sections starts with: empty on a site page and for the
+    session a single-file export is of; ``s-<id>-`` for each sub-session in that file."""
 
     @property
     def page_map(self) -> dict[str, Any] | None:
@@ -301,6 +309,10 @@ class SinglePage(SessionPage):
     """The theme's ``style.css``, made safe to inline in ``<style>``."""
     inline_theme_css: Markup
     """The theme's ``theme.css``, likewise."""
+    sub_pages: Iterable[SessionPage] = ()
+    """Its sub-sessions at any depth, each a section of the same file (iterated once)."""
+    missing: list[str] = field(default_factory=list)
+    """One line for each sub-session that is not in the file (not found, does not load)."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -46,7 +46,7 @@ from .contexts import (
     TurnView,
 )
 from .places import error_code
-from .text import json_text
+from .text import TERMINAL_CONTROL_RE, json_text
 
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
 COLLAPSE_CHARS = 3000
@@ -113,7 +113,13 @@ class HtmlRenderer:
             auto_reload=False,
             # Compiled templates are kept in jinja2's private per-user temp folder (0700,
             # owner checked, keyed by each template's source): a CLI run skips recompiling.
-            bytecode_cache=FileSystemBytecodeCache(),
+            # The file names carry how templates are compiled (with ``finalize``): a cache
+            # of code compiled without it is never read.
+            bytecode_cache=FileSystemBytecodeCache(pattern="__polyglav_finalize1_%s.cache"),
+            # Session text printed as is ({{ p.tool }}, a role, a timestamp) shows control
+            # characters as visible escapes, in text and attribute values alike: raw ESC or
+            # NUL are forbidden in HTML.
+            finalize=visible_text,
         )
         self.env.globals.update(
             view=view,
@@ -156,13 +162,16 @@ class HtmlRenderer:
         sections: str = "",
         sub_urls: dict[str, str] | None = None,
         previous: Turn | None = None,
+        ids: str = "",
     ) -> RenderedTurn:
         """``turn.html`` for one turn, and the side files of its long outputs.
 
         ``errors`` and ``decisions`` (by part number) are the session's errors and
         permission decisions placed in this turn (:func:`.places.turn_notes`); ``sections``
         the page that holds the Errors and Permissions sections (``""``: this one);
-        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name."""
+        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name;
+        ``ids`` what the ids of the session's sections start with (a single-file export's
+        sub-session)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
         parts = []
@@ -199,6 +208,7 @@ class HtmlRenderer:
             last_index=view.last_index(session),
             errors=errors or [],
             sections=sections,
+            ids=ids,
             changed=view.meta_changes(previous, turn),
         )
         html = self.template("turn.html").render(t=context, resolve_ref=resolve_ref)
@@ -224,6 +234,26 @@ class HtmlRenderer:
     def render_index(self, page: IndexPage) -> str:
         """``index.html``."""
         return str(self.template("index.html").render(page=page))
+
+
+def visible_text(value: Any) -> Any:
+    """``value`` as a template prints it: plain text with its control characters (but tab
+    and line breaks) and lone surrogates as visible escapes (``\\x1b``, ``\\ud800``);
+    markup (a filter's output) and non-text values as they are."""
+    # isprintable() is false for every character the pattern matches (and for line breaks):
+    # the common short printable value costs no regex search.
+    if type(value) is str and not value.isprintable() and TERMINAL_CONTROL_RE.search(value):
+        return TERMINAL_CONTROL_RE.sub(_escape_control, value)
+    return value
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group(0)
+    if char == "\r":
+        return char
+    if "\ud800" <= char <= "\udfff":
+        return f"\\u{ord(char):04x}"
+    return char.encode("unicode_escape").decode("ascii")
 
 
 def _output_view(

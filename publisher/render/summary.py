@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from ..gate import KINDS, Finding, Member, counts, session_findings, utc_time
@@ -74,22 +75,66 @@ def check_link_base(url: str) -> str:
     return url
 
 
-def link_for(link_base: str | None, root: str, session: str, turn: str = "") -> str | None:
+@dataclass(slots=True)
+class Places:
+    """Where the sessions of a tree are published: the pages each is cut into on the site
+    (:func:`.urls.page_starts`), and the ids of each sub-session in a single-file export of
+    the root (:func:`.urls.single_file_ids`)."""
+
+    starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Session name → where its pages 2, 3, … start."""
+    prefixes: dict[str, str] = field(default_factory=dict)
+    """Sub-session name (as the tree and as its file name it) → its ids' prefix."""
+
+    @classmethod
+    def of(cls, members: Sequence[Member]) -> Places:
+        starts = {m.session.session_name: urls.page_starts(m.session) for m in members if m.session}
+        root = members[0].name if members else ""
+        subs = [m for m in members[1:] if m.session is not None]
+        ids = urls.single_file_ids(
+            root, [(m.name, m.session.session_id) for m in subs if m.session]
+        )
+        prefixes = dict(ids)
+        for m in subs:
+            if m.session is not None and m.name in ids:
+                prefixes.setdefault(m.session.session_name, ids[m.name])
+        return cls(starts, prefixes)
+
+
+def link_for(
+    link_base: str | None,
+    root: str,
+    session: str,
+    turn: str = "",
+    position: int | None = None,
+    places: Places | None = None,
+) -> str | None:
     """Where a turn (or a session page, with ``turn`` empty) is published, or None.
 
-    A base ending in ``.html`` is the single-page export of the root session: links go to
-    its turn anchors, and sub-sessions (not on that page) get none. Any other base is the
-    site's root: ``<base>/sessions/<slug>/index.html#turn-N[.M]`` (a split session's first
-    page sends an anchor on a later page to the right one).
+    A base ending in ``.html`` is the single-file export of the root session: links go to
+    its turn anchors, and to a sub-session's section and turns in the same file (``places``
+    names their ids; without it sub-sessions get none). Any other base is the site's root:
+    ``<base>/sessions/<slug>/page-2.html#turn-N[.M]``, the page that holds the turn at
+    ``position`` (by ``places``; without them the first page, whose script forwards an
+    anchor on a later page to the right one).
     """
     if link_base is None:
         return None
     base = link_base.split("#", 1)[0]
     anchor = f"#turn-{turn}" if turn else ""
     if urlsplit(base).path.endswith(".html"):
-        return quote(base, safe=_URL_SAFE) + anchor if session == root else None
-    page = base.rstrip("/") + "/" + urls.session_page(session)
-    return quote(page, safe=_URL_SAFE) + anchor
+        if session == root:
+            return quote(base, safe=_URL_SAFE) + anchor
+        prefix = places.prefixes.get(session) if places is not None else None
+        if prefix is None:
+            return None
+        target = f"#{prefix}turn-{turn}" if turn else f"#{prefix[:-1]}"
+        return quote(base, safe=_URL_SAFE) + target
+    page = 1
+    if places is not None and position is not None:
+        page = urls.page_number(places.starts.get(session, ()), position)
+    url = base.rstrip("/") + "/" + urls.session_page(session, page)
+    return quote(url, safe=_URL_SAFE) + anchor
 
 
 def _linked(text: str, url: str | None) -> str:
@@ -133,6 +178,7 @@ def ci_summary(
     root = members[0].session
     assert root is not None, "the root of a tree is always loaded"
     name = root.session_name
+    places = Places.of(members) if link_base is not None else None
     every: list[Finding] = []
     per_member: list[list[Finding]] = []
     for member in members:
@@ -203,7 +249,10 @@ def ci_summary(
         lines.append(header)
         lines.append("|---|---|---|" + ("---|" if kinds is not None else ""))
         for finding in ordered[:MAX_FINDINGS]:
-            where = _linked(finding.where, link_for(link_base, name, finding.session, finding.turn))
+            link = link_for(
+                link_base, name, finding.session, finding.turn, finding.position, places
+            )
+            where = _linked(finding.where, link)
             if finding.session != name:
                 where += f" of {code(finding.session, 60)}"
             row = f"| {where} | {finding.kind} | {code(finding.message)} |"
@@ -227,7 +276,8 @@ def ci_summary(
             caller = code(member.parent, 60)
             sub = member.session
             if sub is not None:  # its pages are named after the name the file holds
-                label = _linked(code(member.name, 60), link_for(link_base, name, sub.session_name))
+                link = link_for(link_base, name, sub.session_name, places=places)
+                label = _linked(code(member.name, 60), link)
             if sub is None:
                 lines.append(
                     f"| {code(member.name, 60)} | - | {caller} | - | - | "

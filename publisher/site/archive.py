@@ -79,6 +79,7 @@ def _descending(stamp: str) -> str:
 def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
     """The rows a session gives each page, with their sort keys (a function of its summary)."""
     page = urls.session_page(summary.name)
+    folder = urls.session_dir(summary.name)
     common = {
         "session": summary.name,
         "session_url": page,
@@ -87,13 +88,13 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
     }
     errors = []
     for n, (sort, time, turn, anchor, code, message) in enumerate(summary.error_events):
-        url = f"{page}#{anchor or 'errors'}"
+        url = f"{folder}/{anchor}" if anchor else f"{page}#errors"
         row = EventRow(url=url, time=time, turn=turn, code=code, message=message, **common)
         errors.append((f"{_descending(sort)}\0{summary.name}\0{n:09d}", row))
     decisions = []
     for n, event in enumerate(summary.decision_events):
         sort, time, decision, tool, action, path, turn, anchor = event
-        url = f"{page}#{anchor or 'permissions'}"
+        url = f"{folder}/{anchor}" if anchor else f"{page}#permissions"
         row = EventRow(
             url=url,
             time=time,

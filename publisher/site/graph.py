@@ -11,9 +11,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..audit import Audit
-from ..model import Session
+from ..model import Session, ToolPart
 from ..refs import RefIndex
 from .staleness import graph_key
+from .urls import PageLimits, page_starts, turn_href
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,14 +60,21 @@ class Summary:
     empty for a native session."""
     error_events: tuple[tuple[str, str, str, str, str, str], ...] = field(default=())
     """Its errors for the archive's Errors page, in file order: (UTC sort time, time as
-    written, turn index or "", anchor of the turn or "", code, message)."""
+    written, turn index or "", link to the turn in the session's folder on the page that
+    holds it (``page-2.html#turn-200``) or "", code, message)."""
     decision_events: tuple[tuple[str, str, str, str, str, str, str, str], ...] = field(default=())
     """Its permission decisions for the Decisions page, in file order: (UTC sort time, time
     as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
-    anchor of the tool call, or of the turn, or "")."""
+    link to the tool call, or to the turn, in the session's folder on the page that holds
+    it (``page-2.html#turn-200.3``), or "")."""
+    spawns: tuple[tuple[str, str], ...] = field(default=())
+    """The sub-sessions its delegate calls spawned: (sub-session name, link to the call in
+    the session's folder on the page that holds it, ``page-2.html#turn-200.3``), in file
+    order, the first call of a name only."""
 
     @classmethod
-    def of(cls, session: Session, redacted: int = 0) -> Summary:
+    def of(cls, session: Session, redacted: int = 0, limits: PageLimits | None = None) -> Summary:
+        """``limits``: how the session's pages are cut (where its turns are linked)."""
         from ..render.markup import plain_inline
         from ..render.text import first_line
         from ..render.view import prompt_of
@@ -75,6 +83,7 @@ class Summary:
         first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
         first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
+        where = TurnLinks.of(session, limits)
         return cls(
             name=session.session_name,
             file_name=session.file_name,
@@ -94,8 +103,9 @@ class Summary:
             decisions=tuple(sorted(decisions.items())),
             redacted=redacted,
             origin=origin_of(session),
-            error_events=error_events(session, audit),
-            decision_events=decision_events(session, audit),
+            error_events=error_events(session, audit, where),
+            decision_events=decision_events(session, audit, where),
+            spawns=spawns_of(session, where),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -135,12 +145,49 @@ def _cut(text: str, limit: int = MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(slots=True, frozen=True)
+class TurnLinks:
+    """Where a session's turns are: each one's anchor and the pages they are cut into."""
+
+    anchors: list[str]
+    """Each turn's element id, by position (:func:`publisher.render.view.turn_anchors`)."""
+    starts: tuple[int, ...]
+    """:func:`.urls.page_starts` of the session."""
+
+    @classmethod
+    def of(cls, session: Session, limits: PageLimits | None = None) -> TurnLinks:
+        from ..render.view import turn_anchors
+
+        return cls(turn_anchors(session), page_starts(session, limits))
+
+    def href(self, position: int, suffix: str = "") -> str:
+        """The link to the turn at ``position`` (``suffix``: ``.3`` for its call 3) in the
+        session's folder, on the page that holds it."""
+        return turn_href(self.starts, position, self.anchors[position] + suffix)
+
+
+def spawns_of(session: Session, where: TurnLinks | None = None) -> tuple[tuple[str, str], ...]:
+    """:attr:`Summary.spawns` of a session."""
+    from ..render.tools import delegate_target
+
+    where = where or TurnLinks.of(session)
+    found: dict[str, str] = {}
+    for position, turn in enumerate(session.turns):
+        for number, part in enumerate(turn.parts, start=1):
+            if isinstance(part, ToolPart):
+                target = delegate_target(part)
+                if target and target not in found:
+                    found[target] = where.href(position, f".{number}")
+    return tuple(found.items())
+
+
 def error_events(
-    session: Session, audit: Audit | None = None
+    session: Session, audit: Audit | None = None, where: TurnLinks | None = None
 ) -> tuple[tuple[str, str, str, str, str, str], ...]:
     """:attr:`Summary.error_events` of a session (placed by :mod:`publisher.audit`;
-    ``audit``: the session's, when the caller has it)."""
+    ``audit``: the session's, when the caller has it; ``where``: its turns' links)."""
     audit = audit or Audit.of(session)
+    where = where or TurnLinks.of(session)
     out = []
     for error, place in zip(session.errors, audit.errors, strict=True):
         position = place.position
@@ -150,7 +197,7 @@ def error_events(
                 _sort_time(error.timestamp),
                 error.timestamp,
                 turn,
-                f"turn-{turn}" if turn else "",
+                "" if position is None else where.href(position),
                 str(error.code),
                 _cut(error.message),
             )
@@ -159,11 +206,12 @@ def error_events(
 
 
 def decision_events(
-    session: Session, audit: Audit | None = None
+    session: Session, audit: Audit | None = None, where: TurnLinks | None = None
 ) -> tuple[tuple[str, str, str, str, str, str, str, str], ...]:
     """:attr:`Summary.decision_events` of a session (matched by :mod:`publisher.audit`;
-    ``audit``: the session's, when the caller has it)."""
+    ``audit``: the session's, when the caller has it; ``where``: its turns' links)."""
     audit = audit or Audit.of(session)
+    where = where or TurnLinks.of(session)
     places = [(d.position, d.part) for d in audit.decisions]
     out = []
     for permission, (position, number) in zip(session.permissions, places, strict=True):
@@ -178,7 +226,9 @@ def decision_events(
                 _cut(permission.action, 200),
                 _cut(permission.path),
                 label,
-                f"turn-{label}" if label else "",
+                ""
+                if position is None
+                else where.href(position, "" if number is None else f".{number}"),
             )
         )
     return tuple(out)
@@ -204,6 +254,7 @@ _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
     "error_events": (str,) * 6,
     "decision_events": (str,) * 8,
+    "spawns": (str, str),
 }
 """The fields that are lists of tuples, with the types of each tuple's values."""
 _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
@@ -267,6 +318,16 @@ class Graph:
         order of creation (then name); "" where there is none, and for a session without a
         role."""
         return self._series.get(name, ("", ""))
+
+    def spawned_at(self, name: str) -> str:
+        """The call that spawned session ``name`` in its direct parent, relative to the
+        parent's folder on the page that holds it (``page-2.html#turn-200.3``); "" when
+        the parent is not in the archive or names no such call."""
+        summary = self.summaries.get(name)
+        parent = self.summaries.get(summary.parent_id) if summary else None
+        if parent is None:
+            return ""
+        return next((href for target, href in parent.spawns if target == name), "")
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""

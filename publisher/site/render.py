@@ -23,16 +23,9 @@ from ..render.text import encode_display
 from . import comparison, staleness, urls
 from .fragments import FragmentSink, FragmentSource
 from .graph import Graph
+from .urls import PageLimits
 
-
-@dataclass(frozen=True, slots=True)
-class PageLimits:
-    """Where a long session is cut into pages (each turn stays whole)."""
-
-    turns: int = 150
-    """At most this many turns a page."""
-    bytes: int = 2_000_000
-    """About this many bytes of turn HTML a page at most."""
+__all__ = ["PageFacts", "PageLimits", "decision_counts_of", "render_session_pages"]
 
 
 @dataclass(slots=True)
@@ -49,6 +42,8 @@ class PageFacts:
     """Reference (``#id`` or ``session:name``) → session name, for every reference that resolves."""
     series: tuple[str, str] = ("", "")
     """The previous and next run of its role's series (:meth:`.graph.Graph.series`)."""
+    spawned_at: str = ""
+    """The call that spawned it in its parent (:meth:`.graph.Graph.spawned_at`), or ""."""
 
     @classmethod
     def from_graph(cls, graph: Graph, session_name: str, ref_candidates: set[str]) -> PageFacts:
@@ -69,12 +64,18 @@ class PageFacts:
             children=children,
             refs=refs,
             series=graph.series(session_name),
+            spawned_at=graph.spawned_at(session_name),
         )
 
     def key(self) -> str:
         """:func:`.staleness.facts_key` of these facts."""
         return staleness.facts_key(
-            self.lineage, self.lineage_cycle, self.children, self.refs, self.series
+            self.lineage,
+            self.lineage_cycle,
+            self.children,
+            self.refs,
+            self.series,
+            self.spawned_at,
         )
 
 
@@ -105,8 +106,6 @@ class _Fragment:
     """The turn's index."""
     key: str
     """Its fragment's key in the store."""
-    size: int
-    """Its HTML's length (pages are cut by size too)."""
 
 
 def render_session_pages(
@@ -187,18 +186,20 @@ def render_session_pages(
             )
         previous = turn
         store.add(key, fragment)
-        rendered.append(_Fragment(turn.index, key, len(fragment.html)))
+        rendered.append(_Fragment(turn.index, key))
         del fragment
 
-    # Split into pages by turn count and size, keeping each turn whole.
-    groups: list[list[_Fragment]] = [[]]
-    size = 0
-    for item in rendered:
-        if groups[-1] and (len(groups[-1]) >= limits.turns or size + item.size > limits.bytes):
+    # Split into pages by turn count and size, keeping each turn whole (urls.page_starts:
+    # the same pages every other page links to).
+    starts = urls.page_starts(session, limits)
+    starts_set = set(starts)
+    groups: list[list[_Fragment]] = []
+    for position, item in enumerate(rendered):
+        if not groups or (starts and position in starts_set):
             groups.append([])
-            size = 0
         groups[-1].append(item)
-        size += item.size
+    if not groups:
+        groups.append([])
     pages = [
         PageLink(
             number=number,
@@ -210,10 +211,12 @@ def render_session_pages(
     ]
 
     # Where each turn is: its anchor, on its page (the sections are on the first page).
-    hrefs: list[str] = []
-    for page, group in zip(pages, groups, strict=True):
-        prefix = "" if page.number == 1 else page.url
-        hrefs.extend(f"{prefix}#{anchors[len(hrefs)]}" for _ in group)
+    hrefs = [
+        f"#{anchor}"
+        if urls.page_number(starts, position) == 1
+        else urls.turn_href(starts, position, anchor)
+        for position, anchor in enumerate(anchors)
+    ]
     error_places, decision_places = places.section_places(session, audit, hrefs)
     summary = places.overview(session, audit, hrefs)
     decision_counts = decision_counts_of(session)
@@ -221,6 +224,8 @@ def render_session_pages(
     lineage = [
         SessionLink(n, _rel_session_url(n) if present else None) for n, present in facts.lineage
     ]
+    parent = facts.lineage[-1][0] if facts.lineage else ""
+    spawned_at = f"../{urls.slug(parent)}/{facts.spawned_at}" if facts.spawned_at else None
     children = [
         SessionLink(n, _rel_session_url(n) if present else None, role)
         for n, present, role in facts.children
@@ -253,6 +258,7 @@ def render_session_pages(
                 series_previous=series_previous,
                 series_next=series_next,
                 compare_url=compare_url,
+                spawned_at=spawned_at,
             )
         )
         sink(f"{base}/{page.url}", encode_display(html))

@@ -1,71 +1,136 @@
-"""``polyglav export NAME --format html``: one self-contained page (inline CSS, no script)."""
+"""``polyglav export NAME --format html``: one self-contained page (inline CSS, no script).
+
+The page holds the session and, given its tree (:func:`publisher.gate.session_tree`), every
+sub-session at any depth, each in a section of its own: a delegate call links to its
+sub-session's section, and a sub-session's parent chain links back to the sections above it
+and to the call that spawned it, all within the file (a CI artifact that works offline).
+The session's own ids are those of its site page (``#turn-3``); a sub-session's ids start
+with ``s-<its id>-``, so every id of the file is unique.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from markupsafe import Markup
 
 from ..audit import Audit
-from ..model import Session, Turn
-from ..render import places, view
-from ..render.contexts import PageLink, SessionLink, SinglePage
+from ..gate import Member
+from ..model import Session, ToolPart, Turn
+from ..render import places, tools, view
+from ..render.contexts import PageLink, SessionLink, SessionPage, SinglePage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from ..theme import Theme
 from .render import decision_counts_of
+from .urls import single_file_ids
 
 
 def export_html(
-    session: Session, theme: str | None = None, redaction: str | None = None
+    session: Session,
+    theme: str | None = None,
+    redaction: str | None = None,
+    members: Sequence[Member] = (),
 ) -> Iterator[str]:
-    """The whole session on one page; long outputs stay inline (collapsed)."""
+    """The whole session on one page; long outputs stay inline (collapsed).
+
+    ``members``: the session's tree (the session first, then its sub-sessions in tree
+    order, as :func:`publisher.gate.session_tree` gives it); each loaded sub-session gets a
+    section of the page, each one that did not load a line saying so."""
     renderer = HtmlRenderer(Theme.load(theme))
-    marks = view.boundaries(session)
-    audit = Audit.of(session)
-    anchors = view.turn_anchors(session)
-    hrefs = [f"#{anchor}" for anchor in anchors]
-    error_places, decision_places = places.section_places(session, audit, hrefs)
+    root = members[0].name if members else session.session_name
+    included = [m for m in members[1:] if m.session is not None and m.name != root]
+    # Sessions are known by their names in the tree (a file's session_name may differ).
+    ids = single_file_ids(
+        root, [(m.name, m.session.session_id) for m in included if m.session is not None]
+    )
+    # Where each session's section starts (the session's own is the page's main).
+    sections = {root: "#main"} | {name: f"#{prefix[:-1]}" for name, prefix in ids.items()}
+    spawned = {
+        (name, target): href
+        for name, s in [(root, session), *((m.name, m.session) for m in included)]
+        if s is not None
+        for target, href in _calls(s, ids.get(name, "")).items()
+    }
+    parents = {m.name: m.parent for m in members[1:]}
+    roles = {m.name: m.session.role for m in members if m.session is not None}
 
-    def fragment(position: int, turn: Turn) -> Markup:
-        errors, decisions = places.turn_notes(session, audit, position)
-        rendered = renderer.render_turn(
-            session,
-            turn,
-            marks.get(turn.index, []),
-            None,
-            externalize=False,
-            anchor=anchors[position],
-            errors=errors,
-            decisions=decisions,
-            previous=session.turns[position - 1] if position else None,
-        )
-        return Markup(rendered.html)
+    def page_of(name: str, s: Session, prefix: str) -> dict[str, object]:
+        """The fields a session's section shares between the main page and a sub-page."""
+        marks = view.boundaries(s)
+        audit = Audit.of(s)
+        anchors = [prefix + a for a in view.turn_anchors(s)]
+        hrefs = [f"#{anchor}" for anchor in anchors]
+        error_places, decision_places = places.section_places(s, audit, hrefs)
+        sub_urls = {
+            target: sections[target]
+            for (owner, target) in spawned
+            if owner == name and target in sections and target != name
+        }
 
-    # Each turn is rendered when the template reaches it and written out with the chunks
-    # around it: the page is never held whole (a 100 MB session stays a 100 MB session).
-    fragments = (fragment(position, turn) for position, turn in enumerate(session.turns))
+        def fragment(position: int, turn: Turn) -> Markup:
+            errors, decisions = places.turn_notes(s, audit, position)
+            rendered = renderer.render_turn(
+                s,
+                turn,
+                marks.get(turn.index, []),
+                None,
+                externalize=False,
+                anchor=anchors[position],
+                errors=errors,
+                decisions=decisions,
+                sub_urls=sub_urls,
+                previous=s.turns[position - 1] if position else None,
+                ids=prefix,
+            )
+            return Markup(rendered.html)
+
+        lineage = _lineage(name, parents, root)
+        parent = lineage[-1] if lineage else ""
+        return {
+            "session": s,
+            "number": 1,
+            "pages": [PageLink(number=1, first=1, last=len(s.turns), url="")],
+            # Each turn is rendered when the template reaches it and written out with the
+            # chunks around it: the page is never held whole.
+            "turns_html": (fragment(position, turn) for position, turn in enumerate(s.turns)),
+            "lineage": [SessionLink(n, sections.get(n)) for n in lineage]
+            if lineage
+            else [SessionLink(n, None) for n in ([s.parent_id] if s.parent_id else [])],
+            "children": [
+                SessionLink(n, sections.get(n) if n != name else None, roles.get(n, ""))
+                for n in s.sub_sessions
+            ],
+            "decision_counts": decision_counts_of(s),
+            "tool_calls": s.tool_calls,
+            "root": "",
+            "redaction": redaction,
+            "error_places": error_places,
+            "decision_places": decision_places,
+            "overview": places.overview(s, audit, hrefs),
+            "spawned_at": spawned.get((parent, name)) if parent else None,
+            "ids": prefix,
+        }
+
+    sub_pages = (
+        SessionPage(**page_of(m.name, m.session, ids[m.name]))  # type: ignore[arg-type]
+        for m in included
+        if m.session is not None
+    )
+    missing = [
+        f"Sub-session {m.name} (of {m.parent}): {m.problem or 'does not load'}"
+        for m in members[1:]
+        if m.session is None
+    ]
     parts = renderer.render_single(
         SinglePage(
-            session=session,
-            number=1,
-            pages=[PageLink(number=1, first=1, last=len(session.turns), url="")],
-            turns_html=fragments,
-            lineage=[
-                SessionLink(n, None) for n in ([session.parent_id] if session.parent_id else [])
-            ],
-            children=[SessionLink(n, None) for n in session.sub_sessions],
-            decision_counts=decision_counts_of(session),
-            tool_calls=session.tool_calls,
-            root="",
-            redaction=redaction,
-            error_places=error_places,
-            decision_places=decision_places,
-            overview=places.overview(session, audit, hrefs),
+            **page_of(root, session, ""),  # type: ignore[arg-type]
             inline_css=_inline_css(
                 renderer.theme.asset_text("style.css") + renderer.theme.asset_text("session.css")
             ),
             inline_theme_css=_inline_css(renderer.theme.asset_text("theme.css")),
+            sub_pages=sub_pages,
+            missing=missing,
         )
     )
     buffer: list[str] = []
@@ -77,6 +142,33 @@ def export_html(
             yield encode_display("".join(buffer)).decode("utf-8")
             buffer, size = [], 0
     yield encode_display("".join(buffer)).decode("utf-8")
+
+
+def _calls(session: Session, prefix: str) -> dict[str, str]:
+    """The link to the first delegate call of each sub-session ``session`` spawned."""
+    found: dict[str, str] = {}
+    for anchor, turn in zip(view.turn_anchors(session), session.turns, strict=True):
+        for number, part in enumerate(turn.parts, start=1):
+            if isinstance(part, ToolPart):
+                target = tools.delegate_target(part)
+                if target and target not in found:
+                    found[target] = f"#{prefix}{anchor}.{number}"
+    return found
+
+
+def _lineage(name: str, parents: dict[str, str], root: str) -> list[str]:
+    """The sessions above ``name`` in the tree, from the root down (cycle-safe: the tree
+    holds each session once)."""
+    chain: list[str] = []
+    seen = {name}
+    current = parents.get(name, "")
+    while current and current not in seen:
+        chain.append(current)
+        seen.add(current)
+        if current == root:
+            break
+        current = parents.get(current, "")
+    return list(reversed(chain))
 
 
 def _inline_css(css: str) -> Markup:

@@ -20,9 +20,10 @@ a session's pages         the file's content hash, and                 content o
 (and its comparison       :func:`facts_key` of what its pages show     changed, or an output
 page, ``compare.html``)   of others (parent chain, sub-sessions,       file is missing, or
                           reference targets, previous and next run     the previous run's
-                          of its series); recomputed only when         content changed (the
-                          :func:`graph_key` changed; the previous      comparison page shows
-                          run's content hash                           it)
+                          of its series, the page and anchor of the    content changed (the
+                          delegate call that spawned it); recomputed   comparison page shows
+                          only when :func:`graph_key` changed; the     it)
+                          previous run's content hash
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
                           context boundaries starting at it, the       shows did
@@ -169,9 +170,10 @@ def outputs_key(*parts: Iterable[str]) -> str:
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     """A hash of the archive's shape, everything the facts of any page depend on: names,
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
-    the folder's file names (``#id`` lookups)."""
+    the folder's file names (``#id`` lookups), and where each delegate call is (the pages
+    of the sub-sessions it spawned link to it)."""
     shape = [
-        (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at)
+        (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at, s.spawns)
         for s in sorted(summaries, key=lambda s: s.name)
     ]
     # Pickled without its memo (``fast``): equal values give equal bytes however their
@@ -189,11 +191,12 @@ def facts_key(
     children: object,
     refs: dict[str, str],
     series: tuple[str, str] = ("", ""),
+    spawned_at: str = "",
 ) -> str:
     """The key of what a session's pages show about other sessions (``series``: the
-    previous and next run of its role's series)."""
+    previous and next run of its role's series; ``spawned_at``: the call that spawned it)."""
     return hashlib.sha256(
-        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series))
+        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series, spawned_at))
     ).hexdigest()
 
 

@@ -9,8 +9,13 @@ archive (an incremental build can compute it alone).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
 
 SAFE_NAME_RE = re.compile(r"\A[a-z0-9_][a-z0-9_.-]{0,99}\Z")
 UNSAFE_CHAR_RE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -36,4 +41,104 @@ def session_dir(name: str) -> str:
 
 def session_page(name: str, page: int = 1) -> str:
     """Site-relative path of page ``page`` of a session."""
-    return f"{session_dir(name)}/{'index.html' if page == 1 else f'page-{page}.html'}"
+    return f"{session_dir(name)}/{page_file(page)}"
+
+
+@dataclass(frozen=True, slots=True)
+class PageLimits:
+    """Where a long session is cut into pages (each turn stays whole)."""
+
+    turns: int = 150
+    """At most this many turns a page."""
+    bytes: int = 2_000_000
+    """About this many characters of turns a page at most (by :func:`turn_weight`)."""
+
+
+PART_WEIGHT = 600
+"""What a part adds to a page beside its text (its markup), in :func:`turn_weight`."""
+
+
+def turn_weight(turn: Turn) -> int:
+    """About how many characters ``turn`` makes on a page: its texts, inputs and outputs (an
+    output of more than :data:`~publisher.render.html.EXTERNAL_CHARS` keeps only its
+    preview on the page) and some markup per part. A function of the turn alone, so any
+    page can tell where another session's turns are without rendering it."""
+    from ..render.html import EXTERNAL_CHARS, PREVIEW_CHARS
+
+    weight = PART_WEIGHT
+    for part in turn.parts:
+        weight += PART_WEIGHT
+        if isinstance(part, TextualPart | CommandPart):
+            weight += len(part.text)
+        elif isinstance(part, ToolPart):
+            weight += _json_chars(part.input)
+            if part.output is not None:
+                size = len(part.output)
+                weight += PREVIEW_CHARS if size > EXTERNAL_CHARS else size
+    return weight
+
+
+def _json_chars(value: object) -> int:
+    """Roughly the characters of a JSON value (its strings and a few per item)."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, dict):
+        return sum(len(str(k)) + 4 + _json_chars(v) for k, v in value.items()) + 2
+    if isinstance(value, list):
+        return sum(_json_chars(v) + 1 for v in value) + 2
+    return 6
+
+
+def page_starts(session: Session, limits: PageLimits | None = None) -> tuple[int, ...]:
+    """The one home of "which page holds turn N": the positions (0-based, in file order) of
+    the first turns of pages 2, 3, …; empty for a session on one page. A page holds at most
+    ``limits.turns`` turns and about ``limits.bytes`` of them, each turn whole."""
+    limits = limits or PageLimits()
+    starts: list[int] = []
+    count = size = 0
+    for position, turn in enumerate(session.turns):
+        weight = turn_weight(turn)
+        if count and (count >= limits.turns or size + weight > limits.bytes):
+            starts.append(position)
+            count = size = 0
+        count += 1
+        size += weight
+    return tuple(starts)
+
+
+def page_number(starts: Sequence[int], position: int) -> int:
+    """The page (1-based) holding the turn at ``position``, pages starting at ``starts``."""
+    return bisect.bisect_right(starts, position) + 1
+
+
+def page_file(page: int) -> str:
+    """A session page's file name in its folder."""
+    return "index.html" if page == 1 else f"page-{page}.html"
+
+
+def turn_href(starts: Sequence[int], position: int, anchor: str) -> str:
+    """The link to ``anchor`` in the turn at ``position``, relative to the session's folder
+    (``index.html#turn-3``, ``page-2.html#turn-200.3``)."""
+    return f"{page_file(page_number(starts, position))}#{anchor}"
+
+
+SAFE_ID_RE = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+
+
+def single_file_ids(root: str, subs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Where each sub-session's ids start in a single-file export of ``root``: ``subs`` are
+    (name, session id) in tree order; ``s-<session id>-`` when the id is a plain word not
+    taken yet, else ``s-<hash of the name>-`` (never a prefix the root's ids can have)."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name, ident in subs:
+        if name in out or name == root:
+            continue
+        word = ident if SAFE_ID_RE.match(ident) else ""
+        prefix = f"s-{word}-"
+        if not word or prefix in taken:
+            digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+            prefix = f"s-{digest[:16]}-"
+        taken.add(prefix)
+        out[name] = prefix
+    return out

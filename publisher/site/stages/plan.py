@@ -31,6 +31,9 @@ class RenderJob:
     previous_outputs: dict[str, str]
     """What its last render produced (path → sha256): files with the same bytes are not
     written again."""
+    reuse_fragments: bool = True
+    """False when the build key changed (another theme, other code): the last build's turn
+    fragments were made by other templates and are not read."""
 
 
 @dataclass(slots=True)
@@ -95,7 +98,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             # Cannot render it now: render it once it loads again.
             sources[name] = dataclasses.replace(state, facts_key="")
         else:
-            jobs.append(RenderJob(name, state.outputs if same_key else {}))
+            jobs.append(RenderJob(name, state.outputs if same_key else {}, same_key))
     return Plan(sources, graph, graph_key, jobs)
 
 

@@ -126,7 +126,7 @@ class SessionRenderer:
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
         # file as they are rendered.
-        cache = FragmentFile.open(fragment_file)
+        cache = FragmentFile.open(fragment_file) if job.reuse_fragments else None
         spool = FragmentWriter(fragment_file)
         outputs: dict[str, str] = {}
         written = 0

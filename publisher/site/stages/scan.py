@@ -38,6 +38,7 @@ from ..manifest import Manifest, SourceState
 from ..memory import Freezer, return_large_blocks
 from ..pool import run_jobs
 from ..staleness import stamp_trusted, summary_key
+from ..urls import PageLimits
 
 
 @dataclass(slots=True)
@@ -138,7 +139,8 @@ def _read(
     folder, redactor, tunables = ctx.folder, ctx.options.redactor, ctx.tunables
     progress = ctx.options.progress
     if len(names) > tunables.in_process_scan:
-        jobs = [(folder / name, folder, redactor) for name in names]
+        limits = PageLimits(tunables.page_turns, tunables.page_bytes)
+        jobs = [(folder / name, folder, redactor, limits) for name in names]
         results = run_jobs(_scan_job, jobs, workers=ctx.workers, progress=progress, stage="read")
         return dict(results), {}
     # A few changed files (an append): scanned here, and their prepared sessions kept for
@@ -151,7 +153,9 @@ def _read(
     scanned: dict[str, SourceState] = {}
     kept: dict[str, Prepared] = {}
     for done, name in enumerate(names, start=1):
-        state, prepared = scan_file(folder / name, folder, redactor)
+        state, prepared = scan_file(
+            folder / name, folder, redactor, PageLimits(tunables.page_turns, tunables.page_bytes)
+        )
         scanned[name] = state
         if keep and prepared is not None:
             kept[name] = prepared
@@ -160,16 +164,18 @@ def _read(
     return scanned, kept
 
 
-def _scan_job(path: Path, folder: Path, redactor: Redactor | None) -> tuple[str, SourceState]:
+def _scan_job(
+    path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits
+) -> tuple[str, SourceState]:
     return_large_blocks()  # a pool worker (a forked one has it from the build already)
-    return path.name, scan_file(path, folder, redactor)[0]
+    return path.name, scan_file(path, folder, redactor, limits)[0]
 
 
 def scan_file(
-    path: Path, folder: Path, redactor: Redactor | None
+    path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits | None = None
 ) -> tuple[SourceState, Prepared | None]:
     """Read, hash, prepare and summarise one file; its state, and the prepared session
-    when it loads."""
+    when it loads (``limits``: how its pages are cut)."""
     size, mtime_ns = file_stamp(path)
     try:
         check_inside(path, folder)
@@ -188,7 +194,7 @@ def scan_file(
         return SourceState(read_size, mtime_ns, file_hash, None, exc.reason), None
     del text
     prepared = prepare(session, redactor)
-    summary = Summary.of(prepared.session, prepared.redacted_total)
+    summary = Summary.of(prepared.session, prepared.redacted_total, limits)
     state = SourceState(
         size,
         mtime_ns,
