@@ -25,7 +25,7 @@ from ..write import WriteError, atomic_write
 #: JSON value as produced by :func:`json.loads`.
 JSON = Any
 
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2
 """Bumped when a mapping changes, so that sources imported by an older mapping are
 imported again although their stamps did not change."""
 
@@ -272,6 +272,8 @@ class SessionBuilder:
     """The latest record's timestamp."""
     _before: list[JSON] = field(default_factory=list)
     """Raw records seen before the first turn."""
+    _early: dict[str, list[JSON]] = field(default_factory=dict)
+    """Entries of turn lists (:meth:`attach`) seen before the first turn."""
 
     @property
     def ident(self) -> str:
@@ -319,6 +321,9 @@ class SessionBuilder:
         if self._before:
             turn["raw_records"] = self._before
             self._before = []
+        for key, entries in self._early.items():
+            turn[key] = entries
+        self._early = {}
         self.seen(timestamp)
         return turn
 
@@ -358,6 +363,15 @@ class SessionBuilder:
         else:
             turn.setdefault("raw_records", []).append(entry)
 
+    def attach(self, key: str, entry: JSON) -> None:
+        """Append ``entry`` to the current turn's ``key`` list (an extra field); before the
+        first turn, to the first turn's (or the session's, when no turn ever starts)."""
+        turn = self.current
+        if turn is None:
+            self._early.setdefault(key, []).append(entry)
+        else:
+            turn.setdefault(key, []).append(entry)
+
     def error(self, code: JSON, message: str, timestamp: str, **extra: JSON) -> None:
         """Append an ``errors`` entry; the current turn's status becomes ``error``."""
         entry: dict[str, JSON] = {"code": code, "message": message, "timestamp": timestamp}
@@ -373,6 +387,9 @@ class SessionBuilder:
         if self._before:
             self.extra.setdefault("raw_records", []).extend(self._before)
             self._before = []
+        for key, entries in self._early.items():
+            self.extra.setdefault(key, []).extend(entries)
+        self._early = {}
         origin: dict[str, JSON] = {
             "agent": self.agent,
             "path": self.source_path,
