@@ -527,3 +527,77 @@ def test_tool_use_result_strings_repeating_the_call_are_kept_once(tmp_path: Path
     assert same == {"newString": ["input", "new_string"], "stdout": ["output", 13, len(out)]}
     assert part["input"][same["newString"][1]] == new
     assert part["output"][same["stdout"][1] : same["stdout"][2]] == result["stdout"]
+
+
+def write_claude_session(path: Path, turns: int, output_bytes: int) -> int:
+    """A Claude Code transcript as the agent writes it (a prompt, a Bash call with its hook
+    and bash progress lines, the result, an answer per turn), written line by line; its
+    size in bytes."""
+    sid = path.stem
+    env = {"sessionId": sid, "cwd": "/w", "version": "2.1.39", "isSidechain": False}
+    chunk = ("x" * 79 + "\n") * (output_bytes // 80 + 1)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(turns):
+            ts = f"2026-02-12T16:{i // 3600 % 60:02d}:{i // 60 % 60:02d}.{i % 60:03d}Z"
+            out = f"turn {i}\n" + chunk[:output_bytes]
+            tool = f"toolu_{i}"
+            records: list[dict[str, Any]] = [
+                {**env, "type": "user", "uuid": f"u{i}", "timestamp": ts,
+                 "message": {"role": "user", "content": f"step {i}"}},
+                {**env, "type": "assistant", "uuid": f"a{i}", "timestamp": ts,
+                 "message": {"role": "assistant", "model": "m", "content": [
+                     {"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": "make"}}]}},
+                {**env, "type": "progress", "uuid": f"h{i}", "timestamp": ts, "toolUseID": tool,
+                 "parentToolUseID": tool, "data": {"type": "hook_progress", "hookEvent": "PreToolUse",
+                                                   "hookName": "PreToolUse:Bash", "command": "hook.sh"}},
+                {**env, "type": "progress", "uuid": f"b{i}", "timestamp": ts, "toolUseID": f"bash-{i}",
+                 "parentToolUseID": tool, "data": {"type": "bash_progress", "output": out[-200:],
+                                                   "fullOutput": out[: len(out) // 2], "totalLines": 3}},
+                {**env, "type": "user", "uuid": f"r{i}", "timestamp": ts,
+                 "message": {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": tool, "content": out}]}},
+                {**env, "type": "assistant", "uuid": f"t{i}", "timestamp": ts,
+                 "message": {"role": "assistant", "model": "m", "content": [
+                     {"type": "text", "text": f"done {i}"}]}},
+            ]  # fmt: skip
+            handle.writelines(json.dumps(r) + "\n" for r in records)
+    return path.stat().st_size
+
+
+def import_peak(source: Path, project: Path) -> int:
+    """Bytes of peak resident memory ``polyglav import claude-code SOURCE`` adds to a fresh
+    interpreter (its imports done)."""
+    from tests.test_memory import peak_used
+
+    return peak_used(
+        "import runpy\nimport publisher.cli\nimport publisher.importers.claude_code\n",
+        f"sys.argv = ['polyglav', 'import', 'claude-code', {str(source)!r}, '--project', "
+        f"{str(project)!r}]\n"
+        "try:\n    runpy.run_module('publisher', run_name='__main__')\nexcept SystemExit:\n    pass\n",
+    )
+
+
+@pytest.mark.slow
+def test_import_memory_is_bounded_by_the_largest_session_not_the_archive(
+    tmp_path: Path,
+) -> None:
+    """Sessions are converted and written one at a time: importing a 19 MB session beside
+    60 small ones (another 48 MB) takes about the memory of importing it alone (51 MB both
+    ways when written)."""
+    big = tmp_path / "big"
+    big.mkdir()
+    big_size = write_claude_session(big / "big-session.jsonl", 240, 50_000)
+    everything = tmp_path / "all"
+    shutil.copytree(big, everything)
+    rest = sum(
+        write_claude_session(everything / f"small-{i:03d}.jsonl", 20, 25_000) for i in range(60)
+    )
+    alone = import_peak(big, tmp_path / "p1")
+    together = import_peak(everything, tmp_path / "p2")
+    assert len(list(sessions_dir(tmp_path / "p2").glob("*.json"))) == 61
+    print(
+        f"big {big_size / 1e6:.1f} MB alone: {alone / 1e6:.1f} MB; "
+        f"with {rest / 1e6:.1f} MB more: {together / 1e6:.1f} MB"
+    )
+    assert alone > big_size  # the session is held while converted (this measures something)
+    assert together < alone + 0.15 * rest, (alone, together, rest)
