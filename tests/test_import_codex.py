@@ -1,4 +1,4 @@
-"""``polyglav import codex``: real and synthetic rollouts, lossless and idempotent."""
+"""``polyglav import codex``: real and synthetic rollouts, lossless, idempotent, incremental."""
 
 from __future__ import annotations
 
@@ -155,3 +155,29 @@ def test_an_archive_mixing_all_four_sources_builds(tmp_path: Path) -> None:
     assert agents == {None, "claude-code", "codex", "aider"}
     assert report.sessions == len(loaded(project))
     assert not report.failures
+
+
+def test_grown_rollout_updates_the_same_file(tmp_path: Path) -> None:
+    """A rollout being written: imported half, then whole, it is the same file, as if
+    imported at once; the source is never written."""
+    name = "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
+    full = (REAL / name).read_bytes().splitlines(True)
+    source = tmp_path / "src" / name
+    source.parent.mkdir()
+    source.write_bytes(b"".join(full[:6]))
+    project = tmp_path / "p"
+    assert run_import("codex", source, project=project)[0] == 0
+    before = snapshot(project)
+    source.write_bytes(b"".join(full))
+    code, err = run_import("codex", source, project=project)
+    assert code == 0 and "1 session files written" in err, err
+    after = snapshot(project)
+    assert list(after) == list(before) and after != before
+    (session,) = loaded(project).values()
+    assert [k for k, _ in contents(session)] == ["user", "thinking", "tool", "tool", "tool", "text"]
+    fresh = tmp_path / "q"
+    assert run_import("codex", source, project=fresh)[0] == 0
+    assert snapshot(fresh) == after
+    code, err = run_import("codex", source, project=project)
+    assert code == 0 and "1 skipped (source unchanged)" in err
+    assert source.read_bytes() == b"".join(full)
