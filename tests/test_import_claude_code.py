@@ -601,3 +601,49 @@ def test_import_memory_is_bounded_by_the_largest_session_not_the_archive(
     )
     assert alone > big_size  # the session is held while converted (this measures something)
     assert together < alone + 0.15 * rest, (alone, together, rest)
+
+
+def test_every_text_input_and_output_of_the_real_samples_is_imported_as_written(
+    tmp_path: Path,
+) -> None:
+    """Each prompt, answer, thinking, tool input and tool output of the real transcripts
+    (main sessions and sub-agents) is a part's text, input or output, byte for byte."""
+    project = tmp_path / "p"
+    assert run_import("claude-code", REAL, project=project)[0] == 0
+    texts: set[str] = set()
+    inputs: list[Any] = []
+    outputs: set[str] = set()
+    for session in loaded(project).values():
+        for turn in session.turns:
+            for p in turn.parts:
+                if isinstance(p, ToolPart):
+                    inputs.append(p.input)
+                    outputs.add(p.output or "")
+                elif isinstance(p, CommandPart):
+                    texts.update(filter(None, (p.text, p.summary)))
+                elif isinstance(p, TextualPart):
+                    texts.add(p.text)
+                    texts.add(p.text.removeprefix("<local-command-stdout>"))
+    checked = 0
+    for path in sorted(REAL.rglob("*.jsonl")):
+        for text in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(text)
+            message = record.get("message")
+            if record.get("type") not in ("user", "assistant") or not isinstance(message, dict):
+                continue
+            content = message["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for block in blocks:
+                kind = block.get("type")
+                if kind == "text" and "<command-name>" not in block["text"]:
+                    assert block["text"] in texts, block["text"][:80]
+                elif kind == "thinking":
+                    assert block["thinking"] in texts
+                elif kind == "tool_use":
+                    assert block["input"] in inputs, block["name"]
+                elif kind == "tool_result" and isinstance(block["content"], str):
+                    assert block["content"] in outputs, block["content"][:80]
+                else:
+                    continue
+                checked += 1
+    assert checked >= 25, checked
