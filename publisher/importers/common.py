@@ -160,13 +160,15 @@ class Line:
     """The line's text when it did not parse (kept raw), else empty."""
 
 
-def _loads(text: str) -> JSON:
-    def parse_int(digits: str) -> int | float:
-        if len(digits) > MAX_INT_DIGITS:
-            return float(digits)
-        return int(digits)
+def _parse_int(digits: str) -> int | float:
+    if len(digits) > MAX_INT_DIGITS:
+        return float(digits)
+    return int(digits)
 
-    return json.loads(text, parse_int=parse_int)
+
+def _decoder() -> json.JSONDecoder:
+    """A decoder for one file's lines (integers too long for ``int`` read as floats)."""
+    return json.JSONDecoder(parse_int=_parse_int)
 
 
 def iter_jsonl(path: Path, problems: list[Problem]) -> Iterator[Line]:
@@ -183,6 +185,7 @@ def iter_jsonl(path: Path, problems: list[Problem]) -> Iterator[Line]:
     except OSError as exc:
         problems.append(Problem(where, 0, f"cannot read: {exc.strerror or exc}"))
         return
+    decoder = _decoder()
     with handle:
         number = 0
         while True:
@@ -213,7 +216,7 @@ def iter_jsonl(path: Path, problems: list[Problem]) -> Iterator[Line]:
             if not text.strip():
                 continue
             try:
-                value = _loads(text)
+                value = decoder.decode(text)
             except (ValueError, RecursionError) as exc:
                 if not complete:
                     problems.append(
@@ -419,14 +422,30 @@ class SessionBuilder:
 # --- writing ---------------------------------------------------------------------------
 
 
-def dump(doc: JSON) -> bytes:
-    """Deterministic JSON bytes of a session (UTF-8, two-space indent, trailing newline).
-    Lone surrogates (legal in JSON, not in UTF-8) are written as ``\\udXXX`` escapes."""
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+def dump(doc: dict[str, JSON]) -> bytes:
+    """Deterministic JSON bytes of a session (UTF-8, trailing newline): one top-level field
+    a line, and each turn, error and permission on a line of its own, written compactly.
+    (An indented dump goes through the json module's pure-Python encoder: it was two thirds
+    of an import's time, and indentation a fifth of the file.) Lone surrogates (legal in
+    JSON, not in UTF-8) are written as ``\\udXXX`` escapes."""
     try:
-        return text.encode("utf-8")
+        return _layout(doc, ascii_only=False).encode("utf-8")
     except UnicodeEncodeError:
-        return (json.dumps(doc, ensure_ascii=True, indent=2) + "\n").encode("ascii")
+        return _layout(doc, ascii_only=True).encode("ascii")
+
+
+def _layout(doc: dict[str, JSON], ascii_only: bool) -> str:
+    def compact(value: JSON) -> str:
+        return json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
+
+    fields = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value:
+            body = "[\n" + ",\n".join(f"    {compact(v)}" for v in value) + "\n  ]"
+        else:
+            body = compact(value)
+        fields.append(f"  {compact(key)}: {body}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
 
 
 def origin_of(path: Path) -> dict[str, JSON] | None:
