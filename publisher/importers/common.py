@@ -428,24 +428,46 @@ def dump(doc: dict[str, JSON]) -> bytes:
     (An indented dump goes through the json module's pure-Python encoder: it was two thirds
     of an import's time, and indentation a fifth of the file.) Lone surrogates (legal in
     JSON, not in UTF-8) are written as ``\\udXXX`` escapes."""
+    return b"".join(dump_chunks(doc))
+
+
+def dump_chunks(doc: dict[str, JSON]) -> list[bytes]:
+    """:func:`dump`'s bytes as a list of pieces (a line each), so a large session is never
+    held twice over as one text and its bytes."""
     try:
-        return _layout(doc, ascii_only=False).encode("utf-8")
+        return list(_layout(doc, "utf-8", ascii_only=False))
     except UnicodeEncodeError:
-        return _layout(doc, ascii_only=True).encode("ascii")
+        return list(_layout(doc, "ascii", ascii_only=True))
 
 
-def _layout(doc: dict[str, JSON], ascii_only: bool) -> str:
+def _layout(doc: dict[str, JSON], encoding: str, ascii_only: bool) -> Iterator[bytes]:
     def compact(value: JSON) -> str:
         return json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
 
-    fields = []
-    for key, value in doc.items():
+    yield b"{\n"
+    last = len(doc) - 1
+    for number, (key, value) in enumerate(doc.items()):
+        end = ",\n" if number < last else "\n"
         if isinstance(value, list) and value:
-            body = "[\n" + ",\n".join(f"    {compact(v)}" for v in value) + "\n  ]"
+            yield f"  {compact(key)}: [\n".encode(encoding)
+            final = len(value) - 1
+            for index, item in enumerate(value):
+                yield f"    {compact(item)}{',' if index < final else ''}\n".encode(encoding)
+            yield f"  ]{end}".encode(encoding)
         else:
-            body = compact(value)
-        fields.append(f"  {compact(key)}: {body}")
-    return "{\n" + ",\n".join(fields) + "\n}\n"
+            yield f"  {compact(key)}: {compact(value)}{end}".encode(encoding)
+    yield b"}\n"
+
+
+def _holds(path: Path, chunks: list[bytes]) -> bool:
+    """Whether the file ``path`` holds exactly the bytes of ``chunks`` (read piecewise)."""
+    try:
+        if path.is_symlink() or path.stat().st_size != sum(map(len, chunks)):
+            return False
+        with open(path, "rb") as handle:
+            return all(handle.read(len(chunk)) == chunk for chunk in chunks)
+    except OSError:
+        return False
 
 
 def origin_of(path: Path) -> dict[str, JSON] | None:
@@ -465,12 +487,9 @@ def write_session(folder: Path, doc: dict[str, JSON]) -> bool:
     bytes; True when written. Refuses (``WriteError``) to replace a file that was not
     imported from the same source (a native session, or an id collision)."""
     path = folder / f"{doc['session_name']}.json"
-    data = dump(doc)
-    try:
-        if not path.is_symlink() and path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
+    chunks = dump_chunks(doc)
+    if _holds(path, chunks):
+        return False
     if path.exists() or path.is_symlink():
         mine = doc["imported_from"]
         theirs = origin_of(path)
@@ -482,7 +501,7 @@ def write_session(folder: Path, doc: dict[str, JSON]) -> bool:
                 f"{path}: exists and was not imported from {mine['agent']} session "
                 f"{mine['session_id']!r}; left unchanged"
             )
-    atomic_write(path, [data])
+    atomic_write(path, chunks)
     return True
 
 
