@@ -565,15 +565,16 @@ def write_claude_session(path: Path, turns: int, output_bytes: int) -> int:
 
 
 def import_peak(source: Path, project: Path) -> int:
-    """Bytes of peak resident memory ``polyglav import claude-code SOURCE`` adds to a fresh
-    interpreter (its imports done)."""
+    """Bytes of peak resident memory importing the Claude Code sessions under ``source``
+    adds to a fresh interpreter (its imports done), in that one process (``workers=1``: a
+    pool's workers each convert one session at a time the same way)."""
     from tests.test_memory import peak_used
 
     return peak_used(
-        "import runpy\nimport publisher.cli\nimport publisher.importers.claude_code\n",
-        f"sys.argv = ['polyglav', 'import', 'claude-code', {str(source)!r}, '--project', "
-        f"{str(project)!r}]\n"
-        "try:\n    runpy.run_module('publisher', run_name='__main__')\nexcept SystemExit:\n    pass\n",
+        "from pathlib import Path\nfrom publisher.importers import import_sources\n"
+        "import publisher.importers.claude_code\n",
+        f"import_sources('claude-code', [Path({str(source)!r})], "
+        f"Path({str(project)!r}) / '.polyglav' / 'sessions', workers=1)\n",
     )
 
 
@@ -582,7 +583,7 @@ def test_import_memory_is_bounded_by_the_largest_session_not_the_archive(
     tmp_path: Path,
 ) -> None:
     """Sessions are converted and written one at a time: importing a 19 MB session beside
-    60 small ones (another 48 MB) takes about the memory of importing it alone (37 MB both
+    60 small ones (another 48 MB) takes about the memory of importing it alone (39 MB both
     ways when written; 51 MB when the file was dumped whole)."""
     big = tmp_path / "big"
     big.mkdir()
