@@ -877,6 +877,18 @@ def shape_ratios(large: dict[str, Any]) -> list[Ratio]:
         "the Claude Code archive the peers read, through polyglav import (import not counted)",
     )
     add(
+        "faster peer / (import + build of it) (search off)",
+        _div(
+            fastest,
+            (_get(large, "via_import", "import", "wall") or 0)
+            + (_get(large, "via_import", "build_nosearch", "wall") or 0)
+            or None,
+        ),
+        ">=",
+        5,
+        "what a Claude Code user runs: polyglav import, then polyglav site build",
+    )
+    add(
         "import throughput / full build throughput (MB/s)",
         _div(
             _get(large, "via_import", "import", "mb_per_s"),
@@ -1057,6 +1069,24 @@ STEP_LABELS = [
 ]
 
 
+def via_import_rows(v: dict[str, Any]) -> list[str]:
+    """The table's rows for the peers' input through ``polyglav import`` (issue 14)."""
+    if not v:
+        return []
+    imp = v.get("import") or {}
+    if v.get("status") != "ok":
+        return [f"{'polyglav import of the peers input':<48} {v.get('status')}"]
+    build = v["build_nosearch"]
+    return [
+        f"{'polyglav import of the peers input':<48} {'':>8} {_fmt(imp['wall']):>8} {'':>8} {'':>6} "
+        f"{'':>8} {_fmt(imp['max_rss_mb'], 0):>8}  {v['source_bytes'] / MB:.0f} MB in "
+        f"({_fmt(imp.get('mb_per_s'), 1)} MB/s), {v['imported_bytes'] / MB:.0f} MB of sessions out",
+        f"{'full build of it (search off)':<48} {'':>8} {_fmt(build['wall']):>8} {'':>8} {'':>6} "
+        f"{'':>8} {_fmt(build['max_rss_mb'], 0):>8}  "
+        f"{_fmt(_div(v['imported_bytes'] / MB, build['wall']), 1)} MB/s of sessions",
+    ]
+
+
 def table(results: dict[str, Any]) -> str:
     lines: list[str] = []
     m = results["machine"]
@@ -1127,6 +1157,7 @@ def table(results: dict[str, Any]) -> str:
                 )
             else:
                 lines.append(f"{name:<48} {p.get('status')}  {p.get('error', '')[-300:]}")
+        lines.extend(via_import_rows(size.get("via_import") or {}))
     if results.get("ratios"):
         lines.append("")
         lines.append(

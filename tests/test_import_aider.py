@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from publisher.importers.aider import block_text
 from publisher.model import ToolPart
-from tests.import_helpers import FIXTURES, assert_renders, contents, loaded, run_import, snapshot
+from tests.helpers import build
+from tests.import_helpers import (
+    FIXTURES,
+    assert_renders,
+    contents,
+    loaded,
+    run_import,
+    sessions_dir,
+    snapshot,
+)
 
 pytestmark = pytest.mark.site
 
@@ -95,4 +107,111 @@ def test_every_prompt_answer_and_output_survives(
     (session,) = loaded(folder / "p").values()
     got = [(k, v) for k, v in contents(session) if k != "tool"]
     assert got == [("user", prompt), ("text", answer), ("system", output)]
+    shutil.rmtree(folder)
+
+
+def _answers(doc: dict[str, Any]) -> list[str]:
+    """Each answer of a session file put back together: its text parts and its edit blocks
+    (``block_text``) in order, a prompt, command or output part ending one."""
+    answers: list[str] = []
+    current: list[str] | None = None
+    for turn in doc["turns"]:
+        for part in turn["parts"]:
+            if part["type"] == "text":
+                current = current if current is not None else []
+                current.append(part["text"])
+            elif part["type"] == "tool" and "aider_edit_block" in part:
+                current = current if current is not None else []
+                current.append(block_text(part))
+            elif current is not None:
+                answers.append("".join(current))
+                current = None
+    if current is not None:
+        answers.append("".join(current))
+    return answers
+
+
+def test_the_real_answer_is_kept_byte_for_byte_and_its_edit_shown_once(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    assert run_import("aider", REAL, project=project)[0] == 0
+    history = (REAL / ".aider.chat.history.md").read_text(encoding="utf-8").split("\n")
+    path = max(sessions_dir(project).glob("*.json"))
+    doc = json.loads(path.read_bytes())
+    assert _answers(doc) == ["\n".join(history[21:114])]  # lines 22-114 of the history
+    kinds = [p["type"] for t in doc["turns"] for p in t["parts"]]
+    assert kinds[:6] == ["system", "user", "text", "tool", "text", "system"]
+    # the page: the block once, as a diff; the answer's prose around it
+    report = build(sessions_dir(project), tmp_path / "site")
+    assert not report.failures
+    page = (tmp_path / "site" / "sessions" / path.stem / "index.html").read_text()
+    assert "SEARCH" not in page and "REPLACE" not in page
+    assert page.count('<pre class="diff"') == 1
+    assert page.count('<span class="d-add">+        spinner = Spinner("Installing...")') == 1
+    assert page.count("This change replaces the custom spinner") == 1
+    body = page.split('<pre class="diff"')[1]
+    assert 'class="d-del">-        spinner = itertools.cycle(' in body
+
+
+blank = st.sampled_from(["", "\n", "\n\n", "\n \n"])
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before=block,
+    after=block,
+    between=blank,
+    search=st.lists(lines, max_size=3),
+    replace=st.lists(lines, max_size=3),
+    fence=st.sampled_from([None, "```", "```python"]),
+)
+@example(before="", after="", between="", search=[], replace=[], fence=None)
+def test_answers_with_edit_blocks_survive_byte_for_byte(
+    tmp_path: Path,
+    before: str,
+    after: str,
+    between: str,
+    search: list[str],
+    replace: list[str],
+    fence: str | None,
+) -> None:
+    def ok(text: str) -> str:
+        return "\n".join(
+            "w" + ln
+            if ln.startswith(("#", ">", "<<<<<<<", "=======", ">>>>>>>", "```")) or not ln.strip()
+            else ln
+            for ln in text.split("\n")
+        )
+
+    edit = "".join(
+        [
+            "src/a.py\n",
+            f"{fence}\n" if fence else "",
+            "<<<<<<< SEARCH\n",
+            "".join(ok(ln) + "\n" for ln in search),
+            "=======\n",
+            "".join(ok(ln) + "\n" for ln in replace),
+            ">>>>>>> REPLACE",
+            "\n```" if fence else "",
+        ]
+    )
+    answer = f"{ok(before).strip()}\n\n{edit}\n{between}{edit}\n\n{ok(after).strip()}".strip()
+    text = f"\n# aider chat started at 2024-08-05 19:33:02\n\n#### go  \n\n{answer}\n\n> Applied edit to src/a.py  \n"
+    folder = (
+        tmp_path / f"h{abs(hash((before, after, between, tuple(search), tuple(replace), fence)))}"
+    )
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(text, encoding="utf-8", newline="")
+    assert run_import("aider", folder, project=folder / "p")[0] == 0
+    (path,) = sessions_dir(folder / "p").glob("*.json")
+    doc = json.loads(path.read_bytes())
+    assert _answers(doc) == [answer]
+    edits = [p for t in doc["turns"] for p in t["parts"] if p["type"] == "tool"]
+    assert [(p["input"]["search"], p["input"]["replace"]) for p in edits] == [
+        ("".join(ok(ln) + "\n" for ln in search), "".join(ok(ln) + "\n" for ln in replace))
+    ] * 2
+    assert all(
+        "<<<<<<<" not in p["text"] for t in doc["turns"] for p in t["parts"] if p["type"] == "text"
+    )
     shutil.rmtree(folder)

@@ -340,3 +340,312 @@ def test_cli_in_a_subprocess_runs_this_worktree(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 2
+
+
+def _progress_entries(session: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """(entry, the tool part it is on, or None) of every progress entry of a session file."""
+    found: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    found += [(e, None) for e in session.get("claude_code_progress", [])]
+    for turn in session["turns"]:
+        found += [(e, None) for e in turn.get("claude_code_progress", [])]
+        for part in turn["parts"]:
+            found += [(e, part) for e in part.get("claude_code_progress", [])]
+    return found
+
+
+def _restored(entry: dict[str, Any], part: dict[str, Any] | None) -> dict[str, Any]:
+    """An entry's ``data`` with the fields left out as duplicates put back (``message``
+    stays out: it is checked against the sub-session)."""
+    data = dict(entry["data"])
+    same = entry.get("same_as", {})
+    where = same.get("fullOutput")
+    if where is not None:
+        assert part is not None
+        if where[0] == "output":
+            data["fullOutput"] = part["output"][where[1] : where[2]]
+        else:
+            assert where[0] == "progress"
+            later = part["claude_code_progress"][where[1]]["data"]["fullOutput"]
+            data["fullOutput"] = later[where[2] : where[3]]
+    if "output" in same:
+        assert same["output"][0] == "fullOutput"
+        data["output"] = data["fullOutput"][same["output"][1] : same["output"][2]]
+    if "prompt" in same:
+        assert part is not None and same["prompt"] == ["input", "prompt"]
+        data["prompt"] = part["input"]["prompt"]
+    return data
+
+
+def test_progress_lines_are_mapped_compactly_and_nothing_is_lost(tmp_path: Path) -> None:
+    """Hook, bash and agent progress lines of the real samples are entries on the tool part
+    they report on; what they repeat is left out and found again where ``same_as`` says
+    (the command output in the part's output or a later snapshot, the sub-agent's message
+    in its sub-session); every other field is as in the source."""
+    project = tmp_path / "p"
+    assert run_import("claude-code", REAL, project=project)[0] == 0
+    docs = [json.loads(p.read_bytes()) for p in sessions_dir(project).glob("*.json")]
+    by_source: dict[tuple[str, int], tuple[dict[str, Any], dict[str, Any] | None]] = {}
+    sub_texts: dict[str, list[str]] = {}
+    for doc in docs:
+        for entry, part in _progress_entries(doc):
+            by_source[(doc["imported_from"]["path"], entry["line"])] = (entry, part)
+        for turn in doc["turns"]:
+            for p in turn["parts"]:
+                uuid = p.get("claude_code", {}).get("uuid")
+                if uuid is not None:
+                    sub_texts.setdefault(uuid, []).append(p.get("text"))
+        raw = [r["record"] for t in doc["turns"] for r in t.get("raw_records", [])]
+        assert not [r for r in raw if isinstance(r, dict) and r.get("type") == "progress"]
+    seen: dict[str, int] = {}
+    left_out: set[str] = set()
+    for path in sorted(REAL.rglob("*.jsonl")):
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            record = json.loads(text)
+            if record.get("type") != "progress":
+                continue
+            entry, part = by_source[(str(path.absolute()), number)]
+            data = record["data"]
+            kind = data["type"]
+            seen[kind] = seen.get(kind, 0) + 1
+            left_out.update(entry.get("same_as", {}))
+            assert entry["uuid"] == record["uuid"] and entry.get("parentUuid") == record.get(
+                "parentUuid"
+            )
+            if part is not None:
+                assert part["block"]["id"] == record["parentToolUseID"]
+            else:
+                assert entry["parentToolUseID"] == record["parentToolUseID"]
+            restored = _restored(entry, part)
+            message = data.get("message")
+            if "message" in entry.get("same_as", {}):
+                assert entry["same_as"]["message"] == ["sub_session", message["uuid"]]
+                texts = [b["text"] for b in message["message"]["content"] if "text" in b]
+                assert texts and all(t in sub_texts[message["uuid"]] for t in texts)
+                restored["message"] = message
+            assert restored == data, (path.name, number)
+    assert seen == {"hook_progress": 17, "bash_progress": 5, "agent_progress": 1}
+    # the one copy of a sub-agent line here is not exact (a string became a text block): kept
+    assert left_out == {"output", "fullOutput", "prompt"}
+    # the Bash call whose output grew: earlier snapshots point into the last one
+    bash = [
+        (e, p)
+        for doc in docs
+        for e, p in _progress_entries(doc)
+        if e["data"]["type"] == "bash_progress"
+    ]
+    assert [e.get("same_as", {}).get("fullOutput", ["kept"])[0] for e, _ in bash] == [
+        "progress",
+        "progress",
+        "kept",
+        "output",
+        "output",
+    ]
+
+
+def test_a_sub_agent_message_copied_by_progress_is_kept_once(tmp_path: Path) -> None:
+    sub_line = line(
+        "assistant", [{"type": "text", "text": "found it"}], "s2", isSidechain=True, agentId="a1"
+    )
+    progress = {
+        "type": "progress",
+        "sessionId": "s1",
+        "data": {
+            "type": "agent_progress",
+            "message": {k: sub_line[k] for k in ("type", "message", "uuid", "timestamp")},
+            "normalizedMessages": [],
+            "prompt": "explore",
+            "agentId": "a1",
+        },
+        "toolUseID": "agent_msg_1",
+        "parentToolUseID": "t1",
+        "uuid": "p1",
+        "timestamp": TS,
+    }
+    main = [
+        line("user", "do it", "u1"),
+        line(
+            "assistant",
+            [{"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "explore"}}],
+            "a1",
+        ),
+        progress,
+        line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}], "u2"),
+    ]
+    write_jsonl(tmp_path / "src" / "m.jsonl", main)
+    write_jsonl(
+        tmp_path / "src" / "m" / "subagents" / "agent-a1.jsonl",
+        [line("user", "explore", "s1", isSidechain=True, agentId="a1"), sub_line],
+    )
+    assert run_import("claude-code", tmp_path / "src", project=tmp_path / "p")[0] == 0
+    docs = {
+        d["parent_id"]: d
+        for d in map(json.loads, map(Path.read_bytes, sessions_dir(tmp_path / "p").glob("*.json")))
+    }
+    task = docs[""]["turns"][0]["parts"][1]
+    (entry,) = task["claude_code_progress"]
+    assert entry["same_as"] == {"prompt": ["input", "prompt"], "message": ["sub_session", "s2"]}
+    assert entry["data"] == {"type": "agent_progress", "normalizedMessages": [], "agentId": "a1"}
+    (sub,) = (d for k, d in docs.items() if k)
+    (answer,) = (p for t in sub["turns"] for p in t["parts"] if p["type"] == "text")
+    assert answer["text"] == "found it" and answer["claude_code"]["uuid"] == "s2"
+    assert sub["session_name"] == task["sub_session"]
+
+
+def test_tool_use_result_strings_repeating_the_call_are_kept_once(tmp_path: Path) -> None:
+    new = "new line\n" * 10
+    out = "Updated x.py\n" + "stdout " * 20
+    result = {"filePath": "/w/x.py", "newString": new, "stdout": out[13:], "originalFile": "o" * 99}
+    records = [
+        line("user", "edit", "u1"),
+        line(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Edit",
+                    "input": {"file_path": "/w/x.py", "new_string": new, "old_string": "a"},
+                }
+            ],
+            "a1",
+        ),
+        line(
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t1", "content": out}],
+            "u2",
+            toolUseResult=result,
+        ),
+    ]
+    write_jsonl(tmp_path / "src" / "e.jsonl", records)
+    assert run_import("claude-code", tmp_path / "src", project=tmp_path / "p")[0] == 0
+    (path,) = sessions_dir(tmp_path / "p").glob("*.json")
+    part = json.loads(path.read_bytes())["turns"][0]["parts"][1]
+    extra = part["claude_code_result"]
+    # short strings stay (a note would be longer); long duplicates are named
+    assert extra["toolUseResult"] == {"filePath": "/w/x.py", "originalFile": "o" * 99}
+    same = extra["toolUseResult_same_as"]
+    assert same == {"newString": ["input", "new_string"], "stdout": ["output", 13, len(out)]}
+    assert part["input"][same["newString"][1]] == new
+    assert part["output"][same["stdout"][1] : same["stdout"][2]] == result["stdout"]
+
+
+def write_claude_session(path: Path, turns: int, output_bytes: int) -> int:
+    """A Claude Code transcript as the agent writes it (a prompt, a Bash call with its hook
+    and bash progress lines, the result, an answer per turn), written line by line; its
+    size in bytes."""
+    sid = path.stem
+    env = {"sessionId": sid, "cwd": "/w", "version": "2.1.39", "isSidechain": False}
+    chunk = ("x" * 79 + "\n") * (output_bytes // 80 + 1)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(turns):
+            ts = f"2026-02-12T16:{i // 3600 % 60:02d}:{i // 60 % 60:02d}.{i % 60:03d}Z"
+            out = f"turn {i}\n" + chunk[:output_bytes]
+            tool = f"toolu_{i}"
+            records: list[dict[str, Any]] = [
+                {**env, "type": "user", "uuid": f"u{i}", "timestamp": ts,
+                 "message": {"role": "user", "content": f"step {i}"}},
+                {**env, "type": "assistant", "uuid": f"a{i}", "timestamp": ts,
+                 "message": {"role": "assistant", "model": "m", "content": [
+                     {"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": "make"}}]}},
+                {**env, "type": "progress", "uuid": f"h{i}", "timestamp": ts, "toolUseID": tool,
+                 "parentToolUseID": tool, "data": {"type": "hook_progress", "hookEvent": "PreToolUse",
+                                                   "hookName": "PreToolUse:Bash", "command": "hook.sh"}},
+                {**env, "type": "progress", "uuid": f"b{i}", "timestamp": ts, "toolUseID": f"bash-{i}",
+                 "parentToolUseID": tool, "data": {"type": "bash_progress", "output": out[-200:],
+                                                   "fullOutput": out[: len(out) // 2], "totalLines": 3}},
+                {**env, "type": "user", "uuid": f"r{i}", "timestamp": ts,
+                 "message": {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": tool, "content": out}]}},
+                {**env, "type": "assistant", "uuid": f"t{i}", "timestamp": ts,
+                 "message": {"role": "assistant", "model": "m", "content": [
+                     {"type": "text", "text": f"done {i}"}]}},
+            ]  # fmt: skip
+            handle.writelines(json.dumps(r) + "\n" for r in records)
+    return path.stat().st_size
+
+
+def import_peak(source: Path, project: Path) -> int:
+    """Bytes of peak resident memory importing the Claude Code sessions under ``source``
+    adds to a fresh interpreter (its imports done), in that one process (``workers=1``: a
+    pool's workers each convert one session at a time the same way)."""
+    from tests.test_memory import peak_used
+
+    return peak_used(
+        "from pathlib import Path\nfrom publisher.importers import import_sources\n"
+        "import publisher.importers.claude_code\n",
+        f"import_sources('claude-code', [Path({str(source)!r})], "
+        f"Path({str(project)!r}) / '.polyglav' / 'sessions', workers=1)\n",
+    )
+
+
+@pytest.mark.slow
+def test_import_memory_is_bounded_by_the_largest_session_not_the_archive(
+    tmp_path: Path,
+) -> None:
+    """Sessions are converted and written one at a time: importing a 19 MB session beside
+    60 small ones (another 48 MB) takes about the memory of importing it alone (39 MB both
+    ways when written; 51 MB when the file was dumped whole)."""
+    big = tmp_path / "big"
+    big.mkdir()
+    big_size = write_claude_session(big / "big-session.jsonl", 240, 50_000)
+    everything = tmp_path / "all"
+    shutil.copytree(big, everything)
+    rest = sum(
+        write_claude_session(everything / f"small-{i:03d}.jsonl", 20, 25_000) for i in range(60)
+    )
+    alone = import_peak(big, tmp_path / "p1")
+    together = import_peak(everything, tmp_path / "p2")
+    assert len(list(sessions_dir(tmp_path / "p2").glob("*.json"))) == 61
+    print(
+        f"big {big_size / 1e6:.1f} MB alone: {alone / 1e6:.1f} MB; "
+        f"with {rest / 1e6:.1f} MB more: {together / 1e6:.1f} MB"
+    )
+    assert alone > big_size  # the session is held while converted (this measures something)
+    assert alone < 3 * big_size  # and written piecewise, not held twice more as text and bytes
+    assert together < alone + 0.15 * rest, (alone, together, rest)
+
+
+def test_every_text_input_and_output_of_the_real_samples_is_imported_as_written(
+    tmp_path: Path,
+) -> None:
+    """Each prompt, answer, thinking, tool input and tool output of the real transcripts
+    (main sessions and sub-agents) is a part's text, input or output, byte for byte."""
+    project = tmp_path / "p"
+    assert run_import("claude-code", REAL, project=project)[0] == 0
+    texts: set[str] = set()
+    inputs: list[Any] = []
+    outputs: set[str] = set()
+    for session in loaded(project).values():
+        for turn in session.turns:
+            for p in turn.parts:
+                if isinstance(p, ToolPart):
+                    inputs.append(p.input)
+                    outputs.add(p.output or "")
+                elif isinstance(p, CommandPart):
+                    texts.update(filter(None, (p.text, p.summary)))
+                elif isinstance(p, TextualPart):
+                    texts.add(p.text)
+                    texts.add(p.text.removeprefix("<local-command-stdout>"))
+    checked = 0
+    for path in sorted(REAL.rglob("*.jsonl")):
+        for text in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(text)
+            message = record.get("message")
+            if record.get("type") not in ("user", "assistant") or not isinstance(message, dict):
+                continue
+            content = message["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for block in blocks:
+                kind = block.get("type")
+                if kind == "text" and "<command-name>" not in block["text"]:
+                    assert block["text"] in texts, block["text"][:80]
+                elif kind == "thinking":
+                    assert block["thinking"] in texts
+                elif kind == "tool_use":
+                    assert block["input"] in inputs, block["name"]
+                elif kind == "tool_result" and isinstance(block["content"], str):
+                    assert block["content"] in outputs, block["content"][:80]
+                else:
+                    continue
+                checked += 1
+    assert checked >= 25, checked

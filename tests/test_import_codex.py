@@ -1,10 +1,11 @@
-"""``polyglav import codex``: real and synthetic rollouts, lossless and idempotent."""
+"""``polyglav import codex``: real and synthetic rollouts, lossless, idempotent, incremental."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -155,3 +156,76 @@ def test_an_archive_mixing_all_four_sources_builds(tmp_path: Path) -> None:
     assert agents == {None, "claude-code", "codex", "aider"}
     assert report.sessions == len(loaded(project))
     assert not report.failures
+
+
+def test_grown_rollout_updates_the_same_file(tmp_path: Path) -> None:
+    """A rollout being written: imported half, then whole, it is the same file, as if
+    imported at once; the source is never written."""
+    name = "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
+    full = (REAL / name).read_bytes().splitlines(True)
+    source = tmp_path / "src" / name
+    source.parent.mkdir()
+    source.write_bytes(b"".join(full[:6]))
+    project = tmp_path / "p"
+    assert run_import("codex", source, project=project)[0] == 0
+    before = snapshot(project)
+    source.write_bytes(b"".join(full))
+    code, err = run_import("codex", source, project=project)
+    assert code == 0 and "1 session files written" in err, err
+    after = snapshot(project)
+    assert list(after) == list(before) and after != before
+    (session,) = loaded(project).values()
+    assert [k for k, _ in contents(session)] == ["user", "thinking", "tool", "tool", "tool", "text"]
+    fresh = tmp_path / "q"
+    assert run_import("codex", source, project=fresh)[0] == 0
+    assert snapshot(fresh) == after
+    code, err = run_import("codex", source, project=project)
+    assert code == 0 and "1 skipped (source unchanged)" in err
+    assert source.read_bytes() == b"".join(full)
+
+
+def test_every_message_call_and_output_of_the_real_samples_is_imported_as_written(
+    tmp_path: Path,
+) -> None:
+    """Each message text, reasoning summary, call input and call output of the rollouts is a
+    part's text, input or output, byte for byte."""
+    project = tmp_path / "p"
+    assert run_import("codex", REAL, project=project)[0] == 0
+    texts: set[str] = set()
+    inputs: list[Any] = []
+    outputs: set[str] = set()
+    for session in loaded(project).values():
+        for kind, value in contents(session):
+            if kind == "tool":
+                inputs.append(value[1])
+                outputs.add(value[2])
+            else:
+                texts.add(value)
+    checked = 0
+    for path in sorted(REAL.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            payload = item.get("payload") or {}
+            if item.get("type") != "response_item":
+                continue
+            kind = payload.get("type")
+            if kind == "message":
+                for block in payload["content"]:
+                    assert block["text"] in texts, block["text"][:80]
+                    checked += 1
+            elif kind == "reasoning":
+                for block in payload.get("summary", []):
+                    assert block["text"] in texts
+                    checked += 1
+            elif kind == "function_call":
+                assert json.loads(payload["arguments"]) in inputs
+                checked += 1
+            elif kind == "custom_tool_call":
+                assert payload["input"] in inputs  # apply_patch: the patch text as input
+                checked += 1
+            elif kind in ("function_call_output", "custom_tool_call_output"):
+                out = payload["output"]
+                text = out if isinstance(out, str) else "".join(b["text"] for b in out)
+                assert text in outputs, text[:80]
+                checked += 1
+    assert checked >= 10, checked

@@ -144,15 +144,51 @@ def _unchanged(state: SourceState | None, stamps: list[Stamp], folder: Path) -> 
     return False
 
 
+@dataclass(slots=True)
+class _Converted:
+    """What converting and writing one source session did (sent back from a worker)."""
+
+    names: list[str] = field(default_factory=list)
+    """The session names produced, in order."""
+    written: list[str] = field(default_factory=list)
+    """Those written (new or changed)."""
+    unchanged: int = 0
+    """Those that already held the same bytes."""
+    counts: Counts = field(default_factory=Counts)
+    """Records mapped and kept raw."""
+    problems: list[Problem] = field(default_factory=list)
+    """What could not be imported as it is."""
+
+
+def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
+    """Convert one source session and write its session files (in a worker or in-process:
+    one session is held at a time)."""
+    done = _Converted()
+    result = format_module(agent).convert(unit, done.problems)
+    for doc in result.documents:
+        done.names.append(str(doc["session_name"]))
+        try:
+            if write_session(sessions_dir, doc):
+                done.written.append(done.names[-1])
+            else:
+                done.unchanged += 1
+        except WriteError as exc:
+            done.problems.append(Problem(str(unit.key), 0, str(exc)))
+    done.counts = result.counts
+    return done
+
+
 def import_sources(
     agent: str,
     sources: Sequence[Path],
     sessions_dir: Path,
     on_problem: Callable[[Problem], None] | None = None,
+    workers: int | None = None,
 ) -> ImportReport:
     """Import every source session of ``agent`` found under ``sources`` into
     ``sessions_dir`` (created if missing). Problems are reported through ``on_problem`` as
-    they happen, and listed in the report."""
+    they happen, and listed in the report. Sessions are converted by ``workers`` processes
+    (default: one per core; 1: in this process), each holding one session at a time."""
     module = format_module(agent)
     report = ImportReport(agent, sessions_dir)
     problems = report.problems
@@ -172,6 +208,7 @@ def import_sources(
     store = StateStore(sessions_dir)
     units: list[_Unit] = module.discover(sources, problems)
     flush()
+    todo: list[tuple[_Unit, list[Stamp]]] = []
     for unit in units:
         report.sources += 1
         stamps = _stamps(unit, report)
@@ -182,21 +219,24 @@ def import_sources(
         if _unchanged(state, stamps, sessions_dir):
             report.skipped += 1
             continue
-        before = len(problems)
-        result = module.convert(unit, problems)
-        names = []
-        for doc in result.documents:
-            names.append(str(doc["session_name"]))
-            try:
-                if write_session(sessions_dir, doc):
-                    report.written.append(names[-1])
-                else:
-                    report.unchanged += 1
-            except WriteError as exc:
-                problems.append(Problem(str(unit.key), 0, str(exc)))
-            flush()
-        report.counts.add(result.counts)
-        if len(problems) > before:
+        todo.append((unit, stamps))
+    from ..site.pool import run_jobs
+
+    done = run_jobs(
+        _convert,
+        [(agent, unit, sessions_dir) for unit, _ in todo],
+        workers=workers if workers is not None else os.cpu_count() or 1,
+        progress=None,
+        stage="import",
+    )
+    for (unit, stamps), converted in zip(todo, done, strict=True):
+        names = converted.names
+        report.written.extend(converted.written)
+        report.unchanged += converted.unchanged
+        report.counts.add(converted.counts)
+        problems.extend(converted.problems)
+        flush()
+        if converted.problems:
             store.sources.pop(unit.key, None)  # imported again (and reported) next time
             continue
         try:

@@ -9,9 +9,13 @@ spaces (Markdown line breaks), which are part of the framing and dropped.
 The mapping: one session per ``# aider chat started at`` block (text before the first one
 is a session of its own); ``#### `` input starts a turn, with a ``command`` part for a
 ``/command`` and a ``user`` part otherwise; ``> `` lines are ``system`` parts; the answer is
-one ``text`` part, verbatim, followed by one ``edit`` tool part per edit block in it
-(``path``, ``search``, ``replace``; the output is the ``Applied edit to`` line that
-followed, if any). The model named in aider's ``Main model:``/``Models:`` line is the
+cut at its edit blocks: its prose as ``text`` parts, each block as an ``edit`` tool part in
+its place (``path``, ``search``, ``replace``; the output is the ``Applied edit to`` line
+that followed, if any), so a page shows each edit once, as a diff. Nothing of the answer is
+lost: the block's own framing (the path line as written, the fences) is in the part's
+``aider_edit_block`` (``path_line``, ``fence``, ``closing_fence``, and ``before``/``after``
+for blank text between blocks, which is no part of its own), so the answer is, byte for
+byte, its text parts and the blocks (:func:`block_text`) in order. The model named in aider's ``Main model:``/``Models:`` line is the
 turns' model. The history has no per-message times: turns carry none, the session the
 launch time as written (local time, no zone).
 """
@@ -33,11 +37,34 @@ EDIT_RE = re.compile(
     r"(?P<search>(?:.*?\n)??)=======\n(?P<replace>(?:.*?\n)??)>>>>>>> REPLACE$",
     re.MULTILINE | re.DOTALL,
 )
+CLOSING_RE = re.compile(r"\n(?P<closing>```[ \t]*)(?=\n|\Z)")
 APPLIED_RE = re.compile(r"\AApplied edit to (?P<path>.+)\Z")
 
 
 Unit = SourceFile
 """One history file."""
+
+
+def block_text(part: dict[str, JSON]) -> str:
+    """An ``edit`` part's block as the answer wrote it (blank text around it included)."""
+    block = part["aider_edit_block"]
+    tool_input = part["input"]
+    fence = block.get("fence")
+    closing = block.get("closing_fence")
+    text: str = (
+        block.get("before", "")
+        + block["path_line"]
+        + "\n"
+        + (f"{fence}\n" if fence is not None else "")
+        + "<<<<<<< SEARCH\n"
+        + tool_input["search"]
+        + "=======\n"
+        + tool_input["replace"]
+        + ">>>>>>> REPLACE"
+        + (f"\n{closing}" if closing is not None else "")
+        + block.get("after", "")
+    )
+    return text
 
 
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
@@ -168,11 +195,37 @@ class _Session:
         turn = self.turn()
         if self.model and not turn["model"]:
             turn["model"] = self.model
-        part = self.b.part("text", "", text=text)
         start = first_line + skipped
-        part["aider_lines"] = [start, start + len(lines) - 1]
+        answer = [start, start + len(lines) - 1]
         self.b.counts.mapped += 1
+        done = 0
+        gap = ""
+        """Blank text before the next block (no text part of its own)."""
+        last: dict[str, JSON] | None = None
+
+        def line_of(offset: int) -> int:
+            return start + text.count("\n", 0, offset)
+
+        def prose(begin: int, end: int) -> None:
+            nonlocal gap
+            piece = text[begin:end]
+            if not piece.strip():
+                gap = piece
+                return
+            part = self.b.part("text", "", text=piece)
+            first = begin + len(piece) - len(piece.lstrip("\n"))
+            part["aider_lines"] = [line_of(first), line_of(begin + len(piece.rstrip("\n")) - 1)]
+
         for match in EDIT_RE.finditer(text + "\n"):
+            if match.end() > len(text):
+                break  # only the appended newline matched (cannot happen: the block ends a line)
+            prose(done, match.start())
+            end = match.end()
+            fence = match.group("fence")
+            closing = CLOSING_RE.match(text, end) if fence is not None else None
+            if closing:
+                end = closing.end()
+            path_line = match.group(0)[: match.group(0).index("\n")]
             tool = self.b.tool(
                 "",
                 "edit",
@@ -183,11 +236,20 @@ class _Session:
                 },
             )
             tool["output"] = ""
-            tool["aider_edit_block"] = {
-                "from_answer": part["aider_lines"],
-                "fence": match.group("fence"),
-            }
+            block: dict[str, JSON] = {"answer_lines": answer, "path_line": path_line}
+            if gap:
+                block["before"] = gap
+                gap = ""
+            block["fence"] = fence
+            block["closing_fence"] = closing.group("closing") if closing else None
+            tool["aider_edit_block"] = block
+            tool["aider_lines"] = [line_of(match.start()), line_of(end - 1)]
             self.edits.append(tool)
+            last = tool
+            done = end
+        prose(done, len(text))
+        if gap and last is not None:
+            last["aider_edit_block"]["after"] = gap
 
     def document(self) -> dict[str, JSON]:
         return self.b.document()

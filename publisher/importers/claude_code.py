@@ -22,6 +22,9 @@ user line, a prompt                    a new turn with a ``user`` part (``permis
 ``compact_boundary`` + summary line    a ``/compact`` command record with the summary
 ``isApiErrorMessage`` line             an ``errors`` entry; the turn's status ``error``
 ``[Request interrupted by user]``      ``system`` part; the turn's status ``cancelled``
+``progress`` line (hook, bash, agent,   an entry of ``claude_code_progress`` on the tool
+``waiting_for_task``)                   part it reports on (else on the turn), without
+                                       what the session already carries (see below)
 sidechain lines, ``subagents/*.jsonl``  ``sub_`` sessions, linked both ways; the
                                        ``Task`` part names its sub-session
 anything else                          kept as written in the turn's ``raw_records``
@@ -31,6 +34,27 @@ The fields of a line that are not mapped (``uuid``, ``usage``, ``toolUseResult``
 on the part in ``claude_code`` (``claude_code_result`` for a tool result's line), without
 the fields every line repeats (``sessionId``, ``cwd``, ``version``...) when they equal the
 session's, which are in ``imported_from``.
+
+``progress`` lines are most of a real log's lines (a hook run after every tool call, a
+snapshot of a running command's output every second, a copy of each sub-agent message).
+Each becomes a compact entry ``{"line", "data", "toolUseID", "uuid", "parentUuid",
+"timestamp"}`` on the tool part whose id is its ``parentToolUseID`` (which is then left
+out); a field of ``data`` that repeats, exactly, text the session already carries is left
+out and named in the entry's ``same_as`` with where to find it again:
+
+- ``bash_progress``: ``output`` (the last lines) → ``["fullOutput", start, end]``;
+  ``fullOutput`` → ``["output", start, end]`` (a slice of the tool part's output) or
+  ``["progress", j, start, end]`` (a slice of the ``fullOutput`` kept by entry ``j`` of the
+  same list);
+- ``agent_progress``: ``prompt`` → ``["input", "prompt"]`` (the Task call's prompt);
+  ``message`` → ``["sub_session", uuid]`` when the sub-agent's own file holds a line with
+  that ``uuid`` and the same values for every field of the copy (its part carries the
+  ``uuid`` in ``claude_code``).
+
+Progress of another ``data.type`` is kept raw. Likewise a tool result line's
+``toolUseResult`` (in ``claude_code_result``) leaves out a string equal to an input field of
+the call (``newString``, ``content``...) or found in its output (``stdout``), named in
+``toolUseResult_same_as`` (``["input", key]``, ``["output", start, end]``).
 """
 
 from __future__ import annotations
@@ -70,6 +94,13 @@ ARGS_RE = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
 API_ERROR_RE = re.compile(r"\AAPI Error: (?P<code>\d{1,3}) (?P<message>.*)\Z", re.DOTALL)
 PATH_KEYS = ("file_path", "path", "notebook_path", "command", "url", "pattern")
 TASK_TOOLS = ("Task", "Agent")
+PROGRESS_TYPES = ("hook_progress", "bash_progress", "agent_progress", "waiting_for_task")
+"""``progress`` data types mapped (compactly); others are kept raw."""
+PROGRESS = "claude_code_progress"
+SAME_MIN = 64
+"""Shortest string of a ``toolUseResult`` left out as a duplicate (a shorter one costs
+less than the note saying where it is)."""
+"""The extra field holding a part's (or turn's) progress entries."""
 
 
 @dataclass(slots=True)
@@ -164,8 +195,15 @@ def _path_arg(tool_input: JSON) -> str:
 class Converter:
     """Builds one session (or sub-agent session) from its lines."""
 
-    def __init__(self, builder: SessionBuilder) -> None:
+    def __init__(
+        self, builder: SessionBuilder, copies: dict[str, dict[str, JSON]] | None = None
+    ) -> None:
         self.b = builder
+        self.copies: dict[str, dict[str, JSON]] = {} if copies is None else copies
+        """uuid → the ``agent_progress`` entry holding a copy of that sub-agent line (the
+        main session's, shared with its sub-agents' converters)."""
+        self.tools: dict[str, dict[str, JSON]] = {}
+        """tool_use id → its tool part (progress lines are placed on it)."""
         self.envelope: dict[str, JSON] = {}
         self.pending: dict[str, dict[str, JSON]] = {}
         """tool_use id → its tool part, until the result arrives."""
@@ -179,12 +217,16 @@ class Converter:
     # -- helpers --
 
     def _left(self, record: dict[str, JSON], used: tuple[str, ...]) -> dict[str, JSON]:
-        if not self.envelope and "sessionId" in record:
-            self.envelope = {k: record[k] for k in ENVELOPE if k in record}
+        if "sessionId" in record and (
+            not self.envelope or any(k in record and k not in self.envelope for k in ENVELOPE)
+        ):
+            # as first seen; a field first written on a later line (``slug``) joins then
+            fresh = {k: record[k] for k in ENVELOPE if k in record and k not in self.envelope}
+            self.envelope.update(fresh)
             origin = self.b.origin
             for key in ("cwd", "version", "gitBranch", "slug"):
-                if isinstance(self.envelope.get(key), str):
-                    origin[key] = self.envelope[key]
+                if isinstance(fresh.get(key), str):
+                    origin.setdefault(key, fresh[key])
             origin["envelope"] = self.envelope
         return {
             k: v
@@ -206,9 +248,14 @@ class Converter:
         if not isinstance(record, dict):
             self.b.keep_raw(record, number)
             return
+        uuid = record.get("uuid")
+        if isinstance(uuid, str) and uuid in self.copies:
+            self._copy_of(record, self.copies.pop(uuid))
         kind = record.get("type")
         handled = False
-        if kind == "user":
+        if kind == "progress":
+            handled = self._progress(number, record)
+        elif kind == "user":
             handled = self._user(record)
         elif kind == "assistant":
             handled = self._assistant(record)
@@ -439,6 +486,7 @@ class Converter:
             tool_id = block.get("id")
             if isinstance(tool_id, str):
                 self.pending[tool_id] = part
+                self.tools[tool_id] = part
                 if block["name"] in TASK_TOOLS:
                     self.tasks[tool_id] = part
             return part
@@ -472,7 +520,118 @@ class Converter:
             return True
         return False
 
+    def _progress(self, number: int, record: dict[str, JSON]) -> bool:
+        data = record.get("data")
+        if not isinstance(data, dict) or data.get("type") not in PROGRESS_TYPES:
+            return False
+        entry: dict[str, JSON] = {"line": number}
+        entry.update(self._left(record, ("type",)))
+        entry["data"] = dict(data)
+        ts = iso(record.get("timestamp"))
+        parent = record.get("parentToolUseID")
+        host = self.tools.get(parent) if isinstance(parent, str) else None
+        if host is None:
+            self.b.attach(PROGRESS, entry)
+        else:
+            del entry["parentToolUseID"]
+            host.setdefault(PROGRESS, []).append(entry)
+        if data.get("type") == "agent_progress":
+            tool_input = host.get("input") if host is not None else None
+            prompt = data.get("prompt")
+            if (
+                isinstance(prompt, str)
+                and isinstance(tool_input, dict)
+                and tool_input.get("prompt") == prompt
+            ):
+                del entry["data"]["prompt"]
+                entry.setdefault("same_as", {})["prompt"] = ["input", "prompt"]
+            message = data.get("message")
+            uuid = message.get("uuid") if isinstance(message, dict) else None
+            if isinstance(uuid, str):
+                self.copies[uuid] = entry
+        self.b.seen(ts)
+        return True
+
+    @staticmethod
+    def _copy_of(record: dict[str, JSON], entry: dict[str, JSON]) -> None:
+        """A sub-agent line whose copy an ``agent_progress`` entry holds: the copy is left
+        out when every one of its fields equals the line's."""
+        data = entry["data"]
+        message = data.get("message")
+        if isinstance(message, dict) and all(
+            key in record and record[key] == value for key, value in message.items()
+        ):
+            del data["message"]
+            entry.setdefault("same_as", {})["message"] = ["sub_session", record["uuid"]]
+
+    @staticmethod
+    def _compact_bash(part: dict[str, JSON]) -> None:
+        """Leave out of a tool part's ``bash_progress`` entries the output text that its
+        output (or a later entry's) already holds."""
+        entries = part.get(PROGRESS)
+        if not isinstance(entries, list):
+            return
+        output = part.get("output")
+        kept: list[tuple[int, str]] = []
+        """(index, fullOutput) of later entries that keep their fullOutput."""
+        for index in range(len(entries) - 1, -1, -1):
+            entry = entries[index]
+            data = entry["data"]
+            if data.get("type") != "bash_progress" or "same_as" in entry:
+                continue
+            full = data.get("fullOutput")
+            if not isinstance(full, str):
+                continue
+            same: dict[str, JSON] = {}
+            tail = data.get("output")
+            if isinstance(tail, str) and (start := full.find(tail)) >= 0:
+                del data["output"]
+                same["output"] = ["fullOutput", start, start + len(tail)]
+            if isinstance(output, str) and (start := output.find(full)) >= 0:
+                del data["fullOutput"]
+                same["fullOutput"] = ["output", start, start + len(full)]
+            else:
+                for later, text in reversed(kept):
+                    if (start := text.find(full)) >= 0:
+                        del data["fullOutput"]
+                        same["fullOutput"] = ["progress", later, start, start + len(full)]
+                        break
+                else:
+                    kept.append((index, full))
+            if same:
+                entry["same_as"] = same
+
+    @staticmethod
+    def _compact_result(part: dict[str, JSON]) -> None:
+        """Leave out of a tool result's ``toolUseResult`` the strings (of 64 characters or
+        more) that equal one of the call's input fields (``newString``, ``content``...) or
+        are a slice of its output (``stdout``); ``toolUseResult_same_as`` names where."""
+        extra = part.get("claude_code_result")
+        result = extra.get("toolUseResult") if isinstance(extra, dict) else None
+        if not isinstance(extra, dict) or not isinstance(result, dict):
+            return
+        tool_input = part.get("input")
+        output = part.get("output")
+        same: dict[str, JSON] = {}
+        for key, value in result.items():
+            if not isinstance(value, str) or len(value) < SAME_MIN:
+                continue
+            snake = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", key).lower()
+            named = [k for k in dict.fromkeys((key, snake)) if isinstance(tool_input, dict)
+                     and tool_input.get(k) == value]  # fmt: skip
+            if named:
+                same[key] = ["input", named[0]]
+            elif isinstance(output, str) and (start := output.find(value)) >= 0:
+                same[key] = ["output", start, start + len(value)]
+        if same:
+            extra["toolUseResult"] = {k: v for k, v in result.items() if k not in same}
+            extra["toolUseResult_same_as"] = same
+
     def finish(self) -> None:
+        for part in self.tools.values():
+            if PROGRESS in part:
+                self._compact_bash(part)
+            self._compact_result(part)
         turns = self.b.turns
         for tool_id, part in self.pending.items():
             part.setdefault("block", {}).setdefault("id", tool_id)
@@ -499,7 +658,10 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
             key = _chain_key(record, chain_root)
             sub = sidechains.get(key)
             if sub is None:
-                sub = Converter(SessionBuilder(AGENT, str(unit.main), f"{main_id}/{key}", "sub"))
+                sub = Converter(
+                    SessionBuilder(AGENT, str(unit.main), f"{main_id}/{key}", "sub"),
+                    converter.copies,
+                )
                 sidechains[key] = sub
             sub.feed(line.number, record)
             continue
@@ -507,7 +669,9 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
     subs: list[tuple[str, Converter]] = list(sidechains.items())
     for path in unit.subagents:
         rel = path.relative_to(unit.main.with_suffix("")).with_suffix("").as_posix()
-        sub = Converter(SessionBuilder(AGENT, str(path), f"{main_id}/{rel}", "sub"))
+        sub = Converter(
+            SessionBuilder(AGENT, str(path), f"{main_id}/{rel}", "sub"), converter.copies
+        )
         for line in iter_jsonl(path, problems):
             sub.feed(line.number, line.value, line.text)
         agent = path.stem.removeprefix("agent-")
