@@ -75,9 +75,9 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
         produced = {rel: h for state in sources.values() for rel, h in state.outputs.items()}
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
         search_on = ctx.options.search and pagefind_available()
-        row_keys = {s.summary.name: s.digest for s in sources.values() if s.summary is not None}
+        states = {s.summary.name: s for s in sources.values() if s.summary is not None}
         index_hashes, index_written = index(
-            ctx, previous, planned.graph, planned.graph_key, row_keys, failures, search_on
+            ctx, previous, planned.graph, planned.graph_key, states, failures, search_on
         )
         extra = {**asset_hashes, **index_hashes}
         produced.update(extra)

@@ -55,6 +55,12 @@ class SourceState:
     computed when it was made."""
     warnings: list[str] = field(default_factory=list)
     """What the user is told about the file each build (name mismatch, a secret in a name)."""
+    events_key: str = ""
+    """:func:`.staleness.archive_rows_key` of the summary ("" without one), computed when
+    it was made: a build does not hash every session's errors and decisions again."""
+    slot: int = 0
+    """:func:`.index.row_slot` of the session (0 without a summary): the
+    index's and the archive pages' row shard of the session is ``slot % count``."""
 
     def to_row(self, name: str, summary_row: list[Any] | None = None) -> list[Any]:
         """The manifest line of this state (JSON values only: lists, never tuples);
@@ -73,6 +79,8 @@ class SourceState:
             self.digest,
             self.warnings,
             summary_row,
+            self.events_key,
+            self.slot,
         ]
 
     @classmethod
@@ -80,7 +88,9 @@ class SourceState:
         """The state of :meth:`to_row`'s list, from a manifest whose checksum says its rows
         are as this publisher wrote them (they are not checked one by one: the checks cost
         as much as the decoding)."""
-        name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, warnings, s = row
+        (name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, warnings, s) = (
+            row[: SUMMARY_AT + 1]
+        )
         return name, cls(
             size,
             mtime_ns,
@@ -92,6 +102,8 @@ class SourceState:
             dict(outputs),
             digest,
             list(warnings),
+            row[SUMMARY_AT + 1],
+            row[SUMMARY_AT + 2],
         )
 
 
@@ -115,10 +127,11 @@ class Manifest:
     """Every source file by name."""
     extra_outputs: dict[str, str] = field(default_factory=dict)
     """Outputs of no source (the index, the theme's assets) → sha256."""
-    _lines: dict[str, tuple[list[Any], str, Summary | None]] = field(
+    _lines: dict[str, tuple[list[Any], str, Summary | None, SourceState]] = field(
         default_factory=dict, repr=False
     )
-    """Each source's row as read, its line and its summary, to write again unchanged."""
+    """Each source's row as read, its line, its summary and its state, to write again
+    unchanged."""
 
     @property
     def outputs(self) -> dict[str, str]:
@@ -171,20 +184,23 @@ class Manifest:
                 # (the checks cost as much as the decoding).
                 name, state = SourceState.from_trusted_row(row)
                 manifest.sources[name] = state
-                manifest._lines[name] = (row, line, state.summary)
+                manifest._lines[name] = (row, line, state.summary, state)
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return cls()
         return manifest
 
     def lines_for(
         self, sources: Mapping[str, SourceState]
-    ) -> dict[str, tuple[list[Any], str, Summary | None]]:
+    ) -> dict[str, tuple[list[Any], str, Summary | None, SourceState]]:
         """The source lines of a manifest holding ``sources`` (sorted by name), each with
-        the row it encodes and the summary it was made from."""
+        the row it encodes, the summary and the state it was made from."""
         out = {}
         for name in sorted(sources):
             state = sources[name]
             kept = self._lines.get(name)
+            if kept is not None and kept[3] is state:
+                out[name] = kept  # the very state read (frozen): its line, not even compared
+                continue
             # A summary read from this line (frozen) has that line's summary row.
             same_summary = kept is not None and kept[2] is not None and state.summary is kept[2]
             row = state.to_row(
@@ -194,7 +210,7 @@ class Manifest:
                 line = kept[1]  # unchanged: the same line, not encoded again
             else:
                 line = json.dumps(row, ensure_ascii=True, separators=(",", ":"))
-            out[name] = (row, line, state.summary)
+            out[name] = (row, line, state.summary, state)
         return out
 
 
@@ -223,7 +239,7 @@ def save_manifest(
         "extra_outputs": dict(sorted(extra_outputs.items())),
     }
     kept = previous.lines_for(sources)
-    body = "".join(line + "\n" for _, line, _ in kept.values())
+    body = "".join([kept[name][1] + "\n" for name in kept])
     header["rows_sha256"] = _checksum(body)
     first = json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     atomic_write(path, [first + "\n" + body])
