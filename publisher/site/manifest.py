@@ -17,7 +17,7 @@ import gc
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,21 +142,32 @@ class Manifest:
         return produced
 
     @classmethod
-    def load(cls, path: Path, warm: Warm | None = None) -> Manifest:
+    def load(
+        cls, path: Path, warm: Warm | None = None, freeze: Callable[[], None] | None = None
+    ) -> Manifest:
         """The manifest at ``path``; an empty one when it is missing or unusable.
 
         The manifest a build of ``warm`` wrote last is returned from memory while the file
         is still the one it wrote (same inode, size and mtime): ``site watch`` does not
         decode it again at each change. It is handed out once (the build changes it); a
         build that fails before writing a new one leaves nothing kept.
+
+        ``freeze`` (a build's :meth:`.memory.Freezer.freeze`) is called once the manifest is
+        decoded, while the collector is still paused: the first collection after the pause
+        would otherwise walk every object the decoding made (0.4 s at 20,000 sources).
         """
         if warm is not None and warm.manifest is not None:
             kept_path, kept_stamp, kept = warm.manifest
             warm.manifest = None
             if kept_path == os.fspath(path) and kept_stamp == _stamp(path):
+                if freeze is not None:
+                    freeze()
                 return kept
         with _gc_paused():
-            return cls._read(path)
+            manifest = cls._read(path)
+            if freeze is not None:
+                freeze()
+            return manifest
 
     @classmethod
     def _read(cls, path: Path) -> Manifest:
