@@ -14,7 +14,7 @@ decision, each group newest first. Events without a readable time come last.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,19 +115,24 @@ EVENTS_FOLDER = "events"
 
 
 def event_shard_groups(
-    page: str, summaries: list[Summary], per_shard: int, most: int
+    page: str,
+    summaries: list[Summary],
+    per_shard: int,
+    most: int,
+    slots: Mapping[str, int] | None = None,
 ) -> dict[str, list[Summary]]:
     """The row shard files of ``page`` (site paths) and the sessions of each, sorted by
     name: the sessions with rows on the page, each in the shard of its name's hash (as the
-    index's rows, :func:`.index.row_shard_groups`)."""
-    from .index import row_shard_count
-    from .search import shard_of
+    index's rows, :func:`.index.row_shard_groups`; ``slots``: each session's
+    :func:`.index.row_slot`, by name, when the caller has them)."""
+    from .index import row_shard_count, row_slot
 
     members = [s for s in summaries if _events(page, s)]
     count = row_shard_count(len(members), per_shard, most)
     groups: list[list[Summary]] = [[] for _ in range(count)]
+    slot = (slots or {}).get
     for summary in members:
-        groups[shard_of(urls.slug(summary.name), count)].append(summary)
+        groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
     return {
         f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
         for index, group in enumerate(groups)
@@ -152,6 +157,8 @@ def render_archive_pages(
     most_shards: int = 1024,
     redaction: str | None = None,
     unchanged: Callable[[str, str], bool] | None = None,
+    row_keys: Mapping[str, str] | None = None,
+    slots: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, str], ArchiveCache | None]:
     """The archive-wide pages and their row shards by site path, and the cache for the next
     build (``cache`` comes from a build with the same key, else None; a function giving it
@@ -163,7 +170,9 @@ def render_archive_pages(
     name's hash), which ``archive.js`` loads for filters and "Load all". ``unchanged(rel,
     key)`` says a file made from ``key`` (:func:`.staleness.outputs_key`) is still as
     written: it is not made again (None: make every file). ``redaction``: the archive's
-    redaction note when redaction is on."""
+    redaction note when redaction is on. ``row_keys`` and ``slots``: each session's
+    :func:`.staleness.archive_rows_key` and :func:`.index.row_slot` by name, when the caller
+    has them (kept in the manifest: not computed again for every session each build)."""
     loaded: list[ArchiveCache] = [cache] if isinstance(cache, ArchiveCache) else []
 
     def old_rows() -> ArchiveCache:
@@ -172,7 +181,8 @@ def render_archive_pages(
         return loaded[0]
 
     summaries = [s for s in graph.summaries.values() if s.error_events or s.decision_events]
-    keys = {s.name: archive_rows_key(s) for s in summaries}
+    known = (row_keys or {}).get
+    keys = {s.name: known(s.name) or archive_rows_key(s) for s in summaries}
     kinds = sorted({s.kind for s in graph.summaries.values()})
     roles = sorted({s.role for s in graph.summaries.values()})
     fresh = ArchiveCache(rows={page: {} for page in PAGES})
@@ -200,7 +210,7 @@ def render_archive_pages(
         limit = total if first_rows is None else first_rows
         shards: dict[str, list[Summary]] = {}
         if total > limit:
-            shards = event_shard_groups(page, members, per_shard, most_shards)
+            shards = event_shard_groups(page, members, per_shard, most_shards, slots)
         for rel, group in shards.items():
             key = outputs_key([rel], [keys[s.name] for s in group])
             if not is_unchanged(rel, key):

@@ -13,8 +13,10 @@ it is slicing one string, not decoding thousands of JSON strings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,17 +150,29 @@ def row_data(summary: Summary) -> list[object]:
     ]
 
 
+def row_slot(name: str) -> int:
+    """The number whose remainder by a shard count is the row shard of session ``name``: a
+    hash of its folder (slug), so :func:`.search.shard_of` of the folder is the same shard.
+    Stable across builds; kept in the manifest (:attr:`.manifest.SourceState.slot`) so a
+    build does not hash every session's name again."""
+    digest = hashlib.sha256(urls.slug(name).encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 def row_shard_groups(
-    summaries: list[Summary], per_shard: int, most: int
+    summaries: list[Summary],
+    per_shard: int,
+    most: int,
+    slots: Mapping[str, int] | None = None,
 ) -> dict[str, list[Summary]]:
     """The row shard files (site paths) and the sessions of each, sorted by name. A session
-    goes to the shard of its name's hash (:func:`.search.shard_of`)."""
-    from .search import shard_of
-
+    goes to the shard of its name's hash (:func:`row_slot`; ``slots``: each session's, by
+    name, when the caller has them)."""
     count = row_shard_count(len(summaries), per_shard, most)
     groups: list[list[Summary]] = [[] for _ in range(count)]
+    slot = (slots or {}).get
     for summary in summaries:
-        groups[shard_of(urls.slug(summary.name), count)].append(summary)
+        groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
     return {
         f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
         for index, group in enumerate(groups)

@@ -4,7 +4,7 @@ It is read and written by every build, so its cost grows with the archive: it is
 Lines, a header line then one line per source file (a JSON array, sorted by file name).
 A source whose state did not change keeps the very line it was read from, so appending
 to one session re-encodes one line, not the archive. Any line that does not parse, or
-does not have the expected shape, or a header whose ``rows_sha256`` is not the hash of
+does not have the expected shape, or a header whose ``rows_crc32`` is not the checksum of
 the lines (the rows are then trusted without checking each), makes the whole manifest
 unusable: the build then
 starts from nothing (reads every file), which is always correct.
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,12 @@ class SourceState:
     computed when it was made."""
     warnings: list[str] = field(default_factory=list)
     """What the user is told about the file each build (name mismatch, a secret in a name)."""
+    events_key: str = ""
+    """:func:`.staleness.archive_rows_key` of the summary ("" without one), computed when
+    it was made: a build does not hash every session's errors and decisions again."""
+    slot: int = 0
+    """:func:`.index.row_slot` of the session (0 without a summary): the
+    index's and the archive pages' row shard of the session is ``slot % count``."""
 
     def to_row(self, name: str, summary_row: list[Any] | None = None) -> list[Any]:
         """The manifest line of this state (JSON values only: lists, never tuples);
@@ -73,6 +79,8 @@ class SourceState:
             self.digest,
             self.warnings,
             summary_row,
+            self.events_key,
+            self.slot,
         ]
 
     @classmethod
@@ -80,7 +88,9 @@ class SourceState:
         """The state of :meth:`to_row`'s list, from a manifest whose checksum says its rows
         are as this publisher wrote them (they are not checked one by one: the checks cost
         as much as the decoding)."""
-        name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, warnings, s = row
+        (name, size, mtime_ns, sha256, failure, refs, facts_key, outputs, digest, warnings, s) = (
+            row[: SUMMARY_AT + 1]
+        )
         return name, cls(
             size,
             mtime_ns,
@@ -92,6 +102,8 @@ class SourceState:
             dict(outputs),
             digest,
             list(warnings),
+            row[SUMMARY_AT + 1],
+            row[SUMMARY_AT + 2],
         )
 
 
@@ -115,10 +127,11 @@ class Manifest:
     """Every source file by name."""
     extra_outputs: dict[str, str] = field(default_factory=dict)
     """Outputs of no source (the index, the theme's assets) → sha256."""
-    _lines: dict[str, tuple[list[Any], str, Summary | None]] = field(
+    _lines: dict[str, tuple[list[Any], str, Summary | None, SourceState]] = field(
         default_factory=dict, repr=False
     )
-    """Each source's row as read, its line and its summary, to write again unchanged."""
+    """Each source's row as read, its line, its summary and its state, to write again
+    unchanged."""
 
     @property
     def outputs(self) -> dict[str, str]:
@@ -129,21 +142,32 @@ class Manifest:
         return produced
 
     @classmethod
-    def load(cls, path: Path, warm: Warm | None = None) -> Manifest:
+    def load(
+        cls, path: Path, warm: Warm | None = None, freeze: Callable[[], None] | None = None
+    ) -> Manifest:
         """The manifest at ``path``; an empty one when it is missing or unusable.
 
         The manifest a build of ``warm`` wrote last is returned from memory while the file
         is still the one it wrote (same inode, size and mtime): ``site watch`` does not
         decode it again at each change. It is handed out once (the build changes it); a
         build that fails before writing a new one leaves nothing kept.
+
+        ``freeze`` (a build's :meth:`.memory.Freezer.freeze`) is called once the manifest is
+        decoded, while the collector is still paused: the first collection after the pause
+        would otherwise walk every object the decoding made (0.4 s at 20,000 sources).
         """
         if warm is not None and warm.manifest is not None:
             kept_path, kept_stamp, kept = warm.manifest
             warm.manifest = None
             if kept_path == os.fspath(path) and kept_stamp == _stamp(path):
+                if freeze is not None:
+                    freeze()
                 return kept
         with _gc_paused():
-            return cls._read(path)
+            manifest = cls._read(path)
+            if freeze is not None:
+                freeze()
+            return manifest
 
     @classmethod
     def _read(cls, path: Path) -> Manifest:
@@ -153,7 +177,7 @@ class Manifest:
             header = json.loads(first)
             if not isinstance(header, dict) or header.get("format") != FORMAT:
                 return cls()
-            if header.get("rows_sha256") != _checksum(body):
+            if header.get("rows_crc32") != _checksum(body):
                 return cls()  # damaged or edited: a fresh start
             lines = body.split("\n")
             manifest = cls(
@@ -171,20 +195,23 @@ class Manifest:
                 # (the checks cost as much as the decoding).
                 name, state = SourceState.from_trusted_row(row)
                 manifest.sources[name] = state
-                manifest._lines[name] = (row, line, state.summary)
+                manifest._lines[name] = (row, line, state.summary, state)
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return cls()
         return manifest
 
     def lines_for(
         self, sources: Mapping[str, SourceState]
-    ) -> dict[str, tuple[list[Any], str, Summary | None]]:
+    ) -> dict[str, tuple[list[Any], str, Summary | None, SourceState]]:
         """The source lines of a manifest holding ``sources`` (sorted by name), each with
-        the row it encodes and the summary it was made from."""
+        the row it encodes, the summary and the state it was made from."""
         out = {}
         for name in sorted(sources):
             state = sources[name]
             kept = self._lines.get(name)
+            if kept is not None and kept[3] is state:
+                out[name] = kept  # the very state read (frozen): its line, not even compared
+                continue
             # A summary read from this line (frozen) has that line's summary row.
             same_summary = kept is not None and kept[2] is not None and state.summary is kept[2]
             row = state.to_row(
@@ -194,7 +221,7 @@ class Manifest:
                 line = kept[1]  # unchanged: the same line, not encoded again
             else:
                 line = json.dumps(row, ensure_ascii=True, separators=(",", ":"))
-            out[name] = (row, line, state.summary)
+            out[name] = (row, line, state.summary, state)
         return out
 
 
@@ -223,8 +250,8 @@ def save_manifest(
         "extra_outputs": dict(sorted(extra_outputs.items())),
     }
     kept = previous.lines_for(sources)
-    body = "".join(line + "\n" for _, line, _ in kept.values())
-    header["rows_sha256"] = _checksum(body)
+    body = "".join([kept[name][1] + "\n" for name in kept])
+    header["rows_crc32"] = _checksum(body)
     first = json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     atomic_write(path, [first + "\n" + body])
     stamp = _stamp(path)
@@ -241,9 +268,13 @@ def save_manifest(
         warm.manifest = (os.fspath(path), stamp, manifest)
 
 
-def _checksum(body: str) -> str:
-    """The header's ``rows_sha256``: a hash of every source line (all ASCII)."""
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+def _checksum(body: str) -> int:
+    """The header's ``rows_crc32``: a CRC-32 of every source line (all ASCII). It detects
+    damage (a truncated or partly written file, an edited line); a cryptographic hash would
+    add nothing (whoever can edit the cache can recompute any unkeyed hash) and costs 7x
+    as much (0.17 s against 0.02 s for the 20 MB manifest of 20,000 sessions, twice a
+    build)."""
+    return zlib.crc32(body.encode("utf-8", "surrogatepass"))
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

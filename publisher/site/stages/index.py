@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from markupsafe import Markup
@@ -24,7 +25,7 @@ from ..archive import ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
 from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
-from ..manifest import Manifest
+from ..manifest import Manifest, SourceState
 from ..staleness import outputs_key, summary_key
 from .write import write_files
 
@@ -34,14 +35,19 @@ def index(
     previous: Manifest,
     graph: Graph,
     graph_key: str,
-    row_keys: dict[str, str],
+    states: Mapping[str, SourceState],
     failures: list[LoadFailure],
     search: bool,
 ) -> tuple[dict[str, str], int]:
     """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
     the files written.
 
-    ``row_keys``: each published session's summary key, by session name."""
+    ``states``: each published session's state, by session name: the keys and shard slot
+    computed when its summary was made (:class:`..manifest.SourceState`) are used, not
+    computed again."""
+    row_keys = {name: state.digest for name, state in states.items()}
+    slots = {name: state.slot for name, state in states.items()}
+    events_keys = {name: state.events_key for name, state in states.items()}
     same_key = previous.key == ctx.key
     cache = IndexCache.load(ctx.cache.index_cache) if same_key else IndexCache()
     redacted = (
@@ -67,7 +73,9 @@ def index(
     files: dict[str, bytes] = {}
     shards: list[str] = []
     if len(summaries) > tunables.index_first_rows:
-        groups = row_shard_groups(summaries, tunables.rows_per_shard, tunables.max_row_shards)
+        groups = row_shard_groups(
+            summaries, tunables.rows_per_shard, tunables.max_row_shards, slots
+        )
         shards = sorted(groups)
         for rel, group in groups.items():
             digests = [row_keys.get(s.name) or summary_key(s) for s in group]
@@ -111,6 +119,8 @@ def index(
         if redacted is None
         else describe_counts(Counter(secrets=redacted)).split(" (")[0],
         unchanged=unchanged,
+        row_keys=events_keys,
+        slots=slots,
     )
     if archive_fresh is not None and (
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()

@@ -34,10 +34,11 @@ from ...prepare import Prepared, prepare
 from ...redact import Redactor
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
+from ..index import row_slot
 from ..manifest import Manifest, SourceState
 from ..memory import Freezer, return_large_blocks
 from ..pool import run_jobs
-from ..staleness import stamp_trusted, summary_key
+from ..staleness import archive_rows_key, stamp_trusted, summary_key
 from ..urls import PageLimits
 
 
@@ -204,5 +205,7 @@ def scan_file(
         sorted(prepared.refs),
         digest=summary_key(summary),
         warnings=list(prepared.warnings),
+        events_key=archive_rows_key(summary),
+        slot=row_slot(summary.name),
     )
     return state, prepared

@@ -14,6 +14,7 @@ from pathlib import Path
 from ... import __version__
 from ..context import BuildContext, BuildOptions, CachePaths
 from ..manifest import Manifest, SourceState, save_manifest
+from ..memory import Freezer
 
 
 def site_id(out: Path) -> str:
@@ -21,9 +22,10 @@ def site_id(out: Path) -> str:
     return os.path.abspath(out)
 
 
-def load_state(ctx: BuildContext) -> Manifest:
-    """The last build's manifest for this site folder, or an empty one."""
-    manifest = Manifest.load(ctx.cache.manifest, ctx.warm)
+def load_state(ctx: BuildContext, freezer: Freezer | None = None) -> Manifest:
+    """The last build's manifest for this site folder, or an empty one (its objects frozen
+    by ``freezer`` before the collector sees them)."""
+    manifest = Manifest.load(ctx.cache.manifest, ctx.warm, freezer.freeze if freezer else None)
     return manifest if manifest.site == site_id(ctx.out) else Manifest()
 
 
