@@ -125,18 +125,16 @@ def event_shard_groups(
     name: the sessions with rows on the page, each in the shard of its name's hash (as the
     index's rows, :func:`.index.row_shard_groups`; ``slots``: each session's
     :func:`.index.row_slot`, by name, when the caller has them)."""
-    from .index import row_shard_count, row_slot
+    from .index import shard_groups
 
     members = [s for s in summaries if _events(page, s)]
-    count = row_shard_count(len(members), per_shard, most)
-    groups: list[list[Summary]] = [[] for _ in range(count)]
-    slot = (slots or {}).get
-    for summary in members:
-        groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
-    return {
-        f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
-        for index, group in enumerate(groups)
-    }
+    return shard_groups(
+        members,
+        per_shard,
+        most,
+        slots,
+        lambda i, n: f"{EVENTS_FOLDER}/{page}-{i:04d}-of-{n:04d}.js",
+    )
 
 
 def _events(page: str, summary: Summary) -> tuple[object, ...]:

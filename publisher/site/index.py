@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,13 +168,29 @@ def row_shard_groups(
     """The row shard files (site paths) and the sessions of each, sorted by name. A session
     goes to the shard of its name's hash (:func:`row_slot`; ``slots``: each session's, by
     name, when the caller has them)."""
+    return shard_groups(
+        summaries, per_shard, most, slots, lambda i, n: f"{ROWS_FOLDER}/rows-{i:04d}-of-{n:04d}.js"
+    )
+
+
+def shard_groups(
+    summaries: list[Summary],
+    per_shard: int,
+    most: int,
+    slots: Mapping[str, int] | None,
+    path: Callable[[int, int], str],
+) -> dict[str, list[Summary]]:
+    """Script-tag shards of rows (the index's, and the Errors and Decisions pages'): each
+    session in the shard of its name's hash, :func:`row_slot` (``slots``: each session's,
+    by name, when the caller has them); ``path(index, count)``: a shard's site path. The
+    shards' sessions are sorted by name."""
     count = row_shard_count(len(summaries), per_shard, most)
     groups: list[list[Summary]] = [[] for _ in range(count)]
     slot = (slots or {}).get
     for summary in summaries:
         groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
     return {
-        f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js": sorted(group, key=lambda s: s.name)
+        path(index, count): sorted(group, key=lambda s: s.name)
         for index, group in enumerate(groups)
     }
 
