@@ -271,16 +271,19 @@ def test_axe_reports_no_serious_violation(browser: Browser, base_url: str) -> No
     assert found == {}, json.dumps(found, indent=1)
 
 
-def test_search_finds_prompts_and_output_edges_not_a_long_outputs_middle(
+def test_search_finds_prompts_and_a_long_outputs_last_lines_only(
     page: Page, tmp_path: Path
 ) -> None:
-    """What the README says is indexed: a prompt's word is found, and the first and last
-    lines of a long tool output; a word in its hidden middle (beyond the cap) is not."""
+    """What the README says is indexed: a prompt's word is found, and the last 6 lines of a
+    long tool output; its first lines, its hidden middle and the first lines of its shown
+    tail are not."""
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     lines = [f"line {n} of the log" for n in range(1, 101)]
     lines[0] += " zqheadword"
     lines[49] += " zqmiddleword"
+    lines[-10] += " zqshowntailword"
+    lines[-6] += " zqlastlinesword"
     lines[-1] += " zqtailword"
     output = "\n".join(lines) + "\n"
     tool = part("tool", name="run_command", input={"command": "make"}, output=output)
@@ -293,8 +296,10 @@ def test_search_finds_prompts_and_output_edges_not_a_long_outputs_middle(
         page.goto(base + "index.html")
         for word, found in (
             ("zqpromptword", True),
-            ("zqheadword", True),
+            ("zqheadword", False),
             ("zqtailword", True),
+            ("zqlastlinesword", True),
+            ("zqshowntailword", False),
             ("zqmiddleword", False),
         ):
             page.fill("#search-input", "")

@@ -92,6 +92,24 @@ def test_long_output_keeps_head_and_tail_and_every_byte() -> None:
     assert html._head_tail("short\n") == ("short\n", "", "", 0)
 
 
+@pytest.mark.parametrize("end", ["\n", "", "\r\n"])
+def test_the_indexed_part_of_a_tail_is_its_last_lines(end: str) -> None:
+    tail = "".join(f"t{i}\n" for i in range(11)) + "t11" + end
+    start = html._last_lines_start(tail, html.INDEXED_LINES)
+    assert tail[start:] == "t6\nt7\nt8\nt9\nt10\nt11" + end
+    assert html._last_lines_start("a\nb\n", 6) == 0
+    assert html._last_lines_start("", 6) == 0
+
+
+def test_a_long_outputs_view_marks_its_last_lines_for_the_index() -> None:
+    output = "".join(f"line {i}\n" for i in range(100))
+    doc = session_doc(turns=[turn(1, part("tool", name="run_command", input={}, output=output))])
+    session = session_from_json(doc, "x.json")
+    view = html._output_view(session.turns[0], 1, output, False, {})
+    assert view.head + view.middle + view.tail == output
+    assert view.tail[view.indexed_from :] == "".join(f"line {i}\n" for i in range(94, 100))
+
+
 def test_a_theme_template_renders_its_own_tool(tmp_path: Path) -> None:
     theme = tmp_path / "mytheme"
     (theme / "templates" / "tools").mkdir(parents=True)

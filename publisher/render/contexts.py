@@ -68,6 +68,10 @@ class OutputView:
     """Its last lines, shown (where a failure summary usually is)."""
     hidden: int = 0
     """How many lines ``middle`` holds."""
+    indexed_from: int = 0
+    """Where, in ``tail``, the lines the search index holds start: its last
+    :data:`publisher.render.html.INDEXED_LINES` lines (``tail[indexed_from:]``); the head and
+    the rest of the tail are shown but not indexed."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -275,7 +275,17 @@ def _output_view(
         head, middle, tail, hidden = _head_tail(output)
         if hidden:
             return OutputView(
-                output, len(output), lines, size, False, None, mode, head, middle, tail, hidden
+                output,
+                len(output),
+                lines,
+                size,
+                collapsed=False,
+                mode=mode,
+                head=head,
+                middle=middle,
+                tail=tail,
+                hidden=hidden,
+                indexed_from=_last_lines_start(tail, INDEXED_LINES),
             )
     return OutputView(output, len(output), lines, size, collapsed, mode=mode)
 
@@ -285,6 +295,21 @@ def _output_view(
 LONG_LINES = 24
 HEAD_LINES = 6
 TAIL_LINES = 12
+#: Of a long output, the search index holds only its last INDEXED_LINES lines (where a
+#: failure summary or an error usually is): Pagefind's time follows the text it indexes,
+#: and tool output is most of a coding agent's bytes (README, "What is indexed").
+INDEXED_LINES = 6
+
+
+def _last_lines_start(text: str, count: int) -> int:
+    """Where the last ``count`` lines of ``text`` start (a final line break ends the last
+    line, it does not start one more); 0 when it has no more lines than that."""
+    cut = len(text) - 1 if text.endswith("\n") else len(text)
+    for _ in range(count):
+        cut = text.rfind("\n", 0, cut)
+        if cut < 0:
+            return 0
+    return cut + 1
 
 
 def _head_tail(text: str) -> tuple[str, str, str, int]:
