@@ -82,10 +82,19 @@ def _json_chars(value: object) -> int:
     """Roughly the characters of a JSON value (its strings and a few per item)."""
     if isinstance(value, str):
         return len(value) + 2
+    # A loop rather than sum() over a generator, strings counted in place (no call): this
+    # runs over every tool input of a session, twice a build (scan and render).
     if isinstance(value, dict):
-        return sum(len(str(k)) + 4 + _json_chars(v) for k, v in value.items()) + 2
+        total = 2
+        for k, v in value.items():
+            total += (len(k) if type(k) is str else len(str(k))) + 4
+            total += len(v) + 2 if type(v) is str else _json_chars(v)
+        return total
     if isinstance(value, list):
-        return sum(_json_chars(v) + 1 for v in value) + 2
+        total = 2
+        for v in value:
+            total += (len(v) + 2 if type(v) is str else _json_chars(v)) + 1
+        return total
     return 6
 
 
