@@ -52,8 +52,8 @@ DECISION_RULES = {
 def utc_time(value: str) -> datetime | None:
     """A timestamp as an aware UTC datetime (a naive one is read as UTC), or None."""
     parsed = parse_time(value)
-    if parsed is None:
-        return None
+    if parsed is None or parsed.tzinfo is UTC:
+        return parsed  # ("Z" and "+00:00" read as UTC itself: nothing to convert)
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
     try:
@@ -195,9 +195,14 @@ class _Calls:
             keys: set[str] = set()
             for value in _strings(part.input):
                 keys.add(value)
-                words = value.split(" ", _PREFIX_WORDS)
-                for k in range(1, min(len(words), _PREFIX_WORDS)):
-                    keys.add(" ".join(words[:k]))
+                # Its first words: the text before each of its first _PREFIX_WORDS - 1
+                # spaces (no copy of a long value, as splitting it made).
+                cut = -1
+                for _ in range(_PREFIX_WORDS - 1):
+                    cut = value.find(" ", cut + 1)
+                    if cut < 0:
+                        break
+                    keys.add(value[:cut])
             for key in keys:
                 self.named.setdefault((tool, key), []).append(number)
         if timed:
