@@ -84,6 +84,13 @@ PROSE = st.sampled_from(
         "\t",
         "a_b",
         "`",
+        "``",
+        "_",
+        " `x` ",
+        "`a_b`",
+        "`` ` ``",
+        "é_a",
+        "\n  `",
     ]
 )
 
@@ -105,9 +112,18 @@ def test_fast_path_takes_prose_and_leaves_syntax() -> None:
     assert _plain_paragraphs("Run the tests first.\nThen read the code.\n\nDone.", False) == (
         "<p>Run the tests first.\nThen read the code.</p>\n<p>Done.</p>\n"
     )
+    assert _plain_paragraphs("Run `make  test` in `` a`b ``, see my_file.\nThen ` x `.", True) == (
+        "<p>Run <code>make  test</code> in <code>a`b</code>, see my_file.\n"
+        "Then <code>x</code>.</p>\n"
+    )
     for syntax in [
         "- item",
-        "use `x`",
+        "use `x",
+        "a `b\nc` d",
+        "_em_",
+        "a _b",
+        "`x`_y",
+        "```\ncode\n```",
         "*em*",
         "# h",
         "a  \nb",

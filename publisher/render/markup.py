@@ -194,21 +194,28 @@ def plain_inline(text: str) -> str:
     return "".join(out).strip()
 
 
-#: Characters that can start Markdown syntax anywhere in a line (or need normalising).
+#: Characters that can start Markdown syntax anywhere in a line (or need normalising),
+#: but for backticks and underscores (code spans and words with underscores are taken
+#: by :func:`_plain_inline`).
 _MARKUP_CHARS_RE = re.compile(
-    r"[\\`*_\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])"
+    r"[\\*\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])|```"
 )
 #: A line start that can open a block: list, quote, heading, rule, setext, fence, code.
 _BLOCK_START_RE = re.compile(r"(?:^|\n) *(?:[-+*>#=]|\d{1,9}[.)]|    )")
+_BACKTICKS_RE = re.compile("`+")
+#: An underscore run not between two ASCII letters or digits: it could open or close
+#: emphasis (one between them cannot: CommonMark's flanking rules for ``_``).
+_LONE_UNDERSCORE_RE = re.compile(r"(?:\A|[^A-Za-z0-9_])_|_(?:[^A-Za-z0-9_]|\Z)")
 
 
 def _plain_paragraphs(text: str, link_refs: bool) -> str | None:
-    """The HTML markdown-it gives for prose without any Markdown syntax, or None.
+    """The HTML markdown-it gives for prose without any Markdown syntax but code spans and
+    words with underscores, or None.
 
-    Most of an agent log's prose (prompts, thinking) is plain paragraphs; building them
-    directly skips the parser. Anything that could be syntax (or a session reference,
-    when references are linked) falls back to markdown-it; a property test checks both
-    agree on every text this accepts.
+    Most of an agent log's prose (prompts, thinking) is plain paragraphs, often with a
+    few code spans; building them directly skips the parser. Anything that could be other
+    syntax (or a session reference, when references are linked) falls back to
+    markdown-it; a property test checks both agree on every text this accepts.
     """
     if _MARKUP_CHARS_RE.search(text) or _BLOCK_START_RE.search(text):
         return None
@@ -219,8 +226,59 @@ def _plain_paragraphs(text: str, link_refs: bool) -> str | None:
         lines = [line.strip(" ") for line in block.split("\n")]
         content = "\n".join(lines).strip(" ")
         if content:
-            paragraphs.append(f"<p>{escape(content, quote=True).replace('&#x27;', chr(39))}</p>\n")
+            inline = _plain_inline(content)
+            if inline is None:
+                return None
+            paragraphs.append(f"<p>{inline}</p>\n")
     return "".join(paragraphs)
+
+
+def _plain_text(text: str) -> str | None:
+    """A piece of a paragraph outside code spans as HTML, or None when an underscore in
+    it could be emphasis."""
+    if "_" in text and _LONE_UNDERSCORE_RE.search(text):
+        return None
+    return escape(text, quote=True).replace("&#x27;", "'")
+
+
+def _plain_inline(content: str) -> str | None:
+    """A paragraph's text (its lines stripped) with its code spans, as markdown-it renders
+    it, or None when it holds a backtick run without its closing run on the same line, or
+    an underscore that could be emphasis.
+
+    A code span is a backtick run and the next run of the same length; its content has a
+    space stripped from each end when it starts and ends with one (and is not all spaces),
+    as markdown-it's ``backtick`` rule does. A span across lines falls back (its line
+    break becomes a space there, and the line starts are not stripped)."""
+    if "`" not in content:
+        return _plain_text(content)
+    runs = [(m.start(), m.end()) for m in _BACKTICKS_RE.finditer(content)]
+    out: list[str] = []
+    pos = i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        size = end - start
+        j = i + 1
+        while j < len(runs) and runs[j][1] - runs[j][0] != size:
+            j += 1
+        if j == len(runs):
+            return None  # no closing run: the backticks are text (left to markdown-it)
+        close_start, close_end = runs[j]
+        code = content[end:close_start]
+        before = _plain_text(content[pos:start])
+        if "\n" in code or before is None:
+            return None
+        if code.startswith(" ") and code.endswith(" ") and code.strip(" "):
+            code = code[1:-1]
+        out.append(before)
+        out.append(f"<code>{escape(code, quote=True).replace('&#x27;', chr(39))}</code>")
+        pos = close_end
+        i = j + 1
+    rest = _plain_text(content[pos:])
+    if rest is None:
+        return None
+    out.append(rest)
+    return "".join(out)
 
 
 def _scrub(text: str) -> str:
