@@ -7,7 +7,8 @@ jobs carry only a file name. A session that fails to load or to render is report
 raised: one bad file never stops the build. A write error (a full disk) does stop it.
 
 A run with a previous run in its series (:meth:`..graph.Graph.series`) also gets its
-comparison page (:mod:`..comparison`): the previous run is read too.
+comparison page (:mod:`..comparison`): the previous run is read too, unless this process
+rendered it and kept it for that (:attr:`..context.Tunables.keep_runs_bytes`).
 
 Turn fragments are read from the session's fragment file of the last build and spooled
 to a new one as they are made (:mod:`..fragments`): an appended turn is the only one
