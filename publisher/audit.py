@@ -52,8 +52,8 @@ DECISION_RULES = {
 def utc_time(value: str) -> datetime | None:
     """A timestamp as an aware UTC datetime (a naive one is read as UTC), or None."""
     parsed = parse_time(value)
-    if parsed is None:
-        return None
+    if parsed is None or parsed.tzinfo is UTC:
+        return parsed  # ("Z" and "+00:00" read as UTC itself: nothing to convert)
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
     try:
@@ -74,38 +74,53 @@ def place(turns: list[Turn], stamps: Iterable[str]) -> list[tuple[int | None, st
     turn whose span ended before the current event can hold no later event either, so it
     is dropped for good. O((turns + events) log turns).
     """
-    spans: list[tuple[datetime, datetime, int]] = []
-    for position, turn in enumerate(turns):
-        start = utc_time(turn.started_at)
-        if start is None:
-            continue
-        end = utc_time(turn.ended_at)
-        spans.append((start, end if end is not None and end >= start else start, position))
-    spans.sort(key=lambda span: (span[0], span[2]))
-    starts = [span[0] for span in spans]
-    times = [utc_time(stamp) for stamp in stamps]
-    order = sorted(
-        (i for i, when in enumerate(times) if when is not None),
-        key=lambda i: times[i],  # type: ignore[arg-type, return-value]
-    )
-    out: list[tuple[int | None, str]] = [(None, UNPLACED)] * len(times)
-    heap: list[tuple[float, int, int, datetime]] = []  # (-start, -order, position, end)
-    added = 0
-    for i in order:
-        when = times[i]
-        assert when is not None
-        limit = bisect_right(starts, when)
-        while added < limit:
-            start, end, position = spans[added]
-            heapq.heappush(heap, (-start.timestamp(), -added, position, end))
-            added += 1
-        while heap and heap[0][3] < when:
-            heapq.heappop(heap)
-        if heap:
-            out[i] = (heap[0][2], WITHIN)
-        elif limit:
-            out[i] = (spans[limit - 1][2], IN_PROGRESS)
-    return out
+    return _Spans(turns).place(stamps)
+
+
+class _Spans:
+    """The turns' spans in start order, read once per session (its errors and its
+    decisions are placed against the same spans)."""
+
+    def __init__(self, turns: list[Turn]) -> None:
+        spans: list[tuple[datetime, datetime, int]] = []
+        for position, turn in enumerate(turns):
+            start = utc_time(turn.started_at)
+            if start is None:
+                continue
+            end = utc_time(turn.ended_at)
+            spans.append((start, end if end is not None and end >= start else start, position))
+        spans.sort(key=lambda span: (span[0], span[2]))
+        self.spans = spans
+        self.starts = [span[0] for span in spans]
+
+    def place(self, stamps: Iterable[str]) -> list[tuple[int | None, str]]:
+        """:func:`place` of ``stamps`` against these spans."""
+        spans, starts = self.spans, self.starts
+        times = [utc_time(stamp) for stamp in stamps]
+        out: list[tuple[int | None, str]] = [(None, UNPLACED)] * len(times)
+        if not spans:
+            return out  # no turn has a readable start: nothing can be placed
+        order = sorted(
+            (i for i, when in enumerate(times) if when is not None),
+            key=lambda i: times[i],  # type: ignore[arg-type, return-value]
+        )
+        heap: list[tuple[float, int, int, datetime]] = []  # (-start, -order, position, end)
+        added = 0
+        for i in order:
+            when = times[i]
+            assert when is not None
+            limit = bisect_right(starts, when)
+            while added < limit:
+                start, end, position = spans[added]
+                heapq.heappush(heap, (-start.timestamp(), -added, position, end))
+                added += 1
+            while heap and heap[0][3] < when:
+                heapq.heappop(heap)
+            if heap:
+                out[i] = (heap[0][2], WITHIN)
+            elif limit:
+                out[i] = (spans[limit - 1][2], IN_PROGRESS)
+        return out
 
 
 @dataclass(slots=True, frozen=True)
@@ -151,37 +166,54 @@ _PREFIX_WORDS = 8
 
 class _Calls:
     """The tool calls of one turn by name: their times in order and the strings their
-    inputs name, built once per turn (matching stays O(log n) a decision)."""
+    inputs name, built once per turn and tool name, when a decision on that tool is first
+    matched in the turn (matching stays O(log n) a decision; the calls of tools no decision
+    names are not read)."""
 
     def __init__(self, turn: Turn) -> None:
         self.turn = turn
         self.first: dict[str, int] = {}
-        timed: dict[str, list[tuple[datetime, int]]] = {}
-        self.named: dict[tuple[str, str], list[int]] = {}
         for number, part in enumerate(turn.parts, start=1):
-            if not isinstance(part, ToolPart):
+            if isinstance(part, ToolPart) and part.name not in self.first:
+                self.first[part.name] = number
+        self.named: dict[tuple[str, str], list[int]] = {}
+        self.times: dict[str, tuple[list[datetime], list[int]]] = {}
+        self.when: dict[int, datetime | None] = {}
+        self.indexed: set[str] = set()
+        self.claimed: set[int] = set()
+
+    def _index(self, tool: str) -> None:
+        """Index the calls of ``tool``: their times, and the strings their inputs name."""
+        self.indexed.add(tool)
+        timed: list[tuple[datetime, int]] = []
+        for number, part in enumerate(self.turn.parts, start=1):
+            if not isinstance(part, ToolPart) or part.name != tool:
                 continue
-            self.first.setdefault(part.name, number)
-            when = utc_time(part.timestamp)
+            when = self.when[number] = utc_time(part.timestamp)
             if when is not None:
-                timed.setdefault(part.name, []).append((when, number))
+                timed.append((when, number))
             keys: set[str] = set()
             for value in _strings(part.input):
                 keys.add(value)
-                words = value.split(" ", _PREFIX_WORDS)
-                for k in range(1, min(len(words), _PREFIX_WORDS)):
-                    keys.add(" ".join(words[:k]))
-            for key in sorted(keys):
-                self.named.setdefault((part.name, key), []).append(number)
-        self.times: dict[str, tuple[list[datetime], list[int]]] = {}
-        for name, calls in timed.items():
-            calls.sort()
-            self.times[name] = ([w for w, _ in calls], [n for _, n in calls])
-        self.claimed: set[int] = set()
+                # Its first words: the text before each of its first _PREFIX_WORDS - 1
+                # spaces (no copy of a long value, as splitting it made).
+                cut = -1
+                for _ in range(_PREFIX_WORDS - 1):
+                    cut = value.find(" ", cut + 1)
+                    if cut < 0:
+                        break
+                    keys.add(value[:cut])
+            for key in keys:
+                self.named.setdefault((tool, key), []).append(number)
+        if timed:
+            timed.sort()
+            self.times[tool] = ([w for w, _ in timed], [n for _, n in timed])
 
     def match(self, tool: str, path: str, stamp: str) -> tuple[int | None, str]:
         if tool not in self.first:
             return None, "unmatched"
+        if tool not in self.indexed:
+            self._index(tool)
         at = utc_time(stamp)
         if path:
             candidates = self.named.get((tool, path), [])
@@ -190,7 +222,7 @@ class _Calls:
                 chosen = free[0]
                 if at is not None:
                     for n in free:
-                        if utc_time(self.turn.parts[n - 1].timestamp) == at:
+                        if self.when[n] == at:
                             chosen = n
                             break
                 self.claimed.add(chosen)
@@ -218,15 +250,16 @@ class Audit:
     @classmethod
     def of(cls, session: Session) -> Audit:
         turns = session.turns
+        spans = _Spans(turns) if session.errors or session.permissions else None
         errors = [
             ErrorPlace(i, position, rule)
             for i, (position, rule) in enumerate(
-                place(turns, (e.timestamp for e in session.errors)), start=1
+                spans.place(e.timestamp for e in session.errors) if spans else [], start=1
             )
         ]
         decisions: list[DecisionPlace] = []
         index: dict[int, _Calls] = {}
-        placed = place(turns, (p.timestamp for p in session.permissions))
+        placed = spans.place(p.timestamp for p in session.permissions) if spans else []
         for i, (permission, (position, _)) in enumerate(
             zip(session.permissions, placed, strict=True), start=1
         ):

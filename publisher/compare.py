@@ -128,9 +128,10 @@ def _align_calls(a: list[ToolPart], b: list[ToolPart]) -> list[CallChange]:
     matcher = difflib.SequenceMatcher(a=keys_a, b=keys_b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            for pa, pb in zip(a[i1:i2], b[j1:j2], strict=True):
+            for k, (pa, pb) in enumerate(zip(a[i1:i2], b[j1:j2], strict=True)):
+                shown = keys_a[i1 + k][1]  # _input(pa), made once
                 if (pa.output or "") == (pb.output or ""):
-                    out.append(CallChange("same", pa.name, _input(pa)))
+                    out.append(CallChange("same", pa.name, shown))
                 else:
                     diff = list(
                         difflib.unified_diff(
@@ -141,10 +142,10 @@ def _align_calls(a: list[ToolPart], b: list[ToolPart]) -> list[CallChange]:
                             lineterm="",
                         )
                     )
-                    out.append(CallChange("output", pa.name, _input(pa), diff))
+                    out.append(CallChange("output", pa.name, shown, diff))
             continue
-        out.extend(CallChange("removed", p.name, _input(p)) for p in a[i1:i2])
-        out.extend(CallChange("added", p.name, _input(p)) for p in b[j1:j2])
+        out.extend(CallChange("removed", a[i].name, keys_a[i][1]) for i in range(i1, i2))
+        out.extend(CallChange("added", b[j].name, keys_b[j][1]) for j in range(j1, j2))
     return out
 
 

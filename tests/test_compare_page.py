@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from publisher.redact import Redactor
 from publisher.render.html import HtmlRenderer
 from publisher.site.comparison import render_compare_page
+from publisher.site.context import Tunables
 from publisher.theme import Theme
 from tests.helpers import (
     OLD_NS,
@@ -120,3 +122,42 @@ def test_an_unreadable_previous_run_is_said_not_fatal(tmp_path: Path) -> None:
         unreadable="not valid JSON",
     )
     assert "The previous run could not be read: not valid JSON" in html
+
+
+def test_a_run_kept_from_its_render_compares_as_one_read_again(tmp_path: Path) -> None:
+    """The render keeps a run it rendered for the comparison page of its series' next run
+    (Tunables.keep_runs_bytes) rather than reading it again: the site is the same, redacted
+    alike, as with nothing kept; and the kept run is the one rendered (a file broken after
+    its render does not break the next run's comparison, as a read would)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(4):
+        doc = run_doc(i, turns=2 + i % 2)
+        doc["turns"][0]["parts"][1]["output"] = f"key AKIA{'ABCDEFGHIJKLMNO'}{i} done {i}"
+        write_json(sessions / f"{RUNS[i]}.json", doc, OLD_NS)
+    redactor = Redactor.create()
+    kept = fresh_digest(sessions, tmp_path / "kept", redactor=redactor)
+    read = fresh_digest(
+        sessions, tmp_path / "read", redactor=redactor, tunables=Tunables(keep_runs_bytes=0)
+    )
+    assert kept == read
+    compare = (tmp_path / "kept" / "sessions" / RUNS[2] / "compare.html").read_text()
+    assert "[REDACTED:aws-access-key]" in compare and "AKIA" not in compare
+
+    def break_first_run(stage: str, done: int, total: int) -> None:
+        if stage == "render" and done == 1:  # RUNS[0] is rendered, RUNS[1] not yet
+            (sessions / f"{RUNS[0]}.json").write_text("{ not json")
+
+    build(sessions, tmp_path / "broken", progress=break_first_run)
+    compare = (tmp_path / "broken" / "sessions" / RUNS[1] / "compare.html").read_text()
+    assert "could not be read" not in compare
+    assert f"<code>{RUNS[0]}</code>" in compare
+    write_json(sessions / f"{RUNS[0]}.json", run_doc(0), OLD_NS)
+    build(
+        sessions,
+        tmp_path / "broken-read",
+        progress=break_first_run,
+        tunables=Tunables(keep_runs_bytes=0),
+    )
+    compare = (tmp_path / "broken-read" / "sessions" / RUNS[1] / "compare.html").read_text()
+    assert "The previous run could not be read" in compare

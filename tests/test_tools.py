@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from publisher.loader import session_from_json
 from publisher.model import ToolPart
@@ -124,3 +126,29 @@ def test_a_theme_template_renders_its_own_tool(tmp_path: Path) -> None:
     out = renderer.render_turn(session, session.turns[0], [], None).html
     assert '<p class="deploy">Deploy to &lt;script&gt;' in out
     assert "Input as written (JSON)" in out  # the full input stays reachable
+
+
+def _diff_html_reference(text: str) -> str:
+    """diff_html as it was: each line escaped and its controls made visible on its own."""
+    from html import escape
+
+    out = []
+    for line in text.split("\n"):
+        shown = tools.visible_controls(escape(line, quote=False))
+        if line.startswith(("+++", "---", "diff --git", "*** ", "index ")):
+            out.append(f'<span class="d-file">{shown}</span>')
+        elif line.startswith("@@"):
+            out.append(f'<span class="d-hunk">{shown}</span>')
+        elif line.startswith("+"):
+            out.append(f'<span class="d-add">{shown}</span>')
+        elif line.startswith("-"):
+            out.append(f'<span class="d-del">{shown}</span>')
+        else:
+            out.append(shown)
+    return "\n".join(out)
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(["+", "-", "@@ -1 +1 @@", "+++ a", "--- b", "diff --git", "*** ", "index ", "<", ">", "&", "\n", "x", " ", "\x1b[31m", "\x00", "\r", "\ud800", "é", "\t"]), max_size=30).map("".join))  # fmt: skip
+def test_diff_html_escapes_once_as_line_by_line(text: str) -> None:
+    assert tools.diff_html(text) == _diff_html_reference(text)

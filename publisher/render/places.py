@@ -5,6 +5,7 @@ are), shared by the site's pages and the single-file export."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from ..audit import DECISION_RULES, ERROR_RULES, Audit
 from ..model import Session, ToolPart
@@ -102,17 +103,31 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     busy = 0.0
     longest = 0.0
     tool_errors = 0
+    last_end: datetime | None = None
     for position, turn in enumerate(turns):
-        label = " · ".join(x for x in (turn.model, turn.provider) if x)
+        model, provider = turn.model, turn.provider
+        label = f"{model} · {provider}" if model and provider else model or provider
         if label and label not in seen:
             seen.add(label)
             models.append(label)
+        tools = 0
         for number, part in enumerate(turn.parts, start=1):
-            if isinstance(part, ToolPart) and part.is_error and part.output is not None:
-                tool_errors += 1
-                errors_at[position] += 1
-                error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))
-        seconds = view.duration_seconds(turn)
+            if isinstance(part, ToolPart):
+                tools += 1
+                if part.is_error and part.output is not None:
+                    tool_errors += 1
+                    errors_at[position] += 1
+                    error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))
+        # view.duration_seconds, each time read once (the session's end is the last one).
+        start, end = view.parse_time(turn.started_at), view.parse_time(turn.ended_at)
+        seconds = None
+        if end is not None:
+            last_end = end
+            if start is not None:
+                try:
+                    seconds = (end - start).total_seconds()
+                except TypeError:  # one naive, one aware
+                    seconds = None
         if seconds is not None and seconds > 0:
             busy += seconds
             longest = max(longest, seconds)
@@ -126,7 +141,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
                 status=turn.status,
                 duration=view.format_duration(seconds),
                 seconds=seconds if seconds is not None and seconds > 0 else 0.0,
-                tools=turn.tool_count,
+                tools=tools,
                 prompt=first,
                 errors=errors_at[position],
                 refused=refused_at[position],
@@ -134,12 +149,10 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
         )
     total = "-"
     if turns:
-        start = view.parse_time(turns[0].started_at)
-        ends = [t for t in (view.parse_time(turn.ended_at) for turn in turns) if t is not None]
-        end = ends[-1] if ends else None
-        if start is not None and end is not None:
+        opened = view.parse_time(turns[0].started_at)
+        if opened is not None and last_end is not None:
             try:
-                total = view.format_duration((end - start).total_seconds())
+                total = view.format_duration((last_end - opened).total_seconds())
             except TypeError:
                 total = "-"
     shown = [

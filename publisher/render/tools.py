@@ -265,10 +265,6 @@ def _visible(text: str) -> str:
     return TERMINAL_CONTROL_RE.sub(_control, out) if has_controls(out) else out
 
 
-def _escaped(text: str) -> str:
-    return escape(text, quote=False)
-
-
 def _control(match: re.Match[str]) -> str:
     char = match.group(0)
     if char in "\r":
@@ -286,10 +282,12 @@ def visible_controls(html: str) -> str:
 
 
 def diff_html(text: str) -> str:
-    """A diff as escaped lines, each in a span: ``d-add``, ``d-del``, ``d-hunk``, ``d-file``."""
+    """A diff as escaped lines, each in a span: ``d-add``, ``d-del``, ``d-hunk``, ``d-file``.
+
+    The text is escaped once and its control characters made visible once (escaping
+    touches no line start a class depends on; the escapes hold no line break)."""
     out = []
-    visible = _visible if has_controls(text) else _escaped
-    for line in text.split("\n"):
+    for line in escape(text, quote=False).split("\n"):
         if line.startswith(("+++", "---", "diff --git", "*** ", "index ")):
             cls = "d-file"
         elif line.startswith("@@"):
@@ -299,10 +297,10 @@ def diff_html(text: str) -> str:
         elif line.startswith("-"):
             cls = "d-del"
         else:
-            out.append(visible(line))
+            out.append(line)
             continue
-        out.append(f'<span class="{cls}">{visible(line)}</span>')
-    return "\n".join(out)
+        out.append(f'<span class="{cls}">{line}</span>')
+    return visible_controls("\n".join(out))
 
 
 _SGR_RE = re.compile("\x1b\\[([0-9;]*)m")

@@ -52,6 +52,10 @@ class Tunables:
     """At most this many sessions, of at most ``keep_scanned_bytes`` of files in all, are
     rendered in the build's own process: starting a pool costs more than a few small
     sessions (an append renders the session and the next run's comparison)."""
+    keep_runs_bytes: int = 16 << 20
+    """A render process keeps sessions it rendered, of at most this many bytes of files in
+    all, for the comparison page of the next run of their series (its previous run is then
+    not read again); the oldest are dropped first."""
     page_turns: int = 150
     """A session page holds at most this many turns (shapes the output)."""
     page_bytes: int = 2_000_000

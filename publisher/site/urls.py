@@ -65,16 +65,25 @@ def turn_weight(turn: Turn) -> int:
     page can tell where another session's turns are without rendering it."""
     from ..render.html import EXTERNAL_CHARS, PREVIEW_CHARS
 
+    return _turn_weight(turn, EXTERNAL_CHARS, PREVIEW_CHARS)
+
+
+_TEXT_PARTS = (TextualPart, CommandPart)
+
+
+def _turn_weight(turn: Turn, external: int, preview: int) -> int:
+    """:func:`turn_weight`, the output limits given (:func:`page_starts` weighs every turn
+    of a session, twice a build: the import and the union of types are made once)."""
     weight = PART_WEIGHT
     for part in turn.parts:
         weight += PART_WEIGHT
-        if isinstance(part, TextualPart | CommandPart):
+        if isinstance(part, _TEXT_PARTS):
             weight += len(part.text)
         elif isinstance(part, ToolPart):
             weight += _json_chars(part.input)
             if part.output is not None:
                 size = len(part.output)
-                weight += PREVIEW_CHARS if size > EXTERNAL_CHARS else size
+                weight += preview if size > external else size
     return weight
 
 
@@ -82,10 +91,19 @@ def _json_chars(value: object) -> int:
     """Roughly the characters of a JSON value (its strings and a few per item)."""
     if isinstance(value, str):
         return len(value) + 2
+    # A loop rather than sum() over a generator, strings counted in place (no call): this
+    # runs over every tool input of a session, twice a build (scan and render).
     if isinstance(value, dict):
-        return sum(len(str(k)) + 4 + _json_chars(v) for k, v in value.items()) + 2
+        total = 2
+        for k, v in value.items():
+            total += (len(k) if type(k) is str else len(str(k))) + 4
+            total += len(v) + 2 if type(v) is str else _json_chars(v)
+        return total
     if isinstance(value, list):
-        return sum(_json_chars(v) + 1 for v in value) + 2
+        total = 2
+        for v in value:
+            total += (len(v) + 2 if type(v) is str else _json_chars(v)) + 1
+        return total
     return 6
 
 
@@ -93,11 +111,13 @@ def page_starts(session: Session, limits: PageLimits | None = None) -> tuple[int
     """The one home of "which page holds turn N": the positions (0-based, in file order) of
     the first turns of pages 2, 3, …; empty for a session on one page. A page holds at most
     ``limits.turns`` turns and about ``limits.bytes`` of them, each turn whole."""
+    from ..render.html import EXTERNAL_CHARS, PREVIEW_CHARS
+
     limits = limits or PageLimits()
     starts: list[int] = []
     count = size = 0
     for position, turn in enumerate(session.turns):
-        weight = turn_weight(turn)
+        weight = _turn_weight(turn, EXTERNAL_CHARS, PREVIEW_CHARS)
         if count and (count >= limits.turns or size + weight > limits.bytes):
             starts.append(position)
             count = size = 0

@@ -7,7 +7,8 @@ jobs carry only a file name. A session that fails to load or to render is report
 raised: one bad file never stops the build. A write error (a full disk) does stop it.
 
 A run with a previous run in its series (:meth:`..graph.Graph.series`) also gets its
-comparison page (:mod:`..comparison`): the previous run is read too.
+comparison page (:mod:`..comparison`): the previous run is read too, unless this process
+rendered it and kept it for that (:attr:`..context.Tunables.keep_runs_bytes`).
 
 Turn fragments are read from the session's fragment file of the last build and spooled
 to a new one as they are made (:mod:`..fragments`): an appended turn is the only one
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...loader import SessionLoadError
@@ -78,6 +79,10 @@ class RenderSetup:
     """Where long sessions are cut into pages."""
     kept: dict[str, Prepared]
     """Sessions the scan prepared, by file name: not read again."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """The size of each planned session's file, by file name."""
+    keep_runs_bytes: int = 0
+    """:attr:`..context.Tunables.keep_runs_bytes`."""
 
 
 class SessionRenderer:
@@ -87,6 +92,10 @@ class SessionRenderer:
         self.setup = setup
         self.renderer = renderer
         self.kept = dict(setup.kept)
+        self.runs: dict[str, tuple[Prepared, int]] = {}
+        """Sessions rendered here whose series has a next run, by session name (oldest
+        first), with their file's size: that run's previous run is not read again."""
+        self.runs_bytes = 0
 
     def __call__(self, job: RenderJob) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
@@ -106,6 +115,9 @@ class SessionRenderer:
         setup = self.setup
         summary = setup.graph.summaries[name]
         prepared = self.kept.get(summary.file_name)
+        if prepared is None and name in self.runs:
+            prepared, size = self.runs.pop(name)
+            self.runs_bytes -= size
         try:
             if prepared is None:
                 prepared = prepare_file(
@@ -114,6 +126,20 @@ class SessionRenderer:
         except SessionLoadError as exc:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
+
+    def _keep_run(self, name: str, file_name: str, prepared: Prepared) -> None:
+        """Keep a rendered session for the comparison page of its series' next run (in a
+        full build, runs render in file-name order: mostly their series' order), within
+        :attr:`RenderSetup.keep_runs_bytes`."""
+        setup = self.setup
+        size = setup.sizes.get(file_name)
+        if size is None or size > setup.keep_runs_bytes or not setup.graph.series(name)[1]:
+            return
+        self.runs[name] = (prepared, size)
+        self.runs_bytes += size
+        while self.runs_bytes > setup.keep_runs_bytes:
+            _, dropped = self.runs.pop(next(iter(self.runs)))
+            self.runs_bytes -= dropped
 
     def _render(self, job: RenderJob) -> Rendered:
         setup = self.setup
@@ -167,6 +193,7 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
+        self._keep_run(session.session_name, job.file_name, prepared)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
             spool.commit()
@@ -196,6 +223,8 @@ def render(
             for job in jobs
             if job.file_name in scanned.kept
         },
+        sizes={job.file_name: planned.sources[job.file_name].size for job in jobs},
+        keep_runs_bytes=ctx.tunables.keep_runs_bytes,
     )
     progress = ctx.options.progress
     few = len(jobs) <= ctx.tunables.in_process_render and (
