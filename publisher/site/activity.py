@@ -36,20 +36,38 @@ def outcome_of(status: str) -> str:
     return status if status in OUTCOMES else "other"
 
 
+def contribution(summary: Summary) -> tuple[str, str, str]:
+    """What one session adds to the chart: its day (ISO, "" when it has no readable time),
+    its outcome, and the days of its errors (ISO, space-separated). Computed when its
+    summary is made and kept in the manifest (:class:`.manifest.Brief`): a build does not
+    parse every session's times again."""
+    day = _day(summary.created_at) or _day(summary.updated_at)
+    errors = " ".join(event[0][:10] for event in summary.error_events if event[0])
+    return (day.isoformat() if day else "", outcome_of(summary.last_status), errors)
+
+
 def activity(summaries: Iterable[Summary], days: int = DAYS) -> Activity | None:
     """The chart's data and geometry, or None when no session has a readable time."""
-    runs: dict[date, Counter[str]] = {}
-    errors: Counter[date] = Counter()
+    return activity_of((contribution(s) for s in summaries), days)
+
+
+def activity_of(contributions: Iterable[tuple[str, str, str]], days: int = DAYS) -> Activity | None:
+    """:func:`activity` from each session's :func:`contribution`."""
+    by_day: dict[str, Counter[str]] = {}
+    error_days: Counter[str] = Counter()
     undated = 0
-    for summary in summaries:
-        day = _day(summary.created_at) or _day(summary.updated_at)
-        if day is None:
-            undated += 1
+    for day_text, outcome, errors_text in contributions:
+        if day_text:
+            counts = by_day.get(day_text)
+            if counts is None:
+                counts = by_day[day_text] = Counter()
+            counts[outcome] += 1
         else:
-            runs.setdefault(day, Counter())[outcome_of(summary.last_status)] += 1
-        for event in summary.error_events:
-            if event[0]:
-                errors[date.fromisoformat(event[0][:10])] += 1
+            undated += 1
+        if errors_text:
+            error_days.update(errors_text.split(" "))
+    runs = {date.fromisoformat(d): c for d, c in by_day.items()}
+    errors: Counter[date] = Counter({date.fromisoformat(d): n for d, n in error_days.items()})
     if not runs:
         return None
     last = max(runs)

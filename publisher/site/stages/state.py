@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ... import __version__
 from ..context import BuildContext, BuildOptions, CachePaths
-from ..manifest import Manifest, SourceState, save_manifest
+from ..manifest import Manifest, Sources, save_manifest
 from ..memory import Freezer
 
 
@@ -41,11 +41,10 @@ def save_state(
     *,
     graph_key: str,
     scanned_at_ns: int,
-    names: list[str],
-    sources: Mapping[str, SourceState],
+    sources: Sources,
     extra_outputs: Mapping[str, str],
 ) -> None:
-    """Write this build's manifest (lines of unchanged sources reused)."""
+    """Write this build's manifest (the shards and lines of unchanged sources reused)."""
     save_manifest(
         ctx.cache.manifest,
         previous,
@@ -54,7 +53,9 @@ def save_state(
         graph=graph_key,
         scanned_at_ns=scanned_at_ns,
         publisher=__version__,
-        sources={name: sources[name] for name in names},
+        sources=sources,
         extra_outputs=extra_outputs,
+        briefs=sources.briefs(),
+        fresh=sources.fresh,
         warm=ctx.warm,
     )
