@@ -14,7 +14,6 @@ from publisher.site.context import Warm
 from publisher.site.graph import Summary
 from publisher.site.manifest import (
     FORMAT,
-    SHARDS,
     Manifest,
     ManifestDamaged,
     SourceState,
@@ -47,12 +46,16 @@ def summary(name: str, turns: int = 3) -> Summary:
     )
 
 
+COUNT = 16
+"""The shard count of these tests' manifests."""
+
+
 def sources() -> dict[str, SourceState]:
     # a and c in shards 5 and 9 (their row slots), b (does not load) in its name's shard.
     return {
         "a.json": SourceState(10, 123, "h1", summary("a"), None, ["#ab12cd"], "fk", {"sessions/a/index.html": "d1"}, "dg", ["a.json: a warning"], "ek", 5, (7, 8)),
         "b.json": SourceState(20, 456, "h2", None, "truncated JSON", [], "", {}, ""),
-        "c.json": SourceState(30, 789, "h3", summary("c"), None, [], "fk3", {"sessions/c/index.html": "d3"}, "dg3", slot=SHARDS + 9),
+        "c.json": SourceState(30, 789, "h3", summary("c"), None, [], "fk3", {"sessions/c/index.html": "d3"}, "dg3", slot=COUNT + 9),
     }  # fmt: skip
 
 
@@ -69,6 +72,7 @@ def save(
         publisher="0.1.0",
         sources=states,
         extra_outputs={"index.html": "di"},
+        shard_count=COUNT,
         warm=warm,
     )
 
@@ -240,3 +244,25 @@ def test_a_build_starts_again_when_a_shard_file_is_damaged(tmp_path: Path) -> No
     assert again.files_read == first.files_read  # started again from nothing
     build_site(BuildOptions(sessions, tmp_path / "fresh", search=False, workers=1))
     assert tree_digest(tmp_path / "site") == tree_digest(tmp_path / "fresh")
+
+
+def test_a_new_shard_count_moves_every_source(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    loaded = Manifest.load(path)
+    save_manifest(
+        path,
+        loaded,
+        key="k",
+        site="/site",
+        graph="g",
+        scanned_at_ns=99,
+        publisher="0.1.0",
+        sources=dict(loaded.sources),
+        extra_outputs={},
+        shard_count=2,
+    )
+    again = Manifest.load(path)
+    assert again.sources == sources() and again.sources.count == 2
+    assert sorted(n[:4] for n in shard_files(path)) == ["0000", "0001"]  # the old ones gone
+    assert {b.shard for b in again.briefs.values()} == {0, 1}

@@ -9,9 +9,10 @@ touches: it is two parts.
   and archive rows, its activity on the chart, the stamp of its folder in the site). The
   header names the shard files and holds a checksum of the lines.
 - ``manifest.d/<shard>-<crc32>.jsonl``: the full states (:class:`SourceState`: summary,
-  references, outputs...) of the sources of one shard (the session's row shard slot modulo
-  :data:`SHARDS`, so an index row shard's sessions are in a few shard files), named by the
-  checksum of their content. A shard is decoded only when one of its states is used
+  references, outputs...) of the sources of one shard, named by the checksum of their
+  content. There are as many shards as the index has row shards (the build says how many:
+  :func:`.index.row_shard_count`), and a session's shard is its row shard (its row slot
+  modulo the count), so the sessions whose rows an append makes again are one shard file. A shard is decoded only when one of its states is used
   (:class:`States`), and written again only when one of its states changed: an append
   decodes and writes one or two shard files, whatever the archive's size.
 
@@ -41,10 +42,6 @@ from .staleness import MANIFEST_FORMAT as FORMAT
 
 if TYPE_CHECKING:
     from .context import Warm
-
-SHARDS = 1024
-"""How many shard files the full states are spread over (a power of two, as the index's
-row shard counts: a row shard's sessions are in ``SHARDS / count`` shard files)."""
 
 
 class ManifestDamaged(Exception):
@@ -128,12 +125,12 @@ class SourceState:
             (row[SUMMARY_AT + 3][0], row[SUMMARY_AT + 3][1]),
         )
 
-    def shard(self, name: str) -> int:
-        """The shard file of this state: its session's row slot's, or a hash of the file
-        name for a file that does not load."""
+    def shard(self, name: str, count: int) -> int:
+        """The shard file of this state among ``count``: its session's row shard, or a
+        hash of the file name for a file that does not load."""
         if self.summary is not None:
-            return self.slot % SHARDS
-        return zlib.crc32(name.encode("utf-8", "surrogatepass")) % SHARDS
+            return self.slot % count
+        return zlib.crc32(name.encode("utf-8", "surrogatepass")) % count
 
 
 SUMMARY_AT = 10
@@ -184,9 +181,10 @@ class Brief(NamedTuple):
     """:attr:`SourceState.warnings` (told each build)."""
 
     @classmethod
-    def of(cls, name: str, state: SourceState) -> Brief:
+    def of(cls, name: str, state: SourceState, count: int) -> Brief:
+        """The brief of ``name``'s ``state``, in a manifest of ``count`` shards."""
         s = state.summary
-        shard = state.shard(name)
+        shard = state.shard(name, count)
         ino, mtime = state.site
         if s is None:
             return cls(state.size, state.mtime_ns, shard, False, "", "", "", "", "", "", "",
@@ -234,7 +232,7 @@ def brief_of(summary: Summary) -> Brief:
         events_key=archive_rows_key(summary),
         slot=row_slot(summary.name),
     )
-    return Brief.of(summary.file_name, state)
+    return Brief.of(summary.file_name, state, 1)
 
 
 class States(Mapping[str, SourceState]):
@@ -246,6 +244,7 @@ class States(Mapping[str, SourceState]):
         folder: Path | None = None,
         files: Mapping[int, str] | None = None,
         decoded: Mapping[str, SourceState] | None = None,
+        count: int = 1,
     ) -> None:
         self.briefs = briefs
         """Every source's brief."""
@@ -253,6 +252,8 @@ class States(Mapping[str, SourceState]):
         """Where the shard files are."""
         self.files = dict(files or {})
         """Shard → its file's name."""
+        self.count = count
+        """How many shards the states are spread over."""
         self._decoded: dict[str, SourceState] = dict(decoded or {})
         self._loaded: set[int] = set()
         self.rows: dict[str, str] = {}
@@ -357,7 +358,7 @@ class Sources(Mapping[str, SourceState]):
             return self.base.briefs[name]
         brief = self._briefs.get(name)
         if brief is None:
-            brief = self._briefs[name] = Brief.of(name, state)
+            brief = self._briefs[name] = Brief.of(name, state, self.base.count)
         return brief
 
     def briefs(self) -> dict[str, Brief]:
@@ -436,6 +437,9 @@ class Manifest:
             if header.get("rows_crc32") != _checksum(body):
                 return cls()  # damaged or edited: a fresh start
             files = {int(k): str(v) for k, v in dict(header["shards"]).items()}
+            count = int(header["shard_count"])
+            if count < 1:
+                return cls()
             lines = [line for line in body.split("\n") if line]
             # One decode for all lines (a JSON array of them): far cheaper than one each.
             rows = json.loads("[" + ",".join(lines) + "]")
@@ -455,7 +459,7 @@ class Manifest:
                 site=str(header["site"]),
                 graph=str(header["graph"]),
                 scanned_at_ns=int(header["scanned_at_ns"]),
-                sources=States(briefs, shard_folder(path), files),
+                sources=States(briefs, shard_folder(path), files, count=count),
                 extra_outputs={str(k): str(v) for k, v in dict(header["extra_outputs"]).items()},
                 _lines=kept,
             )
@@ -481,6 +485,7 @@ def save_manifest(
     extra_outputs: Mapping[str, str],
     briefs: Mapping[str, Brief] | None = None,
     fresh: Mapping[str, SourceState] | None = None,
+    shard_count: int = 1,
     warm: Warm | None = None,
 ) -> None:
     """Write the manifest of a build: the shard files whose states changed, then the brief
@@ -490,7 +495,9 @@ def save_manifest(
     ``sources``: every source's state this build, by file name (sorted order is not
     needed). ``briefs`` and ``fresh``, when the caller has them: every source's brief, and
     the states that are not the very ones of ``previous`` (the others are not looked at:
-    their shards are kept unless a neighbour changed)."""
+    their shards are kept unless a neighbour changed). ``shard_count``: how many shard
+    files (when it is not the last manifest's, every brief moves and every shard is
+    written)."""
     if fresh is None:
         fresh = {
             name: state
@@ -499,7 +506,9 @@ def save_manifest(
         }
     if briefs is None:
         briefs = {
-            name: Brief.of(name, state) if name in fresh else previous.briefs[name]
+            name: Brief.of(name, state, previous.sources.count)
+            if name in fresh
+            else previous.briefs[name]
             for name, state in sources.items()
         }
     names = sorted(briefs)
@@ -515,7 +524,11 @@ def save_manifest(
     folder = shard_folder(path)
     folder.mkdir(parents=True, exist_ok=True)
     files = {shard: file for shard, file in old.files.items() if shard not in dirty}
-    if old.folder != folder:  # another manifest's shards: none is reused
+    if old.folder != folder or old.count != shard_count:  # none is reused
+        briefs = {
+            name: brief._replace(shard=_shard_of(name, brief, shard_count))
+            for name, brief in briefs.items()
+        }
         files = {}
         dirty = {briefs[name].shard for name in names}
         members = {shard: [] for shard in dirty}
@@ -546,6 +559,7 @@ def save_manifest(
         "publisher": publisher,
         "extra_outputs": dict(sorted(extra_outputs.items())),
         "shards": {str(k): v for k, v in sorted(files.items())},
+        "shard_count": shard_count,
     }
     kept = previous._lines
     out_lines: dict[str, tuple[Brief, str]] = {}
@@ -566,7 +580,7 @@ def save_manifest(
     _sweep_shards(folder, set(files.values()), set(old.files.values()))
     stamp = _stamp(path)
     if warm is not None and stamp is not None:
-        states = States(dict(briefs), folder, files)
+        states = States(dict(briefs), folder, files, count=shard_count)
         states._decoded = {name: sources[name] for name in names if name in fresh}
         for name in names:
             if name not in fresh:
@@ -586,6 +600,13 @@ def save_manifest(
             _lines=out_lines,
         )
         warm.manifest = (os.fspath(path), stamp, manifest)
+
+
+def _shard_of(name: str, brief: Brief, count: int) -> int:
+    """:meth:`SourceState.shard` from a brief."""
+    if brief.loaded:
+        return brief.slot % count
+    return zlib.crc32(name.encode("utf-8", "surrogatepass")) % count
 
 
 def _sweep_shards(folder: Path, keep: set[str], previous: set[str]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ... import __version__
 from ..context import BuildContext, BuildOptions, CachePaths
+from ..index import row_shard_count
 from ..manifest import Manifest, Sources, save_manifest
 from ..memory import Freezer
 
@@ -45,6 +46,7 @@ def save_state(
     extra_outputs: Mapping[str, str],
 ) -> None:
     """Write this build's manifest (the shards and lines of unchanged sources reused)."""
+    briefs = sources.briefs()
     save_manifest(
         ctx.cache.manifest,
         previous,
@@ -55,7 +57,13 @@ def save_state(
         publisher=__version__,
         sources=sources,
         extra_outputs=extra_outputs,
-        briefs=sources.briefs(),
+        briefs=briefs,
         fresh=sources.fresh,
+        # As many shards as the index has row shards: an append's are one file.
+        shard_count=row_shard_count(
+            sum(b.loaded for b in briefs.values()),
+            ctx.tunables.rows_per_shard,
+            ctx.tunables.max_row_shards,
+        ),
         warm=ctx.warm,
     )
