@@ -200,7 +200,11 @@ def shard_groups(
     groups: list[list[N]] = [[] for _ in range(count)]
     slot = (slots or {}).get
     for summary in summaries:
-        groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
+        # A brief carries its slot; a summary's is looked up, or computed.
+        value = getattr(summary, "slot", None)
+        if value is None:
+            value = slot(summary.name) or row_slot(summary.name)
+        groups[value % count].append(summary)
     return {
         path(index, count): sorted(group, key=lambda s: s.name)
         for index, group in enumerate(groups)

@@ -135,12 +135,17 @@ class SourceState:
 
 SUMMARY_AT = 10
 """Where a shard row holds its summary's row."""
+_FIELDS = 23
+"""How many values a brief line holds (:class:`Brief`'s fields)."""
 
 
 class Brief(NamedTuple):
     """What every build needs of every source, kept apart from its full state so that an
-    append does not decode the states of the sessions it does not touch."""
+    append does not decode the states of the sessions it does not touch. Its manifest line
+    is its fields as a JSON array."""
 
+    file_name: str
+    """The source file's name."""
     size: int
     """:attr:`SourceState.size`."""
     mtime_ns: int
@@ -152,7 +157,6 @@ class Brief(NamedTuple):
     name: str
     """The session's name ("" when it does not load), and the fields below: its summary's
     (empty without one)."""
-    file_name: str
     kind: str
     role: str
     created_at: str
@@ -187,16 +191,16 @@ class Brief(NamedTuple):
         shard = state.shard(name, count)
         ino, mtime = state.site
         if s is None:
-            return cls(state.size, state.mtime_ns, shard, False, "", "", "", "", "", "", "",
+            return cls(name, state.size, state.mtime_ns, shard, False, "", "", "", "", "", "",
                        "", "", 0, 0, 0, 0, "", "", "", ino, mtime, list(state.warnings))  # fmt: skip
         day, outcome, error_days = contribution(s)
         return cls(
+            name,
             state.size,
             state.mtime_ns,
             shard,
             True,
             s.name,
-            s.file_name,
             s.kind,
             s.role,
             s.created_at,
@@ -383,8 +387,8 @@ class Manifest:
     """Every source file by name (decoded a shard at a time, when used)."""
     extra_outputs: dict[str, str] = field(default_factory=dict)
     """Outputs of no source (the index, the theme's assets) → sha256."""
-    _lines: dict[str, tuple[Brief, str]] = field(default_factory=dict, repr=False)
-    """Each source's brief and the line it was read from, to write again unchanged."""
+    _lines: dict[str, str] = field(default_factory=dict, repr=False)
+    """The line each source's brief was read from, to write again unchanged."""
 
     @property
     def briefs(self) -> Mapping[str, Brief]:
@@ -443,16 +447,13 @@ class Manifest:
             lines = [line for line in body.split("\n") if line]
             # One decode for all lines (a JSON array of them): far cheaper than one each.
             rows = json.loads("[" + ",".join(lines) + "]")
-            briefs: dict[str, Brief] = {}
-            kept: dict[str, tuple[Brief, str]] = {}
-            make = Brief._make
-            for row, line in zip(rows, lines, strict=True):
-                brief = make(row[1:])
-                if len(brief) != len(Brief._fields):
-                    return cls()
-                briefs[row[0]] = brief
-                kept[row[0]] = (brief, line)
-            if any(brief.shard not in files for brief in briefs.values()):
+            # The checksum matched: the rows are as written (not checked one by one).
+            new = tuple.__new__
+            briefs = {row[0]: new(Brief, row) for row in rows}
+            kept = {row[0]: line for row, line in zip(rows, lines, strict=True)}
+            if len(briefs) != len(rows) or any(len(row) != _FIELDS for row in rows):
+                return cls()
+            if not set(files).issuperset({brief.shard for brief in briefs.values()}):
                 return cls()
             return cls(
                 key=str(header["key"]),
@@ -561,19 +562,15 @@ def save_manifest(
         "shards": {str(k): v for k, v in sorted(files.items())},
         "shard_count": shard_count,
     }
-    kept = previous._lines
-    out_lines: dict[str, tuple[Brief, str]] = {}
-    chunks = []
+    kept, old_briefs = previous._lines, old.briefs
+    out_lines: dict[str, str] = {}
     for name in names:
         brief = briefs[name]
-        line_of = kept.get(name)
-        if line_of is not None and line_of[0] == brief:
-            line = line_of[1]
-        else:
-            line = json.dumps([name, *brief], ensure_ascii=True, separators=(",", ":"))
-        out_lines[name] = (brief, line)
-        chunks.append(line + "\n")
-    body = "".join(chunks)
+        line = kept.get(name)
+        if line is None or (brief is not old_briefs.get(name) and brief != old_briefs[name]):
+            line = json.dumps(brief, ensure_ascii=True, separators=(",", ":"))
+        out_lines[name] = line
+    body = "\n".join(out_lines.values()) + "\n" if out_lines else ""
     header["rows_crc32"] = _checksum(body)
     first = json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     atomic_write(path, [first + "\n" + body])
@@ -581,15 +578,14 @@ def save_manifest(
     stamp = _stamp(path)
     if warm is not None and stamp is not None:
         states = States(dict(briefs), folder, files, count=shard_count)
-        states._decoded = {name: sources[name] for name in names if name in fresh}
-        for name in names:
-            if name not in fresh:
-                decoded = old.decoded(name)
-                if decoded is not None:
-                    states._decoded[name] = decoded
-                    line = old.rows.get(name)
-                    if line is not None:
-                        states.rows[name] = line
+        # Unchanged states stay decoded (the last build's shards are still these files).
+        states._decoded = {
+            name: state
+            for name, state in old._decoded.items()
+            if name in briefs and name not in fresh
+        }
+        states.rows = {name: line for name, line in old.rows.items() if name in states._decoded}
+        states._decoded.update((name, sources[name]) for name in fresh)
         manifest = Manifest(
             key=key,
             site=site,
@@ -650,3 +646,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+assert len(Brief._fields) == _FIELDS

@@ -44,9 +44,6 @@ def index(
     slot computed when its summary was made); a summary is read only for a row to render
     (a new row of the first screen, the sessions of a row shard that changed)."""
     briefs = graph.all
-    row_keys = {name: b.digest for name, b in briefs.items()}
-    slots = {name: b.slot for name, b in briefs.items()}
-    events_keys = {name: b.events_key for name, b in briefs.items()}
     same_key = previous.key == ctx.key
     cache = IndexCache.load(ctx.cache.index_cache) if same_key else IndexCache()
     redacted = (
@@ -70,7 +67,7 @@ def index(
     shards: list[str] = []
     if len(briefs) > tunables.index_first_rows:
         groups = row_shard_groups(
-            list(briefs.values()), tunables.rows_per_shard, tunables.max_row_shards, slots
+            list(briefs.values()), tunables.rows_per_shard, tunables.max_row_shards
         )
         shards = sorted(groups)
         for rel, group in groups.items():
@@ -85,7 +82,7 @@ def index(
         redacted,
         cache,
         graph_key,
-        row_keys,
+        None,
         tunables.index_first_rows,
         shards,
     )
@@ -114,8 +111,6 @@ def index(
         if redacted is None
         else describe_counts(Counter(secrets=redacted)).split(" (")[0],
         unchanged=unchanged,
-        row_keys=events_keys,
-        slots=slots,
     )
     if archive_fresh is not None and (
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
