@@ -9,8 +9,9 @@ shown end at the archive's latest day (never the build's clock: rebuilds stay id
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
+from operator import itemgetter
 
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
@@ -48,24 +49,20 @@ def contribution(summary: Summary) -> tuple[str, str, str]:
 
 def activity(summaries: Iterable[Summary], days: int = DAYS) -> Activity | None:
     """The chart's data and geometry, or None when no session has a readable time."""
-    return activity_of((contribution(s) for s in summaries), days)
+    return activity_of([contribution(s) for s in summaries], days)
 
 
-def activity_of(contributions: Iterable[tuple[str, str, str]], days: int = DAYS) -> Activity | None:
+def activity_of(contributions: Sequence[tuple[str, str, str]], days: int = DAYS) -> Activity | None:
     """:func:`activity` from each session's :func:`contribution`."""
+    # Counted by Counter over pairs and joined strings: no Python step per session.
+    pairs: Counter[tuple[str, str]] = Counter(map(itemgetter(0, 1), contributions))
+    undated = sum(n for (text, _), n in pairs.items() if not text)
     by_day: dict[str, Counter[str]] = {}
-    error_days: Counter[str] = Counter()
-    undated = 0
-    for day_text, outcome, errors_text in contributions:
-        if day_text:
-            counts = by_day.get(day_text)
-            if counts is None:
-                counts = by_day[day_text] = Counter()
-            counts[outcome] += 1
-        else:
-            undated += 1
-        if errors_text:
-            error_days.update(errors_text.split(" "))
+    for (text, outcome), n in pairs.items():
+        if text:
+            by_day.setdefault(text, Counter())[outcome] += n
+    error_texts = filter(None, map(itemgetter(2), contributions))
+    error_days: Counter[str] = Counter(" ".join(error_texts).split())
     runs = {date.fromisoformat(d): c for d, c in by_day.items()}
     errors: Counter[date] = Counter({date.fromisoformat(d): n for d, n in error_days.items()})
     if not runs:

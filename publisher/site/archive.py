@@ -181,7 +181,9 @@ def render_archive_pages(
         return loaded[0]
 
     briefs = graph.all
-    with_events = [b for b in briefs.values() if b.errors or b.decisions]
+    with_errors = [b for b in briefs.values() if b.errors]
+    with_decisions = [b for b in briefs.values() if b.decisions]
+    with_events = {b.name: b for b in [*with_errors, *with_decisions]}.values()
     known = (row_keys or {}).get
     keys = {b.name: known(b.name) or b.events_key for b in with_events}
     kinds = sorted({b.kind for b in briefs.values()})
@@ -206,7 +208,7 @@ def render_archive_pages(
 
     files: dict[str, str] = {}
     for page in PAGES:
-        briefs_of = [b for b in with_events if _count(page, b)]
+        briefs_of = with_errors if page == "errors" else with_decisions
         total = sum(_count(page, b) for b in briefs_of)
         limit = total if first_rows is None else first_rows
         shards: dict[str, list[Brief]] = {}

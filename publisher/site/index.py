@@ -198,17 +198,15 @@ def shard_groups(
     shards' sessions are sorted by name."""
     count = row_shard_count(len(summaries), per_shard, most)
     groups: list[list[N]] = [[] for _ in range(count)]
-    slot = (slots or {}).get
-    for summary in summaries:
-        # A brief carries its slot; a summary's is looked up, or computed.
-        value = getattr(summary, "slot", None)
-        if value is None:
-            value = slot(summary.name) or row_slot(summary.name)
-        groups[value % count].append(summary)
-    return {
-        path(index, count): sorted(group, key=lambda s: s.name)
-        for index, group in enumerate(groups)
-    }
+    if summaries and isinstance(summaries[0], Brief):
+        for brief in summaries:  # a brief carries its slot
+            groups[brief.slot % count].append(brief)  # type: ignore[attr-defined]
+    else:
+        slot = (slots or {}).get
+        for summary in summaries:
+            groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
+    by_name = operator.attrgetter("name")
+    return {path(index, count): sorted(group, key=by_name) for index, group in enumerate(groups)}
 
 
 def shard_bytes(rel: str, group: list[Summary]) -> bytes:
@@ -276,7 +274,7 @@ def render_index(
             redaction=None
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
-            activity=activity_of((b.day, b.outcome, b.error_days) for b in briefs),
+            activity=activity_of(list(map(_CONTRIBUTION, briefs))),
             total=len(briefs),
             tree_page=TREE_PAGE if shards else "",
             shards=shards or [],
@@ -292,6 +290,9 @@ def recent_first(graph: Graph) -> list[Brief]:
 
 
 _RECENT = operator.itemgetter(Brief._fields.index("updated_at"), Brief._fields.index("name"))
+_CONTRIBUTION = operator.itemgetter(
+    *(Brief._fields.index(f) for f in ("day", "outcome", "error_days"))
+)
 
 
 def index_row(summary: Summary) -> IndexRow:

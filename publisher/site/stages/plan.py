@@ -55,9 +55,9 @@ class Plan:
 def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     """Stage 2 (see the module docstring)."""
     sources = scanned.sources.copy()
+    all_briefs = sources.briefs()
     published: dict[str, str] = {}  # session name → file name (the first file wins)
-    for name in scanned.names:
-        brief = sources.brief(name)
+    for name, brief in all_briefs.items():
         if not brief.loaded:
             continue
         if brief.name in published:
@@ -71,7 +71,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             )
             continue
         published[brief.name] = name
-    briefs = {session: sources.brief(name) for session, name in published.items()}
+    briefs = {session: all_briefs[name] for session, name in published.items()}
     graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
     old = previous.sources
@@ -82,7 +82,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     if graph_unchanged(
         same_key=same_key,
         last_graph=previous.graph,
-        same_files=previous.briefs.keys() == set(scanned.names),
+        same_files=previous.briefs.keys() == all_briefs.keys(),
         changes=changes,
     ):
         graph_key = previous.graph
