@@ -14,6 +14,7 @@ decision, each group newest first. Events without a readable time come last.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,24 +124,18 @@ def event_shard_groups(
     slots: Mapping[str, int] | None = None,
 ) -> dict[str, list[Brief]]:
     """The row shard files of ``page`` (site paths) and the sessions of each, sorted by
-    name: the sessions with rows on the page, each in the shard of its name's hash (as the
-    index's rows, :func:`.index.row_shard_groups`; ``slots``: each session's
-    :func:`.index.row_slot`, by name, when the caller has them)."""
+    name: the sessions with rows on the page (``briefs``: those), each in the shard of its
+    name's hash (as the index's rows, :func:`.index.row_shard_groups`; ``slots``: each
+    session's :func:`.index.row_slot`, by name, when the caller has them)."""
     from .index import shard_groups
 
-    members = [b for b in briefs if _count(page, b)]
     return shard_groups(
-        members,
+        briefs,
         per_shard,
         most,
         slots,
         lambda i, n: f"{EVENTS_FOLDER}/{page}-{i:04d}-of-{n:04d}.js",
     )
-
-
-def _count(page: str, brief: Brief) -> int:
-    """How many rows a session has on ``page``."""
-    return brief.errors if page == "errors" else brief.decisions
 
 
 def _value(page: str, row: EventRow) -> str:
@@ -209,7 +204,7 @@ def render_archive_pages(
     files: dict[str, str] = {}
     for page in PAGES:
         briefs_of = with_errors if page == "errors" else with_decisions
-        total = sum(_count(page, b) for b in briefs_of)
+        total = sum(map(operator.attrgetter(page), briefs_of))
         limit = total if first_rows is None else first_rows
         shards: dict[str, list[Brief]] = {}
         if total > limit:

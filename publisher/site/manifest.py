@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import operator
 import os
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -451,9 +452,9 @@ class Manifest:
             new = tuple.__new__
             briefs = {row[0]: new(Brief, row) for row in rows}
             kept = {row[0]: line for row, line in zip(rows, lines, strict=True)}
-            if len(briefs) != len(rows) or any(len(row) != _FIELDS for row in rows):
+            if len(briefs) != len(rows) or set(map(len, rows)) - {_FIELDS}:
                 return cls()
-            if not set(files).issuperset({brief.shard for brief in briefs.values()}):
+            if not set(files).issuperset(map(_SHARD, rows)):
                 return cls()
             return cls(
                 key=str(header["key"]),
@@ -649,3 +650,4 @@ def _gc_paused() -> Iterator[None]:
 
 
 assert len(Brief._fields) == _FIELDS
+_SHARD = operator.itemgetter(Brief._fields.index("shard"))
