@@ -266,3 +266,33 @@ def test_a_new_shard_count_moves_every_source(tmp_path: Path) -> None:
     assert again.sources == sources() and again.sources.count == 2
     assert sorted(n[:4] for n in shard_files(path)) == ["0000", "0001"]  # the old ones gone
     assert {b.shard for b in again.briefs.values()} == {0, 1}
+
+
+def test_a_brief_made_against_another_count_goes_to_its_shard(tmp_path: Path) -> None:
+    """States read again under another build key get briefs of a fresh count; the save
+    puts each in the shard of the count it writes."""
+    from publisher.site.manifest import Brief
+
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    loaded = Manifest.load(path)
+    states = dict(loaded.sources)
+    states["a.json"] = replace(states["a.json"], facts_key="again")
+    briefs = {n: loaded.briefs[n] for n in states}
+    briefs["a.json"] = Brief.of("a.json", states["a.json"], 1)  # shard 0 of 1
+    save_manifest(
+        path,
+        loaded,
+        key="k",
+        site="/site",
+        graph="g",
+        scanned_at_ns=99,
+        publisher="0.1.0",
+        sources=states,
+        extra_outputs={},
+        briefs=briefs,
+        fresh={"a.json": states["a.json"]},
+        shard_count=COUNT,
+    )
+    again = Manifest.load(path)
+    assert again.briefs["a.json"].shard == 5 and again.sources == states

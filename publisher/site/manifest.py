@@ -515,6 +515,14 @@ def save_manifest(
         }
     names = sorted(briefs)
     old = previous.sources
+    # A fresh brief made against another count (the last build's key differed) moves here.
+    moved = {
+        name: brief._replace(shard=_shard_of(name, brief, shard_count))
+        for name in fresh
+        if (brief := briefs[name]).shard != _shard_of(name, brief, shard_count)
+    }
+    if moved:
+        briefs = {**briefs, **moved}
     dirty = {briefs[name].shard for name in fresh}
     dirty.update(old.briefs[name].shard for name in fresh if name in old.briefs)
     dirty.update(old.briefs[name].shard for name in old.briefs if name not in briefs)

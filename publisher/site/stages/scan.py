@@ -95,7 +95,7 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
     started_ns = time.time_ns()
     same_key = previous.key == ctx.key
     # States made under another key (e.g. without redaction) are not reused.
-    old: States = previous.sources if same_key else States({})
+    old: States = previous.sources if same_key else States({}, count=previous.sources.count)
     briefs = old.briefs
     names = session_file_names(ctx.folder)
     sources = Sources(names, old)
