@@ -181,6 +181,34 @@ def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
     assert (again.files_read, again.sessions_rendered, again.files_written) == (0, 0, 0)
 
 
+@pytest.mark.parametrize("damage", ["page", "folder", "sessions", "added"])
+def test_a_page_deleted_from_the_site_by_hand_is_written_again(tmp_path: Path, damage: str) -> None:
+    """The one rule that reads the site (staleness.folder_intact): a session's folder that is
+    not as the last build left it renders that session again, and only that one."""
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out)
+    page = page_of(out, SECURITY)
+    if damage == "page":
+        page.unlink()
+    elif damage == "folder":
+        shutil.rmtree(page.parent)
+    elif damage == "sessions":
+        shutil.rmtree(out / "sessions")
+    else:  # a file of someone else's: the folder changed, so it is rendered again
+        (page.parent / "stray.html").write_text("not ours")
+    report = build(sessions, out)
+    assert report.files_read == 0
+    assert report.sessions_rendered == (5 if damage == "sessions" else 1)
+    assert page.is_file()
+    stray = f"{page.parent.relative_to(out).as_posix()}/stray.html"
+    assert tree_digest(out) == {
+        **fresh_digest(sessions, tmp_path / "fresh"),
+        **({stray: tree_digest(out)[stray]} if damage == "added" else {}),
+    }
+    assert build(sessions, out).sessions_rendered == 0  # the folder's new stamp is kept
+
+
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:
     sessions = copy_samples(tmp_path / "sessions")
     build(sessions, tmp_path / "site")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,7 +12,14 @@ import pytest
 
 from publisher.site.context import Warm
 from publisher.site.graph import Summary
-from publisher.site.manifest import FORMAT, SUMMARY_AT, Manifest, SourceState, save_manifest
+from publisher.site.manifest import (
+    FORMAT,
+    Manifest,
+    ManifestDamaged,
+    SourceState,
+    save_manifest,
+    shard_folder,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -37,11 +46,16 @@ def summary(name: str, turns: int = 3) -> Summary:
     )
 
 
+COUNT = 16
+"""The shard count of these tests' manifests."""
+
+
 def sources() -> dict[str, SourceState]:
+    # a and c in shards 5 and 9 (their row slots), b (does not load) in its name's shard.
     return {
-        "a.json": SourceState(10, 123, "h1", summary("a"), None, ["#ab12cd"], "fk", {"sessions/a/index.html": "d1"}, "dg", ["a.json: a warning"]),
+        "a.json": SourceState(10, 123, "h1", summary("a"), None, ["#ab12cd"], "fk", {"sessions/a/index.html": "d1"}, "dg", ["a.json: a warning"], "ek", 5, (7, 8)),
         "b.json": SourceState(20, 456, "h2", None, "truncated JSON", [], "", {}, ""),
-        "c.json": SourceState(30, 789, "h3", summary("c"), None, [], "fk3", {"sessions/c/index.html": "d3"}, "dg3"),
+        "c.json": SourceState(30, 789, "h3", summary("c"), None, [], "fk3", {"sessions/c/index.html": "d3"}, "dg3", slot=COUNT + 9),
     }  # fmt: skip
 
 
@@ -58,6 +72,7 @@ def save(
         publisher="0.1.0",
         sources=states,
         extra_outputs={"index.html": "di"},
+        shard_count=COUNT,
         warm=warm,
     )
 
@@ -75,53 +90,55 @@ def test_round_trip(tmp_path: Path) -> None:
     }
 
 
-def test_unchanged_sources_keep_their_lines(tmp_path: Path) -> None:
+def shard_files(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in shard_folder(path).iterdir()}
+
+
+def test_unchanged_sources_keep_their_lines_and_shards(tmp_path: Path) -> None:
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
-    first = path.read_text().splitlines()
+    first, first_shards = path.read_text().splitlines(), shard_files(path)
+    assert len(first_shards) == 3 and any(n.startswith("0009-") for n in first_shards)
     loaded = Manifest.load(path)
-    states = dict(loaded.sources)
-    states["c.json"] = SourceState(31, 790, "h4", summary("c", turns=4), None, [], "fk3", {}, "x")
+    assert loaded.sources.decoded("a.json") is None  # nothing decoded until used
+    states = {name: loaded.sources[name] for name in ("a.json", "b.json")}
+    states["c.json"] = SourceState(
+        31, 790, "h4", summary("c", turns=4), None, [], "fk3", {}, "x", slot=9
+    )
     states["a.json"] = replace(states["a.json"], facts_key="changed in place")
     save(path, loaded, states)
-    second = path.read_text().splitlines()
+    second, second_shards = path.read_text().splitlines(), shard_files(path)
     assert second[2] == first[2]  # b.json: untouched, the very line
-    assert second[1] != first[1] and "changed in place" in second[1]
+    assert second[1] == first[1]  # a.json: its brief did not change
     assert second[3] != first[3] and json.loads(second[3])[1] == 31
+    kept = sorted(first_shards.keys() & second_shards.keys())
+    assert kept == [n for n in first_shards if not n.startswith(("0005-", "0009-"))]  # b's
+    assert b"changed in place" in next(v for n, v in second_shards.items() if n.startswith("0005-"))
     assert Manifest.load(path).sources == states
+
+
+def test_an_append_decodes_one_shard(tmp_path: Path) -> None:
+    """A build reads the brief of every source and the full state only of what it uses."""
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    loaded = Manifest.load(path)
+    assert loaded.briefs["a.json"].name == "a" and loaded.briefs["b.json"].loaded is False
+    assert loaded.sources["c.json"].summary == summary("c")
+    assert loaded.sources.decoded("a.json") is None and loaded.sources.decoded("b.json") is None
 
 
 def damaged(lines: list[str]) -> list[str]:
     header, a, b, c = lines
     row = json.loads(a)
-    bad_rows = []
-    for index, value in [
-        (1, True),
-        (1, "10"),
-        (4, 5),
-        (5, "x"),
-        (7, []),
-        (9, {}),
-        (9, [1]),
-        (SUMMARY_AT, {}),
-    ]:
-        broken = list(row)
-        broken[index] = value
-        bad_rows.append(json.dumps(broken))
-    summary_row = row[SUMMARY_AT]
-    for index, value in [(10, True), (10, 1.5), (9, [1]), (15, [["granted", "3"]]), (0, None)]:
-        broken_summary = list(summary_row)
-        broken_summary[index] = value
-        bad_rows.append(json.dumps([*row[:SUMMARY_AT], broken_summary]))
-    bad_rows.append(json.dumps([*row[:SUMMARY_AT], summary_row[:-1]]))
-    bad_rows.append(json.dumps(row[:-1]))
-    bad_rows.append(json.dumps({"name": "a.json"}))
+    bad_rows = [json.dumps(row[:-1]), json.dumps([*row, 1]), json.dumps({"name": "a.json"})]
     bad_rows.append(a[: len(a) // 2])
+    bad_rows.append(json.dumps([row[0], row[1], row[2], 77, *row[4:]]))  # no such shard
     bad_headers = [
         "",
         "[]",
         json.dumps({**json.loads(header), "format": FORMAT - 1}),
         json.dumps({**json.loads(header), "scanned_at_ns": "soon"}),
+        json.dumps({**json.loads(header), "shards": []}),
         json.dumps({k: v for k, v in json.loads(header).items() if k != "key"}),
         "{not json",
     ]
@@ -137,11 +154,29 @@ def test_every_damaged_manifest_is_a_fresh_start(tmp_path: Path) -> None:
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
     cases = damaged(path.read_text().splitlines())
-    assert len(cases) > 20
+    assert len(cases) > 10
     for text in cases:
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         loaded = Manifest.load(path)
         assert loaded.sources == {} and loaded.key == "", text[:200]
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "edited"])
+def test_a_damaged_shard_file_is_found_when_it_is_read(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    shard = next(p for p in shard_folder(path).iterdir() if p.name.startswith("0005-"))
+    data = shard.read_bytes()
+    if damage == "missing":
+        shard.unlink()
+    elif damage == "truncated":
+        shard.write_bytes(data[: len(data) // 2])
+    else:
+        shard.write_bytes(data.replace(b"d1", b"d2"))
+    loaded = Manifest.load(path)
+    assert loaded.sources["c.json"].summary == summary("c")  # another shard: fine
+    with pytest.raises(ManifestDamaged):
+        loaded.sources["a.json"]
 
 
 @pytest.mark.parametrize("name", ["missing.jsonl", "dir"])
@@ -188,3 +223,76 @@ def test_a_build_sees_a_manifest_changed_behind_its_back(tmp_path: Path) -> None
     manifest.unlink()
     manifest.write_text("not a manifest\n")
     assert build_site(options, warm).files_read == first.files_read
+
+
+def test_a_build_starts_again_when_a_shard_file_is_damaged(tmp_path: Path) -> None:
+    from publisher.site.build import BuildOptions, build_site
+    from publisher.site.context import CachePaths
+    from tests.helpers import tree_digest
+
+    sessions = tmp_path / "sessions"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "sample_sessions", sessions)
+    options = BuildOptions(sessions, tmp_path / "site", search=False, workers=1)
+    first = build_site(options)
+    folder = shard_folder(CachePaths.of(options).manifest)
+    for shard in folder.iterdir():
+        shard.write_bytes(shard.read_bytes()[:-2])
+    victim = sorted(sessions.glob("*.json"))[0]
+    victim.write_text(victim.read_text())  # read again: its old state is decoded
+    os.utime(victim, ns=(1, 1))
+    again = build_site(options)
+    assert again.files_read == first.files_read  # started again from nothing
+    build_site(BuildOptions(sessions, tmp_path / "fresh", search=False, workers=1))
+    assert tree_digest(tmp_path / "site") == tree_digest(tmp_path / "fresh")
+
+
+def test_a_new_shard_count_moves_every_source(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    loaded = Manifest.load(path)
+    save_manifest(
+        path,
+        loaded,
+        key="k",
+        site="/site",
+        graph="g",
+        scanned_at_ns=99,
+        publisher="0.1.0",
+        sources=dict(loaded.sources),
+        extra_outputs={},
+        shard_count=2,
+    )
+    again = Manifest.load(path)
+    assert again.sources == sources() and again.sources.count == 2
+    assert sorted(n[:4] for n in shard_files(path)) == ["0000", "0001"]  # the old ones gone
+    assert {b.shard for b in again.briefs.values()} == {0, 1}
+
+
+def test_a_brief_made_against_another_count_goes_to_its_shard(tmp_path: Path) -> None:
+    """States read again under another build key get briefs of a fresh count; the save
+    puts each in the shard of the count it writes."""
+    from publisher.site.manifest import Brief
+
+    path = tmp_path / "manifest.jsonl"
+    save(path, Manifest(), sources())
+    loaded = Manifest.load(path)
+    states = dict(loaded.sources)
+    states["a.json"] = replace(states["a.json"], facts_key="again")
+    briefs = {n: loaded.briefs[n] for n in states}
+    briefs["a.json"] = Brief.of("a.json", states["a.json"], 1)  # shard 0 of 1
+    save_manifest(
+        path,
+        loaded,
+        key="k",
+        site="/site",
+        graph="g",
+        scanned_at_ns=99,
+        publisher="0.1.0",
+        sources=states,
+        extra_outputs={},
+        briefs=briefs,
+        fresh={"a.json": states["a.json"]},
+        shard_count=COUNT,
+    )
+    again = Manifest.load(path)
+    assert again.briefs["a.json"].shard == 5 and again.sources == states

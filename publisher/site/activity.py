@@ -9,8 +9,9 @@ shown end at the archive's latest day (never the build's clock: rebuilds stay id
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
+from operator import itemgetter
 
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
@@ -36,20 +37,34 @@ def outcome_of(status: str) -> str:
     return status if status in OUTCOMES else "other"
 
 
+def contribution(summary: Summary) -> tuple[str, str, str]:
+    """What one session adds to the chart: its day (ISO, "" when it has no readable time),
+    its outcome, and the days of its errors (ISO, space-separated). Computed when its
+    summary is made and kept in the manifest (:class:`.manifest.Brief`): a build does not
+    parse every session's times again."""
+    day = _day(summary.created_at) or _day(summary.updated_at)
+    errors = " ".join(event[0][:10] for event in summary.error_events if event[0])
+    return (day.isoformat() if day else "", outcome_of(summary.last_status), errors)
+
+
 def activity(summaries: Iterable[Summary], days: int = DAYS) -> Activity | None:
     """The chart's data and geometry, or None when no session has a readable time."""
-    runs: dict[date, Counter[str]] = {}
-    errors: Counter[date] = Counter()
-    undated = 0
-    for summary in summaries:
-        day = _day(summary.created_at) or _day(summary.updated_at)
-        if day is None:
-            undated += 1
-        else:
-            runs.setdefault(day, Counter())[outcome_of(summary.last_status)] += 1
-        for event in summary.error_events:
-            if event[0]:
-                errors[date.fromisoformat(event[0][:10])] += 1
+    return activity_of([contribution(s) for s in summaries], days)
+
+
+def activity_of(contributions: Sequence[tuple[str, str, str]], days: int = DAYS) -> Activity | None:
+    """:func:`activity` from each session's :func:`contribution`."""
+    # Counted by Counter over pairs and joined strings: no Python step per session.
+    pairs: Counter[tuple[str, str]] = Counter(map(itemgetter(0, 1), contributions))
+    undated = sum(n for (text, _), n in pairs.items() if not text)
+    by_day: dict[str, Counter[str]] = {}
+    for (text, outcome), n in pairs.items():
+        if text:
+            by_day.setdefault(text, Counter())[outcome] += n
+    error_texts = filter(None, map(itemgetter(2), contributions))
+    error_days: Counter[str] = Counter(" ".join(error_texts).split())
+    runs = {date.fromisoformat(d): c for d, c in by_day.items()}
+    errors: Counter[date] = Counter({date.fromisoformat(d): n for d, n in error_days.items()})
     if not runs:
         return None
     last = max(runs)

@@ -14,6 +14,7 @@ decision, each group newest first. Events without a readable time come last.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
 from .graph import Graph, Summary
-from .staleness import archive_rows_key, outputs_key
+from .manifest import Brief
+from .staleness import outputs_key
 
 ARCHIVE_CACHE = "archive-cache.json"
 """File name of the cache in the build state folder."""
@@ -121,29 +123,24 @@ EVENTS_FOLDER = "events"
 
 def event_shard_groups(
     page: str,
-    summaries: list[Summary],
+    briefs: list[Brief],
     per_shard: int,
     most: int,
     slots: Mapping[str, int] | None = None,
-) -> dict[str, list[Summary]]:
+) -> dict[str, list[Brief]]:
     """The row shard files of ``page`` (site paths) and the sessions of each, sorted by
-    name: the sessions with rows on the page, each in the shard of its name's hash (as the
-    index's rows, :func:`.index.row_shard_groups`; ``slots``: each session's
-    :func:`.index.row_slot`, by name, when the caller has them)."""
+    name: the sessions with rows on the page (``briefs``: those), each in the shard of its
+    name's hash (as the index's rows, :func:`.index.row_shard_groups`; ``slots``: each
+    session's :func:`.index.row_slot`, by name, when the caller has them)."""
     from .index import shard_groups
 
-    members = [s for s in summaries if _events(page, s)]
     return shard_groups(
-        members,
+        briefs,
         per_shard,
         most,
         slots,
         lambda i, n: f"{EVENTS_FOLDER}/{page}-{i:04d}-of-{n:04d}.js",
     )
-
-
-def _events(page: str, summary: Summary) -> tuple[object, ...]:
-    return summary.error_events if page == "errors" else summary.decision_events
 
 
 def _value(page: str, row: EventRow) -> str:
@@ -183,11 +180,14 @@ def render_archive_pages(
             loaded.append(cache() if callable(cache) else ArchiveCache())
         return loaded[0]
 
-    summaries = [s for s in graph.summaries.values() if s.error_events or s.decision_events]
+    briefs = graph.all
+    with_errors = [b for b in briefs.values() if b.errors]
+    with_decisions = [b for b in briefs.values() if b.decisions]
+    with_events = {b.name: b for b in [*with_errors, *with_decisions]}.values()
     known = (row_keys or {}).get
-    keys = {s.name: known(s.name) or archive_rows_key(s) for s in summaries}
-    kinds = sorted({s.kind for s in graph.summaries.values()})
-    roles = sorted({s.role for s in graph.summaries.values()})
+    keys = {b.name: known(b.name) or b.events_key for b in with_events}
+    kinds = sorted({b.kind for b in briefs.values()})
+    roles = sorted({b.role for b in briefs.values()})
     fresh = ArchiveCache(rows={page: {} for page in PAGES})
     rendered: dict[str, dict[str, list[Row]]] = {}
 
@@ -217,25 +217,27 @@ def render_archive_pages(
 
     files: dict[str, str] = {}
     for page in PAGES:
-        members = [s for s in summaries if _events(page, s)]
-        total = sum(len(_events(page, s)) for s in members)
+        briefs_of = with_errors if page == "errors" else with_decisions
+        total = sum(map(operator.attrgetter(page), briefs_of))
         limit = total if first_rows is None else first_rows
-        shards: dict[str, list[Summary]] = {}
+        shards: dict[str, list[Brief]] = {}
         if total > limit:
-            shards = event_shard_groups(page, members, per_shard, most_shards, slots)
+            shards = event_shard_groups(page, briefs_of, per_shard, most_shards, slots)
         for rel, group in shards.items():
-            key = outputs_key([rel], [keys[s.name] for s in group])
+            key = outputs_key([rel], [keys[b.name] for b in group])
             if not is_unchanged(rel, key):
-                files[rel] = _shard_text(page, rel, group, rows_of, events_of)
+                summaries = [graph.summaries[b.name] for b in group]
+                files[rel] = _shard_text(page, rel, summaries, rows_of, events_of)
         page_key = outputs_key(
             [page, str(limit), redaction or "-"],
-            sorted(keys[s.name] for s in members),
+            sorted(keys[b.name] for b in briefs_of),
             kinds,
             roles,
             list(shards),
         )
         if is_unchanged(f"{page}.html", page_key):
             continue
+        members = [graph.summaries[b.name] for b in briefs_of]
         events = {s.name: events_of(s)[page] for s in members}
         values = sorted({_value(page, row) for rows in events.values() for _, row in rows})
         # The first screen: the first rows in the page's order, their sort keys from the
@@ -264,8 +266,8 @@ def render_archive_pages(
     # The cache keeps every current session's rows: those not needed this build carry over.
     for page in PAGES:
         old = loaded[0].rows.get(page, {})
-        for s in summaries:
-            key = keys[s.name]
+        for b in with_events:
+            key = keys[b.name]
             if key not in fresh.rows[page] and key in old:
                 fresh.rows[page][key] = old[key]
     return files, fresh

@@ -7,11 +7,15 @@ what a change invalidates is decided in one module (:mod:`.staleness`).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..model import LoadFailure
-from .context import BuildContext, BuildOptions, Warm
-from .manifest import SourceState
+from . import urls
+from .context import BuildContext, BuildOptions, CachePaths, Warm
+from .manifest import ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
 from .stages.index import index
 from .stages.plan import plan
@@ -27,6 +31,7 @@ from .stages.search import (
 )
 from .stages.state import load_state, save_state
 from .stages.write import assets, remove_stale, write_files
+from .staleness import folder_stamp
 
 __all__ = ["BuildOptions", "BuildReport", "PendingSearch", "Warm", "build_site", "finish_search"]
 
@@ -52,8 +57,19 @@ class BuildReport:
     ``unavailable: …``."""
     warnings: list[str] = field(default_factory=list)
     """One line each: files that do not load, then what prepare says of loaded files."""
-    outputs: dict[str, str] = field(default_factory=dict)
-    """Every file of the site (path → sha256), as the manifest records them."""
+    list_outputs: Callable[[], dict[str, str]] | None = field(default=None, repr=False)
+    """Lists :attr:`outputs` (when asked: it decodes every session's state)."""
+    _outputs: dict[str, str] | None = field(default=None, repr=False)
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Every file of the site (path → sha256), as the manifest records them; listed
+        when first asked (it decodes every session's state from the manifest)."""
+        if self._outputs is None:
+            listed = self.list_outputs() if self.list_outputs is not None else {}
+            self._outputs = dict(sorted(listed.items()))
+        return self._outputs
+
     pending_search: PendingSearch | None = None
     """Set when ``defer_search`` left the search index to :func:`finish_search`."""
     held: list[LoadFailure] = field(default_factory=list)
@@ -62,7 +78,22 @@ class BuildReport:
 
 def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
     """Build (or bring up to date) the site of ``options.sessions_dir`` in
-    ``options.out_dir``. ``warm``: what a long-running caller keeps between builds."""
+    ``options.out_dir``. ``warm``: what a long-running caller keeps between builds.
+
+    A manifest whose shard file turns out damaged while the build reads it
+    (:class:`.manifest.ManifestDamaged`) is dropped, and the build starts again from
+    nothing: a lost cache costs time, never a wrong page."""
+    try:
+        return _build(options, warm)
+    except ManifestDamaged:
+        if warm is not None:
+            warm.manifest = None
+        with contextlib.suppress(OSError):
+            CachePaths.of(options).manifest.unlink()
+        return _build(options, warm)
+
+
+def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
     return_large_blocks()
     ctx = BuildContext.open(options, warm)
     freezer = Freezer()
@@ -75,30 +106,38 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
         early = start_search(ctx, planned)  # indexes finished shards during the render
         rendered = render(ctx, planned, scanned, early.rendered if early else None)
         sources = settle(planned.sources, rendered, scanned)
-        published = {s.summary.name for s in sources.values() if s.summary is not None}
+        briefs = sources.briefs()
+        published = {b.name for b in briefs.values() if b.loaded}
         failures = [
             LoadFailure(file_name=n, reason=sources[n].failure or "", size=sources[n].size)
             for n in scanned.names
-            if sources[n].summary is None
+            if not briefs[n].loaded
         ]
-        produced = {rel: h for state in sources.values() for rel, h in state.outputs.items()}
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
         search_on = ctx.options.search and pagefind_available()
-        states = {s.summary.name: s for s in sources.values() if s.summary is not None}
         index_hashes, index_written = index(
-            ctx, previous, planned.graph, planned.graph_key, states, failures, search_on
+            ctx, previous, planned.graph, planned.graph_key, failures, search_on
         )
         extra = {**asset_hashes, **index_hashes}
-        produced.update(extra)
-        removed = remove_stale(ctx, previous, produced, published)
+        removed = remove_stale(ctx, previous, sources, extra, published)
+        names = scanned.names
+
+        def list_outputs() -> dict[str, str]:
+            """Every file of the site: each state's outputs (every shard decoded)."""
+            listed = {rel: h for n in names for rel, h in sources[n].outputs.items()}
+            listed.update(extra)
+            return listed
+
+        # Search needs the list of every page; a build without it does not make it.
+        produced = list_outputs() if ctx.options.search else dict(extra)
         search_status, pending = search(ctx, produced, early)
         early = None
+        stamp_folders(ctx, sources, rendered)
         save_state(
             ctx,
             previous,
             graph_key=planned.graph_key,
             scanned_at_ns=scanned.started_ns,
-            names=scanned.names,
             sources=sources,
             extra_outputs=extra,
         )
@@ -114,8 +153,8 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
             files_removed=removed,
             search=search_status,
             warnings=[f"{f.file_name}: {f.reason}" for f in failures]
-            + [w for n in scanned.names for w in sources[n].warnings if sources[n].summary],
-            outputs=dict(sorted(produced.items())),
+            + [w for n in scanned.names if briefs[n].loaded for w in briefs[n].warnings],
+            list_outputs=list_outputs,
             pending_search=pending,
             held=scanned.holds.failures,
         )
@@ -125,12 +164,10 @@ def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
         freezer.thaw()
 
 
-def settle(
-    sources: dict[str, SourceState], rendered: list[Rendered], scanned: Scan
-) -> dict[str, SourceState]:
+def settle(sources: Sources, rendered: list[Rendered], scanned: Scan) -> Sources:
     """The sources' states after the render: what each rendered session produced, and the
     sessions that failed to render listed as not loaded (or held, when that is asked)."""
-    settled = dict(sources)
+    settled = sources.copy()
     for result in rendered:
         state = settled[result.file_name]
         if result.error is not None:
@@ -147,3 +184,14 @@ def settle(
             state, outputs=result.outputs, facts_key=result.facts_key
         )
     return settled
+
+
+def stamp_folders(ctx: BuildContext, sources: Sources, rendered: list[Rendered]) -> None:
+    """Record the stamp of each rendered session's folder in the site, once nothing else
+    of this build writes there (:func:`.staleness.folder_intact`)."""
+    out = os.fspath(ctx.out)
+    for result in rendered:
+        state = sources[result.file_name]
+        if result.error is None and state.summary is not None:
+            site = folder_stamp(f"{out}/{urls.session_dir(state.summary.name)}")
+            sources[result.file_name] = replace(state, site=site)

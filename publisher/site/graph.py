@@ -7,14 +7,18 @@ incremental build can refresh them without rereading the session file.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audit import Audit
 from ..model import Session, ToolPart
 from ..refs import RefIndex
 from .staleness import graph_key
 from .urls import PageLimits, page_starts, turn_href
+
+if TYPE_CHECKING:
+    from .manifest import Brief
 
 
 @dataclass(slots=True, frozen=True)
@@ -262,45 +266,47 @@ _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
 
 @dataclass(slots=True)
 class Graph:
-    """The archive's sessions by name, with parent/child links and reference lookup."""
+    """The archive's sessions by name, with parent/child links and reference lookup.
 
-    summaries: dict[str, Summary]
+    Made of each session's :class:`.manifest.Brief` (``briefs``): the summaries themselves
+    (``summaries``, a mapping that may decode them from the manifest when used) are read
+    only for the sessions a build renders or whose rows it makes."""
+
+    summaries: Mapping[str, Summary]
     """Published sessions by session name (page names)."""
     file_names: list[str] = field(default_factory=list)
     """Every session file name of the folder, loaded or not (for ``#id`` lookups)."""
+    briefs: Mapping[str, Brief] | None = None
+    """Each published session's brief, by session name (made from ``summaries`` when
+    None)."""
     _refs: RefIndex | None = field(init=False, repr=False, default=None)
     """:attr:`refs`, made on first use (an append whose session makes no reference, with
     the archive's shape unchanged, never needs it: it costs a pass over every file name)."""
-    _found_children: dict[str, list[str]] = field(init=False, repr=False)
-    """Parent name → names of the sessions whose parent_id names it, sorted."""
-    _series: dict[str, tuple[str, str]] = field(init=False, repr=False)
-    """Session name → (previous, next) run of its series ("" when none)."""
+    _found_children: dict[str, list[str]] | None = field(init=False, repr=False, default=None)
+    """Parent name → names of the sessions whose parent_id names it, sorted (made on first
+    use)."""
+    _series: dict[str, dict[str, tuple[str, str]]] = field(init=False, repr=False)
+    """Role → session name → (previous, next) run of its series ("" when none), made for a
+    role on first use."""
 
     def __post_init__(self) -> None:
-        # Indexes built once, so each page's lookups cost O(1), not a pass over the archive.
-        self._found_children = {}
-        for summary in sorted(self.summaries.values(), key=lambda s: s.name):
-            if summary.parent_id:
-                self._found_children.setdefault(summary.parent_id, []).append(summary.name)
+        if self.briefs is None:
+            from .manifest import brief_of
+
+            self.briefs = {name: brief_of(s) for name, s in self.summaries.items()}
         self._series = {}
-        by_role: dict[str, list[Summary]] = {}
-        for summary in self.summaries.values():
-            if summary.role:
-                by_role.setdefault(summary.role, []).append(summary)
-        for runs in by_role.values():
-            runs.sort(key=lambda s: (s.created_at, s.name))
-            for i, run in enumerate(runs):
-                before = runs[i - 1].name if i else ""
-                after = runs[i + 1].name if i + 1 < len(runs) else ""
-                self._series[run.name] = (before, after)
+
+    @property
+    def all(self) -> Mapping[str, Brief]:
+        """Each published session's brief, by session name."""
+        assert self.briefs is not None
+        return self.briefs
 
     @property
     def refs(self) -> RefIndex:
         """Resolves ``#id`` and ``session:name`` as the CLI does."""
         if self._refs is None:
-            self._refs = RefIndex(
-                self.file_names, {s.file_name: s.name for s in self.summaries.values()}
-            )
+            self._refs = RefIndex(self.file_names, {b.file_name: b.name for b in self.all.values()})
         return self._refs
 
     def key(self) -> str:
@@ -311,34 +317,51 @@ class Graph:
         """Sub-sessions: declared ones first, then any session whose parent_id names it."""
         summary = self.summaries.get(name)
         declared = list(summary.sub_sessions) if summary else []
+        if self._found_children is None:
+            found: dict[str, list[str]] = {}
+            for brief in sorted(self.all.values(), key=lambda b: b.name):
+                if brief.parent_id:
+                    found.setdefault(brief.parent_id, []).append(brief.name)
+            self._found_children = found
         return list(dict.fromkeys([*declared, *self._found_children.get(name, [])]))
 
     def series(self, name: str) -> tuple[str, str]:
         """The previous and next run of a session's series: the sessions of its role, in
         order of creation (then name); "" where there is none, and for a session without a
         role."""
-        return self._series.get(name, ("", ""))
+        brief = self.all.get(name)
+        if brief is None or not brief.role:
+            return ("", "")
+        series = self._series.get(brief.role)
+        if series is None:
+            runs = sorted((b.created_at, b.name) for b in self.all.values() if b.role == brief.role)
+            series = self._series[brief.role] = {}
+            for i, (_, run) in enumerate(runs):
+                before = runs[i - 1][1] if i else ""
+                after = runs[i + 1][1] if i + 1 < len(runs) else ""
+                series[run] = (before, after)
+        return series.get(name, ("", ""))
 
     def spawned_at(self, name: str) -> str:
         """The call that spawned session ``name`` in its direct parent, relative to the
         parent's folder on the page that holds it (``page-2.html#turn-200.3``); "" when
         the parent is not in the archive or names no such call."""
-        summary = self.summaries.get(name)
-        parent = self.summaries.get(summary.parent_id) if summary else None
-        if parent is None:
+        brief = self.all.get(name)
+        if brief is None or brief.parent_id not in self.all:
             return ""
+        parent = self.summaries[brief.parent_id]
         return next((href for target, href in parent.spawns if target == name), "")
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""
         chain: list[str] = []
         seen = {name}
-        current = self.summaries.get(name)
+        current = self.all.get(name)
         while current is not None and current.parent_id:
             parent = current.parent_id
             if parent in seen:
                 return list(reversed(chain)), True
             seen.add(parent)
             chain.append(parent)
-            current = self.summaries.get(parent)
+            current = self.all.get(parent)
         return list(reversed(chain)), False

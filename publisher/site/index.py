@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from markupsafe import Markup
 
@@ -28,9 +30,9 @@ from ..render.contexts import Column, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
-from .activity import activity
+from .activity import activity_of
 from .graph import Graph, Summary
-from .staleness import summary_key
+from .manifest import Brief
 
 INDEX_CACHE = "index-cache"
 """File name of the cache in the build state folder."""
@@ -159,12 +161,22 @@ def row_slot(name: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+class Named(Protocol):
+    """A session's summary, or its brief (:class:`.manifest.Brief`)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
+
+
 def row_shard_groups(
-    summaries: list[Summary],
+    summaries: list[N],
     per_shard: int,
     most: int,
     slots: Mapping[str, int] | None = None,
-) -> dict[str, list[Summary]]:
+) -> dict[str, list[N]]:
     """The row shard files (site paths) and the sessions of each, sorted by name. A session
     goes to the shard of its name's hash (:func:`row_slot`; ``slots``: each session's, by
     name, when the caller has them)."""
@@ -174,25 +186,27 @@ def row_shard_groups(
 
 
 def shard_groups(
-    summaries: list[Summary],
+    summaries: list[N],
     per_shard: int,
     most: int,
     slots: Mapping[str, int] | None,
     path: Callable[[int, int], str],
-) -> dict[str, list[Summary]]:
+) -> dict[str, list[N]]:
     """Script-tag shards of rows (the index's, and the Errors and Decisions pages'): each
     session in the shard of its name's hash, :func:`row_slot` (``slots``: each session's,
     by name, when the caller has them); ``path(index, count)``: a shard's site path. The
     shards' sessions are sorted by name."""
     count = row_shard_count(len(summaries), per_shard, most)
-    groups: list[list[Summary]] = [[] for _ in range(count)]
-    slot = (slots or {}).get
-    for summary in summaries:
-        groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
-    return {
-        path(index, count): sorted(group, key=lambda s: s.name)
-        for index, group in enumerate(groups)
-    }
+    groups: list[list[N]] = [[] for _ in range(count)]
+    if summaries and isinstance(summaries[0], Brief):
+        for brief in summaries:  # a brief carries its slot
+            groups[brief.slot % count].append(brief)  # type: ignore[attr-defined]
+    else:
+        slot = (slots or {}).get
+        for summary in summaries:
+            groups[(slot(summary.name) or row_slot(summary.name)) % count].append(summary)
+    by_name = operator.attrgetter("name")
+    return {path(index, count): sorted(group, key=by_name) for index, group in enumerate(groups)}
 
 
 def shard_bytes(rel: str, group: list[Summary]) -> bytes:
@@ -232,14 +246,14 @@ def render_index(
     ``shards`` names the row shard files holding every row (:func:`row_shards`).
     """
     cache = cache or IndexCache()
-    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
+    briefs = recent_first(graph)
     fresh = IndexCache()
     rows_html = []
-    for summary in summaries[:first_rows]:
-        digest = (digests or {}).get(summary.name) or summary_key(summary)
+    for brief in briefs[:first_rows]:
+        digest = (digests or {}).get(brief.name) or brief.digest
         row = cache.rows.get(digest)
         if row is None:
-            row = renderer.render_index_row(index_row(summary))
+            row = renderer.render_index_row(index_row(graph.summaries[brief.name]))
         fresh.rows[digest] = row
         rows_html.append(Markup(row))
     fresh.graph = fingerprint or graph.key()
@@ -253,20 +267,32 @@ def render_index(
             tree_html=Markup("" if shards else fresh.tree),
             failures=failures,
             columns=COLUMNS,
-            kinds=sorted({s.kind for s in summaries}),
-            roles=sorted({s.role for s in summaries}),
+            kinds=sorted({b.kind for b in briefs}),
+            roles=sorted({b.role for b in briefs}),
             source_label=folder.name,
             search_enabled=search,
             redaction=None
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
-            activity=activity(summaries),
-            total=len(summaries),
+            activity=activity_of(list(map(_CONTRIBUTION, briefs))),
+            total=len(briefs),
             tree_page=TREE_PAGE if shards else "",
             shards=shards or [],
         )
     )
     return html, fresh
+
+
+def recent_first(graph: Graph) -> list[Brief]:
+    """The published sessions' briefs, the most recently updated first (then by name,
+    descending): the index's order."""
+    return sorted(graph.all.values(), key=_RECENT, reverse=True)
+
+
+_RECENT = operator.itemgetter(Brief._fields.index("updated_at"), Brief._fields.index("name"))
+_CONTRIBUTION = operator.itemgetter(
+    *(Brief._fields.index(f) for f in ("day", "outcome", "error_days"))
+)
 
 
 def index_row(summary: Summary) -> IndexRow:
@@ -295,26 +321,23 @@ def delegation_tree(graph: Graph) -> list[TreeNode]:
     shown: set[str] = set()
 
     def node(name: str, path: frozenset[str]) -> TreeNode:
-        summary = graph.summaries.get(name)
+        brief = briefs.get(name)
         cycle = name in path
         shown.add(name)
         children = [] if cycle else [node(c, path | {name}) for c in graph.children(name)]
         return TreeNode(
             name=name,
-            url=urls.session_page(name) if summary else None,
-            role=summary.role if summary else "",
+            url=urls.session_page(name) if brief else None,
+            role=brief.role if brief else "",
             cycle=cycle,
             children=children,
         )
 
-    roots = sorted(
-        s.name
-        for s in graph.summaries.values()
-        if not s.parent_id or s.parent_id not in graph.summaries
-    )
+    briefs = graph.all
+    roots = sorted(b.name for b in briefs.values() if not b.parent_id or b.parent_id not in briefs)
     tree = [node(r, frozenset()) for r in roots]
     # Sessions only reachable through a cycle have no root: show them too.
-    for name in sorted(graph.summaries):
+    for name in sorted(briefs):
         if name not in shown:
             tree.append(node(name, frozenset()))
     return tree

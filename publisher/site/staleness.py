@@ -17,13 +17,15 @@ a source's scan           its stamp (size, mtime), trusted only        the stamp
                                                                        the content hash then
                                                                        decides
 a session's pages         the file's content hash, and                 content or facts
-(and its comparison       :func:`facts_key` of what its pages show     changed, or an output
-page, ``compare.html``)   of others (parent chain, sub-sessions,       file is missing, or
-                          reference targets, previous and next run     the previous run's
-                          of its series, the page and anchor of the    content changed (the
-                          delegate call that spawned it); recomputed   comparison page shows
-                          only when :func:`graph_key` changed; the     it)
-                          previous run's content hash
+(and its comparison       :func:`facts_key` of what its pages show     changed, or its folder
+page, ``compare.html``)   of others (parent chain, sub-sessions,       in the site is not as
+                          reference targets, previous and next run     the last build left it
+                          of its series, the page and anchor of the    (:func:`folder_intact`:
+                          delegate call that spawned it); recomputed   a page deleted by
+                          only when :func:`graph_key` changed; the     hand), or the previous
+                          previous run's content hash                  run's content changed
+                                                                       (the comparison page
+                                                                       shows it)
 a turn fragment           :func:`turn_key`: the turn, the targets      that turn changed, or
                           of the references it may link, the           what it links or
                           context boundaries starting at it, the       shows did
@@ -43,8 +45,12 @@ row shard                 keys; a session's shard is a hash of its     changed, 
 an index row shard        :func:`outputs_key` of its sessions'         a session of it
 (``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
                           of its name (:func:`.search.shard_of`)       doubled
-the activity chart        none: a pass over the summaries, with the    any summary changed
-                          index page
+the activity chart        none: a pass over each session's             any summary changed
+                          :func:`.activity.contribution` (kept in the
+                          manifest), with the index page
+the archive's graph key   :func:`graph_key`; the last build's is kept  see the delegation
+                          when :func:`graph_unchanged` says so (no     tree, below
+                          pass over every summary)
 the delegation tree       :func:`graph_key`                            a session appeared,
                                                                        vanished, or changed
                                                                        parent, sub-sessions,
@@ -66,6 +72,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import pickle
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -83,7 +90,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 7
+MANIFEST_FORMAT = 9
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
@@ -161,10 +168,56 @@ def outputs_key(*parts: Iterable[str]) -> str:
     the last build's (same build key) and the file is as written, it is not made again."""
     digest = hashlib.sha256()
     for part in parts:
-        for item in part:
-            digest.update(item.encode("utf-8", "surrogatepass") + b"\0")
-        digest.update(b"\1")
+        items = list(part)
+        text = "\0".join(items) + "\0" if items else ""
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\1")
     return digest.hexdigest()
+
+
+def graph_shape(summary: Summary | None) -> tuple[object, ...] | None:
+    """What :func:`graph_key` hashes of one session (None for a file that does not load)."""
+    if summary is None:
+        return None
+    s = summary
+    return (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at, s.spawns)
+
+
+def graph_unchanged(
+    *,
+    same_key: bool,
+    last_graph: str,
+    same_files: bool,
+    changes: Iterable[tuple[Summary | None, Summary | None]],
+) -> bool:
+    """True when the archive's :func:`graph_key` is the last build's (``last_graph``)
+    without computing it again over every summary: the build key and the folder's file
+    names are the same (``same_files``), and every file read again this build has the
+    shape it had (``changes``: its last summary and its summary now, :func:`graph_shape`).
+    Whether a file is published (a second file of a session name is not) depends only on
+    those, so the published sessions are the same too."""
+    if not (same_key and last_graph and same_files):
+        return False
+    return all(graph_shape(old) == graph_shape(new) for old, new in changes)
+
+
+def folder_stamp(path: str) -> tuple[int, int]:
+    """The stamp of a session's folder in the site: (inode, mtime_ns), (0, 0) when it is
+    missing. Taken when a build has written it (:attr:`.manifest.SourceState.site`)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_ino, st.st_mtime_ns)
+
+
+def folder_intact(recorded: tuple[int, int], path: str) -> bool:
+    """True when the session's folder in the site is as the last build that wrote it left
+    it: one ``stat`` a session, not one per page. Removing or adding a file in a folder
+    changes its mtime, and replacing the folder (or ``sessions/``) its inode, so a page
+    deleted by hand is rendered again; a deletion within the same mtime tick as the
+    build's last write to that folder (a few ms) would not be seen. A page edited in place
+    (same file) is not noticed, as before: only missing pages are restored."""
+    return recorded != (0, 0) and folder_stamp(path) == recorded
 
 
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
@@ -172,10 +225,7 @@ def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
     the folder's file names (``#id`` lookups), and where each delegate call is (the pages
     of the sub-sessions it spawned link to it)."""
-    shape = [
-        (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at, s.spawns)
-        for s in sorted(summaries, key=lambda s: s.name)
-    ]
+    shape = [graph_shape(s) for s in sorted(summaries, key=lambda s: s.name)]
     # Pickled without its memo (``fast``): equal values give equal bytes however their
     # strings are shared, and it is several times faster than JSON.
     buffer = io.BytesIO()
@@ -267,7 +317,8 @@ def session_stale(
     content changed, the content of the previous run of its series changed (its comparison
     page shows both: ``compared_changed``), the archive's shape changed and with it the facts
     its pages show (``facts_now()`` differs from ``facts_then``: computed only when the graph
-    changed), or one of its output files is missing."""
+    changed), or its folder in the site is not as the last build left it
+    (``outputs_present``: :func:`folder_intact`)."""
     return (
         not same_key
         or content_changed

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 
 from markupsafe import Markup
@@ -25,8 +24,8 @@ from ..archive import ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
 from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
-from ..manifest import Manifest, SourceState
-from ..staleness import outputs_key, summary_key
+from ..manifest import Manifest
+from ..staleness import outputs_key
 from .write import write_files
 
 
@@ -35,25 +34,20 @@ def index(
     previous: Manifest,
     graph: Graph,
     graph_key: str,
-    states: Mapping[str, SourceState],
     failures: list[LoadFailure],
     search: bool,
 ) -> tuple[dict[str, str], int]:
     """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
     the files written.
 
-    ``states``: each published session's state, by session name: the keys and shard slot
-    computed when its summary was made (:class:`..manifest.SourceState`) are used, not
-    computed again."""
-    row_keys = {name: state.digest for name, state in states.items()}
-    slots = {name: state.slot for name, state in states.items()}
-    events_keys = {name: state.events_key for name, state in states.items()}
+    Every session is seen through its brief (:class:`..manifest.Brief`: the keys and shard
+    slot computed when its summary was made); a summary is read only for a row to render
+    (a new row of the first screen, the sessions of a row shard that changed)."""
+    briefs = graph.all
     same_key = previous.key == ctx.key
     cache = IndexCache.load(ctx.cache.index_cache) if same_key else IndexCache()
     redacted = (
-        sum(s.redacted for s in graph.summaries.values())
-        if ctx.options.redactor is not None
-        else None
+        sum(b.redacted for b in briefs.values()) if ctx.options.redactor is not None else None
     )
     tunables = ctx.tunables
     made = _load_made(ctx.cache.index_outputs) if same_key else {}
@@ -69,18 +63,16 @@ def index(
             return True
         return False
 
-    summaries = sorted(graph.summaries.values(), key=lambda s: (s.updated_at, s.name), reverse=True)
     files: dict[str, bytes] = {}
     shards: list[str] = []
-    if len(summaries) > tunables.index_first_rows:
+    if len(briefs) > tunables.index_first_rows:
         groups = row_shard_groups(
-            summaries, tunables.rows_per_shard, tunables.max_row_shards, slots
+            list(briefs.values()), tunables.rows_per_shard, tunables.max_row_shards
         )
         shards = sorted(groups)
         for rel, group in groups.items():
-            digests = [row_keys.get(s.name) or summary_key(s) for s in group]
-            if not unchanged(rel, outputs_key([rel], digests)):
-                files[rel] = shard_bytes(rel, group)
+            if not unchanged(rel, outputs_key([rel], [b.digest for b in group])):
+                files[rel] = shard_bytes(rel, [graph.summaries[b.name] for b in group])
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -90,7 +82,7 @@ def index(
         redacted,
         cache,
         graph_key,
-        row_keys,
+        None,
         tunables.index_first_rows,
         shards,
     )
@@ -99,7 +91,7 @@ def index(
     files["index.html"] = encode_display(page)
     if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
         tree = ctx.renderer.template(TREE_PAGE).render(
-            page=TreePage(tree_html=Markup(fresh.tree), total=len(summaries))
+            page=TreePage(tree_html=Markup(fresh.tree), total=len(briefs))
         )
         files[TREE_PAGE] = encode_display(str(tree))
     loaded: list[ArchiveCache] = []
@@ -119,8 +111,6 @@ def index(
         if redacted is None
         else describe_counts(Counter(secrets=redacted)).split(" (")[0],
         unchanged=unchanged,
-        row_keys=events_keys,
-        slots=slots,
     )
     if archive_fresh is not None and (
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 
+from .. import urls
 from ..context import BuildContext
 from ..graph import Graph, Summary
-from ..manifest import Manifest, SourceState
+from ..manifest import Manifest, Sources, SourceState
 from ..render import PageFacts
-from ..staleness import session_stale
+from ..staleness import folder_intact, graph_unchanged, session_stale
 from .scan import Scan
 
 
@@ -40,7 +42,7 @@ class RenderJob:
 class Plan:
     """What the render stage does."""
 
-    sources: dict[str, SourceState]
+    sources: Sources
     """Each file's state (a second file of a session name is now a failure)."""
     graph: Graph
     """The published sessions and their links."""
@@ -52,48 +54,67 @@ class Plan:
 
 def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     """Stage 2 (see the module docstring)."""
-    sources = dict(scanned.sources)
+    sources = scanned.sources.copy()
+    all_briefs = sources.briefs()
     published: dict[str, str] = {}  # session name → file name (the first file wins)
-    for name in scanned.names:
-        summary = sources[name].summary
-        if summary is None:
+    for name, brief in all_briefs.items():
+        if not brief.loaded:
             continue
-        if summary.name in published:
+        if brief.name in published:
+            state = sources[name]
             sources[name] = SourceState(
-                sources[name].size,
-                sources[name].mtime_ns,
-                sources[name].sha256,
+                state.size,
+                state.mtime_ns,
+                state.sha256,
                 None,
-                f"same session_name as {published[summary.name]}; not published twice",
+                f"same session_name as {published[brief.name]}; not published twice",
             )
             continue
-        published[summary.name] = name
-    summaries: dict[str, Summary] = {}
-    for session_name, file_name in published.items():
-        summary = sources[file_name].summary
-        assert summary is not None
-        summaries[session_name] = summary
-    graph = Graph(summaries=summaries, file_names=scanned.names)
-    graph_key = graph.key()
+        published[brief.name] = name
+    briefs = {session: all_briefs[name] for session, name in published.items()}
+    graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
+    old = previous.sources
+    changes = [
+        (old[name].summary if same_key and name in old else None, state.summary)
+        for name, state in sources.fresh.items()
+    ]
+    if graph_unchanged(
+        same_key=same_key,
+        last_graph=previous.graph,
+        same_files=previous.briefs.keys() == all_briefs.keys(),
+        changes=changes,
+    ):
+        graph_key = previous.graph
+    else:
+        graph_key = graph.key()  # a pass over every summary (each decoded)
     same_graph = same_key and previous.graph == graph_key
-    out = os.fspath(ctx.out)  # plain strings: a stat per output, no Path objects
+    # Runs whose previous run changed: their comparison pages show it.
+    next_of_changed = set()
+    for name in scanned.changed:
+        brief = sources.brief(name)
+        if brief.loaded and published.get(brief.name) == name:
+            next_of_changed.add(graph.series(brief.name)[1])
+    out = os.fspath(ctx.out)  # plain strings: a stat per session folder, no Path objects
     jobs: list[RenderJob] = []
-    for name in published.values():
-        state = sources[name]
-        assert state.summary is not None
-        before = graph.series(state.summary.name)[0]
+    for session, name in published.items():
+        brief = briefs[session]
         stale = session_stale(
             same_key=same_key,
             content_changed=name in scanned.changed,
-            compared_changed=bool(before) and graph.summaries[before].file_name in scanned.changed,
+            compared_changed=session in next_of_changed,
             same_graph=same_graph,
-            facts_then=state.facts_key,
-            facts_now=partial(_facts_key, graph, state),
-            outputs_present=partial(_outputs_present, out, state),
+            facts_then="" if same_graph else sources[name].facts_key,
+            facts_now=partial(_facts_key, graph, sources, name),
+            outputs_present=partial(
+                folder_intact,
+                (brief.site_ino, brief.site_mtime_ns),
+                f"{out}/{urls.session_dir(session)}",
+            ),
         )
         if not stale:
             continue
+        state = sources[name]
         if name in scanned.holds.names:
             # Cannot render it now: render it once it loads again.
             sources[name] = dataclasses.replace(state, facts_key="")
@@ -102,11 +123,32 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     return Plan(sources, graph, graph_key, jobs)
 
 
-def _outputs_present(out: str, state: SourceState) -> bool:
-    return all(os.path.isfile(f"{out}/{rel}") for rel in state.outputs)
+class Published(Mapping[str, Summary]):
+    """The published sessions' summaries by session name, each read from its state when
+    used (the manifest decodes it then)."""
+
+    def __init__(self, sources: Mapping[str, SourceState], published: dict[str, str]) -> None:
+        self.sources = sources
+        self.published = published
+        """Session name → file name."""
+
+    def __getitem__(self, name: str) -> Summary:
+        summary = self.sources[self.published[name]].summary
+        assert summary is not None
+        return summary
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.published
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.published)
+
+    def __len__(self) -> int:
+        return len(self.published)
 
 
-def _facts_key(graph: Graph, state: SourceState) -> str:
+def _facts_key(graph: Graph, sources: Mapping[str, SourceState], name: str) -> str:
     """The facts key a session's pages would have now, from cached summaries only."""
+    state = sources[name]
     assert state.summary is not None
     return PageFacts.from_graph(graph, state.summary.name, set(state.refs)).key()

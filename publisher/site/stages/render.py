@@ -34,6 +34,7 @@ from ..context import BuildContext
 from ..fragments import SUFFIX as FRAGMENT_SUFFIX
 from ..fragments import FragmentFile, FragmentWriter
 from ..graph import Graph
+from ..manifest import ManifestDamaged
 from ..memory import return_large_blocks
 from ..pool import forking, run_jobs
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
@@ -103,8 +104,10 @@ class SessionRenderer:
             return self._render(job)
         except SessionLoadError as exc:
             return Rendered(job.file_name, {}, "", 0, exc.reason)
-        except WriteError:
-            raise  # the output is the problem (read-only, disk full): stop the build
+        except (WriteError, ManifestDamaged):
+            # The output is the problem (read-only, disk full), or the cache (the build
+            # starts again without it): stop the build.
+            raise
         except Exception as exc:  # a renderer bug must not stop the whole build
             reason = f"could not be rendered: {type(exc).__name__}: {exc}"
             return Rendered(job.file_name, {}, "", 0, reason)

@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from ...redact import Redactor
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
 from ..index import row_slot
-from ..manifest import Manifest, SourceState
+from ..manifest import Manifest, Sources, SourceState, States
 from ..memory import Freezer, return_large_blocks
 from ..pool import run_jobs
 from ..staleness import archive_rows_key, stamp_trusted, summary_key
@@ -46,7 +47,7 @@ from ..urls import PageLimits
 class Holds:
     """Files that stopped loading but keep their last good pages this build."""
 
-    previous: dict[str, SourceState]
+    previous: Mapping[str, SourceState]
     """The last build's states (the ones to go back to)."""
     hook: HoldHook | None
     """Asked whether to hold a file; None holds nothing."""
@@ -74,8 +75,9 @@ class Scan:
 
     names: list[str]
     """Every session file of the folder, sorted."""
-    sources: dict[str, SourceState]
-    """Each file's state for this build (unchanged files keep the manifest's, unmodified)."""
+    sources: Sources
+    """Each file's state for this build (unchanged files keep the manifest's, unmodified,
+    and not decoded)."""
     changed: set[str]
     """Files whose content differs from what the last build rendered (or that are new)."""
     holds: Holds
@@ -93,19 +95,18 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
     started_ns = time.time_ns()
     same_key = previous.key == ctx.key
     # States made under another key (e.g. without redaction) are not reused.
-    old: dict[str, SourceState] = previous.sources if same_key else {}
+    old: States = previous.sources if same_key else States({}, count=previous.sources.count)
+    briefs = old.briefs
     names = session_file_names(ctx.folder)
-    sources: dict[str, SourceState] = {}
+    sources = Sources(names, old)
     to_read: list[str] = []
     folder = os.fspath(ctx.folder)  # plain strings: one stat per file, no Path objects
+    last_scan = previous.scanned_at_ns
     for name in names:
-        state = old.get(name)
+        brief = briefs.get(name)
         stamp = file_stamp(f"{folder}/{name}")
-        if state is not None and stamp_trusted(
-            (state.size, state.mtime_ns), stamp, previous.scanned_at_ns
-        ):
-            sources[name] = state
-        else:
+        # The state of an unchanged file stays in the manifest, not even decoded.
+        if brief is None or not stamp_trusted((brief.size, brief.mtime_ns), stamp, last_scan):
             to_read.append(name)
     scanned, kept = _read(ctx, to_read)
     freezer.freeze()  # the kept sessions too: later collections need not walk them
@@ -126,7 +127,9 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
             and before.failure == state.failure
         ):
             # Touched but identical: keep what was rendered.
-            state = dataclasses.replace(state, facts_key=before.facts_key, outputs=before.outputs)
+            state = dataclasses.replace(
+                state, facts_key=before.facts_key, outputs=before.outputs, site=before.site
+            )
         else:
             changed.add(name)
         sources[name] = state

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ... import __version__
 from ..context import BuildContext, BuildOptions, CachePaths
-from ..manifest import Manifest, SourceState, save_manifest
+from ..index import row_shard_count
+from ..manifest import Manifest, Sources, save_manifest
 from ..memory import Freezer
 
 
@@ -41,11 +42,11 @@ def save_state(
     *,
     graph_key: str,
     scanned_at_ns: int,
-    names: list[str],
-    sources: Mapping[str, SourceState],
+    sources: Sources,
     extra_outputs: Mapping[str, str],
 ) -> None:
-    """Write this build's manifest (lines of unchanged sources reused)."""
+    """Write this build's manifest (the shards and lines of unchanged sources reused)."""
+    briefs = sources.briefs()
     save_manifest(
         ctx.cache.manifest,
         previous,
@@ -54,7 +55,15 @@ def save_state(
         graph=graph_key,
         scanned_at_ns=scanned_at_ns,
         publisher=__version__,
-        sources={name: sources[name] for name in names},
+        sources=sources,
         extra_outputs=extra_outputs,
+        briefs=briefs,
+        fresh=sources.fresh,
+        # As many shards as the index has row shards: an append's are one file.
+        shard_count=row_shard_count(
+            sum(b.loaded for b in briefs.values()),
+            ctx.tunables.rows_per_shard,
+            ctx.tunables.max_row_shards,
+        ),
         warm=ctx.warm,
     )

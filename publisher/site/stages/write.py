@@ -21,7 +21,7 @@ from ...write import is_inside, prepare_target, write_if_changed
 from .. import urls
 from ..context import LEGACY_STATE, BuildContext
 from ..fragments import SUFFIX as FRAGMENT_SUFFIX
-from ..manifest import Manifest
+from ..manifest import Manifest, Sources
 from .render import remove_empty_parents
 
 GENERATOR_MARK = b'<meta name="generator" content="polyglav-publisher'
@@ -57,19 +57,37 @@ def assets(ctx: BuildContext) -> dict[str, bytes]:
 
 
 def remove_stale(
-    ctx: BuildContext, previous: Manifest, produced: Mapping[str, str], published: set[str]
+    ctx: BuildContext,
+    previous: Manifest,
+    sources: Sources,
+    extra: Mapping[str, str],
+    published: set[str],
 ) -> int:
     """Remove what the last build published and this one does not, and the fragment files
     of sessions no longer published (``published``: session names); the number of files
-    removed from the site."""
+    removed from the site.
+
+    Only the sources whose state was set this build (``sources.fresh``) and those that are
+    gone are looked at: an unchanged source produced what it produced last time, and no
+    two sessions share a page (their folders are their names'), so nothing of theirs is
+    stale."""
     out = ctx.out
     removed = 0
-    old_outputs = previous.outputs
-    for rel in sorted(set(old_outputs) - set(produced)):
+    old = previous.sources
+    gone = [name for name in old.briefs if name not in sources]
+    touched = [name for name in sources.fresh if name in old.briefs] + gone
+    old_outputs = set(previous.extra_outputs)
+    for name in touched:
+        old_outputs.update(old[name].outputs)
+    kept = set(extra)
+    for name in sources.fresh:
+        kept.update(sources[name].outputs)
+    for rel in sorted(old_outputs - kept):
         removed += _remove(out, out / rel)
-    if not previous.sources and not previous.extra_outputs:
+    if not old.briefs and not previous.extra_outputs:
+        produced = {rel for name in sources for rel in sources[name].outputs} | kept
         removed += _sweep(out, produced)
-    old_names = {s.summary.name for s in previous.sources.values() if s.summary}
+    old_names = {b.name for b in old.briefs.values() if b.loaded}
     for name in old_names - published:
         with contextlib.suppress(OSError):
             (ctx.cache.fragments / f"{urls.slug(name)}{FRAGMENT_SUFFIX}").unlink()
@@ -85,7 +103,7 @@ def _remove(out: Path, target: Path) -> int:
     return 0
 
 
-def _sweep(out: Path, produced: Mapping[str, str]) -> int:
+def _sweep(out: Path, produced: set[str]) -> int:
     """Remove files under :data:`OWN_FOLDERS` that ``produced`` does not name, when the
     folder holds a site of ours."""
     try:
