@@ -118,16 +118,10 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
                     tool_errors += 1
                     errors_at[position] += 1
                     error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))
-        # view.duration_seconds, each time read once (the session's end is the last one).
-        start, end = view.parse_time(turn.started_at), view.parse_time(turn.ended_at)
-        seconds = None
-        if end is not None:
-            last_end = end
-            if start is not None:
-                try:
-                    seconds = (end - start).total_seconds()
-                except TypeError:  # one naive, one aware
-                    seconds = None
+        # Each time read once (the session's end is the last one).
+        end = view.parse_time(turn.ended_at)
+        last_end = end or last_end
+        seconds = view.seconds_between(view.parse_time(turn.started_at), end)
         if seconds is not None and seconds > 0:
             busy += seconds
             longest = max(longest, seconds)
@@ -149,12 +143,9 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
         )
     total = "-"
     if turns:
-        opened = view.parse_time(turns[0].started_at)
-        if opened is not None and last_end is not None:
-            try:
-                total = view.format_duration((last_end - opened).total_seconds())
-            except TypeError:
-                total = "-"
+        total = view.format_duration(
+            view.seconds_between(view.parse_time(turns[0].started_at), last_end)
+        )
     shown = [
         entry
         for position, entry in enumerate(outline)

@@ -40,7 +40,11 @@ def parse_time(value: str) -> datetime | None:
 
 
 def duration_seconds(turn: Turn) -> float | None:
-    start, end = parse_time(turn.started_at), parse_time(turn.ended_at)
+    return seconds_between(parse_time(turn.started_at), parse_time(turn.ended_at))
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """``end - start`` in seconds; None when either is unknown or they cannot be compared."""
     if start is None or end is None:
         return None
     try:
