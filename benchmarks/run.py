@@ -557,7 +557,10 @@ def via_import(projects: Path, work: Path, log_dir: Path) -> dict[str, Any]:
     (search off), so the peer ratio can also be read on the very files the peers read."""
     project = work / "imported"
     site = work / "site-imported"
-    for folder in (project, site):
+    # A cache of its own, fresh like the site: the default one (under ~/.cache, named by the
+    # site's path) would survive from the last run and make this a different build each time.
+    cache = work / "cache-imported"
+    for folder in (project, site, cache):
         if folder.exists():
             shutil.rmtree(folder)
     project.mkdir(parents=True)
@@ -579,7 +582,7 @@ def via_import(projects: Path, work: Path, log_dir: Path) -> dict[str, Any]:
     result["imported_bytes"] = tree_size(sessions)[1]
     build = measure(
         [*polyglav, "site", "build", "--project", str(project), "--out", str(site),
-         "--no-search", "--quiet"],
+         "--cache-dir", str(cache), "--no-search", "--quiet"],
         log_dir / "build-imported.log",
     )  # fmt: skip
     result["build_nosearch"] = {"wall": build.wall, "max_rss_mb": build.max_rss_mb, "ok": build.ok}
