@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import Any
 
 from jinja2 import (
@@ -154,9 +155,29 @@ class _CodeGenerator(CodeGenerator):
             super()._output_child_post(node, frame, finalize)
 
 
+class _Context(Context):
+    """jinja2's context, calling a plain function without jinja2's ``pass_*`` mark (the
+    renderer's globals: ``short_time``, ``view.…``) directly, as ``Context.call`` ends up
+    doing after asking the function and its ``__call__`` for the mark."""
+
+    def call(__self, __obj: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if type(__obj) is FunctionType and not hasattr(__obj, "jinja_pass_arg"):
+            if kwargs:
+                kwargs.pop("_block_vars", None)
+                kwargs.pop("_loop_vars", None)
+            try:
+                return __obj(*args, **kwargs)
+            except StopIteration:
+                return __self.environment.undefined(
+                    "value was undefined because a callable raised a StopIteration exception"
+                )
+        return super().call(__obj, *args, **kwargs)
+
+
 class _Environment(Environment):
-    """jinja2's environment with each template's globals a plain dict, and values printed
-    by :func:`emit` (``code_generator_class``, ``emit``).
+    """jinja2's environment with each template's globals a plain dict, values printed by
+    :func:`emit` (``code_generator_class``, ``emit``) and plain functions called directly
+    (``context_class``).
 
     jinja2 gives every template a ``ChainMap`` over the environment's globals, and reads it
     at each render (``dict(globals)`` for the new context), at each ``{% import %}`` (a set
@@ -165,6 +186,7 @@ class _Environment(Environment):
     template, so a copy made when a template is loaded holds the same names."""
 
     code_generator_class = _CodeGenerator
+    context_class = _Context
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
