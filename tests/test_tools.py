@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jinja2 import Environment
+from jinja2 import Environment, Template
 from markupsafe import Markup, escape
 
 from publisher.loader import session_from_json
@@ -186,18 +186,37 @@ _PRINTED = st.one_of(
 )
 
 
+@pytest.fixture(scope="module")
+def printing() -> tuple[Template, Template]:
+    """:data:`_PRINTING` compiled by the renderer, and by a plain jinja2 environment with
+    the same autoescaping and ``finalize``."""
+    renderer = html.HtmlRenderer(Theme.load(None))
+    reference = Environment(autoescape=True, finalize=html.visible_text)
+    return renderer.env.from_string(_PRINTING), reference.from_string(_PRINTING)
+
+
 @settings(max_examples=300)
 @given(_PRINTED)
-def test_a_printed_value_is_what_jinja2_escape_and_finalize_make(value: object) -> None:
+def test_a_printed_value_is_what_jinja2_escape_and_finalize_make(
+    printing: tuple[Template, Template], value: object
+) -> None:
     # The renderer's templates print {{ value }} with html.emit (one call) instead of
     # jinja2's escape(environment.finalize(value)): the same characters, for every kind of
-    # value, and a template compiled by the renderer says so.
+    # value and every way a template prints.
     assert html.emit(value) == str(escape(html.visible_text(value)))
-    renderer = html.HtmlRenderer(Theme.load(None))
-    template = renderer.env.from_string("[{{ v }}|{{ v }}]")
-    reference = Environment(autoescape=True, finalize=html.visible_text)
-    expected = reference.from_string("[{{ v }}|{{ v }}]").render(v=value)
-    assert template.render(v=value) == expected
+    ours, theirs = printing
+    for flag in (True, False):
+        assert ours.render(v=value, flag=flag) == theirs.render(v=value, flag=flag)
+
+
+#: Every way a template prints: plain, in a {% set %} block, in a macro, with autoescape
+#: off and with autoescape decided at run time.
+_PRINTING = (
+    "[{{ v }}|{{ v }}]{% set b %}<{{ v }}>{% endset %}{{ b }}"
+    "{% macro mm(a) %}({{ a }}){% endmacro %}{{ mm(v) }}"
+    "{% autoescape false %}[{{ v }}]{% endautoescape %}"
+    "{% autoescape flag %}[{{ v }}]{% endautoescape %}"
+)
 
 
 def test_templates_print_through_emit_only() -> None:

@@ -143,7 +143,7 @@ class _CodeGenerator(CodeGenerator):
     ) -> None:
         if self._one_call(frame, finalize):
             self.write("environment.emit(")
-        else:  # pragma: no cover - every template of a renderer is autoescaped
+        else:  # {% autoescape false %}, or decided at run time: as jinja2 does
             super()._output_child_pre(node, frame, finalize)
 
     def _output_child_post(
@@ -151,7 +151,7 @@ class _CodeGenerator(CodeGenerator):
     ) -> None:
         if self._one_call(frame, finalize):
             self.write(")")
-        else:  # pragma: no cover
+        else:
             super()._output_child_post(node, frame, finalize)
 
 
