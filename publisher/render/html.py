@@ -218,9 +218,8 @@ class HtmlRenderer:
             cache_size=-1,
             # Compiled templates are kept in jinja2's private per-user temp folder (0700,
             # owner checked, keyed by each template's source): a CLI run skips recompiling.
-            # The file names carry how templates are compiled (with ``finalize``, by
-            # :class:`_CodeGenerator`): a cache
-            # of code compiled without it, or before :func:`emit`, is never read.
+            # The file names carry how templates are compiled (with ``finalize``, printing
+            # through :func:`emit`): code compiled otherwise is never read.
             bytecode_cache=FileSystemBytecodeCache(pattern="__polyglav_emit1_%s.cache"),
             # Session text printed as is ({{ p.tool }}, a role, a timestamp) shows control
             # characters as visible escapes, in text and attribute values alike: raw ESC or
