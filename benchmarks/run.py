@@ -441,6 +441,16 @@ def manifest_path(sessions: Path, site: Path) -> Path:
     return CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site)).manifest
 
 
+def cache_folder(sessions: Path, site: Path) -> Path:
+    """The cache folder of ``site`` (under ``$XDG_CACHE_HOME``, which ``main`` points into
+    the archives), or ``<site>/.polyglav/`` for versions that kept it in the site."""
+    try:
+        from publisher.site.context import BuildOptions, CachePaths
+    except ImportError:
+        return site / ".polyglav"
+    return CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site)).root
+
+
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """True once ``proc`` has exited (still unreaped, so wait4 can read its rusage)."""
     deadline = time.monotonic() + timeout
@@ -607,8 +617,12 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any, kind: str = "mixed") 
     settle(sessions)
     site_off, site_on = work / "site-nosearch", work / "site"
     for site in (site_off, site_on):
-        if site.exists():
-            shutil.rmtree(site)
+        # A full build starts from nothing: its site and its cache folder. The cache a
+        # previous run of the same code left (scan results, turn fragments: same build key)
+        # would make the "full" build a warm one, rendering no turn at all.
+        for folder in (site, cache_folder(sessions, site)):
+            if folder.exists():
+                shutil.rmtree(folder)
     res: dict[str, Any] = {"sessions": n, "kind": kind, "shape": shape}
     expected_failures = shape["kinds"].get("truncated", 0) + shape["kinds"].get("legacy", 0)
     steps: dict[str, Any] = {}

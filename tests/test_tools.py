@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jinja2 import Environment, Template
+from markupsafe import Markup, escape
 
 from publisher.loader import session_from_json
 from publisher.model import ToolPart
@@ -87,11 +89,21 @@ def test_markdown_headings_nest_under_the_part_and_code_is_focusable() -> None:
 
 def test_long_output_keeps_head_and_tail_and_every_byte() -> None:
     text = "".join(f"line {i}\r\n" if i % 7 == 0 else f"line {i}\n" for i in range(100))
-    head, middle, tail, hidden = html._head_tail(text)
+    head, middle, tail, hidden = html._head_tail(text, text.count("\n"))
     assert head + middle + tail == text
     assert head.startswith("line 0") and tail.endswith("line 99\n")
     assert hidden == 100 - html.HEAD_LINES - html.TAIL_LINES
-    assert html._head_tail("short\n") == ("short\n", "", "", 0)
+    assert html._head_tail("short\n", 1) == ("short\n", "", "", 0)
+
+
+@pytest.mark.parametrize("end", ["\n", "", "\r\n", "\n\n"])
+@pytest.mark.parametrize("count", [17, 18, 19, 20, 40])
+def test_hidden_lines_are_the_line_breaks_of_the_middle(end: str, count: int) -> None:
+    # _head_tail counts the middle's line breaks from the text's (not by counting again).
+    text = "\n".join(f"l{i}" for i in range(count)) + end
+    head, middle, tail, hidden = html._head_tail(text, text.count("\n"))
+    assert head + middle + tail == text
+    assert hidden == middle.count("\n")
 
 
 @pytest.mark.parametrize("end", ["\n", "", "\r\n"])
@@ -152,3 +164,64 @@ def _diff_html_reference(text: str) -> str:
 @given(st.lists(st.sampled_from(["+", "-", "@@ -1 +1 @@", "+++ a", "--- b", "diff --git", "*** ", "index ", "<", ">", "&", "\n", "x", " ", "\x1b[31m", "\x00", "\r", "\ud800", "é", "\t"]), max_size=30).map("".join))  # fmt: skip
 def test_diff_html_escapes_once_as_line_by_line(text: str) -> None:
     assert tools.diff_html(text) == _diff_html_reference(text)
+
+
+class _Html:
+    """A value that renders itself (``__html__``), as a plugin's object may."""
+
+    def __html__(self) -> str:
+        return "<b>safe & sound</b>"
+
+
+_PRINTED = st.one_of(
+    st.text(),
+    st.text(alphabet=st.sampled_from("<>&\"'\x1b\x00\r\n\t\x7f\x85\ud800 aé")),
+    st.text().map(Markup),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.none(),
+    st.booleans(),
+    st.just(_Html()),
+    st.lists(st.text(max_size=3), max_size=3),
+)
+
+
+@pytest.fixture(scope="module")
+def printing() -> tuple[Template, Template]:
+    """:data:`_PRINTING` compiled by the renderer, and by a plain jinja2 environment with
+    the same autoescaping and ``finalize``."""
+    renderer = html.HtmlRenderer(Theme.load(None))
+    reference = Environment(autoescape=True, finalize=html.visible_text)
+    return renderer.env.from_string(_PRINTING), reference.from_string(_PRINTING)
+
+
+@settings(max_examples=300)
+@given(_PRINTED)
+def test_a_printed_value_is_what_jinja2_escape_and_finalize_make(
+    printing: tuple[Template, Template], value: object
+) -> None:
+    # The renderer's templates print {{ value }} with html.emit (one call) instead of
+    # jinja2's escape(environment.finalize(value)): the same characters, for every kind of
+    # value and every way a template prints.
+    assert html.emit(value) == str(escape(html.visible_text(value)))
+    ours, theirs = printing
+    for flag in (True, False):
+        assert ours.render(v=value, flag=flag) == theirs.render(v=value, flag=flag)
+
+
+#: Every way a template prints: plain, in a {% set %} block, in a macro, with autoescape
+#: off and with autoescape decided at run time.
+_PRINTING = (
+    "[{{ v }}|{{ v }}]{% set b %}<{{ v }}>{% endset %}{{ b }}"
+    "{% macro mm(a) %}({{ a }}){% endmacro %}{{ mm(v) }}"
+    "{% autoescape false %}[{{ v }}]{% endautoescape %}"
+    "{% autoescape flag %}[{{ v }}]{% endautoescape %}"
+)
+
+
+def test_templates_print_through_emit_only() -> None:
+    renderer = html.HtmlRenderer(Theme.load(None))
+    source = renderer.env.loader.get_source(renderer.env, "parts/tool.html")[0]  # type: ignore[union-attr]
+    code = renderer.env.compile(source, "parts/tool.html", raw=True)
+    assert "environment.emit(" in code
+    assert "escape(" not in code.replace("environment.emit(", "")

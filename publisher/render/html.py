@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import Any
 
 from jinja2 import (
@@ -26,8 +27,10 @@ from jinja2 import (
     StrictUndefined,
     pass_context,
 )
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.nodes import Expr
 from jinja2.runtime import Context
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .. import __version__
 from ..model import Session, ToolPart, Turn
@@ -96,14 +99,100 @@ def _number(value: Any) -> str:
     return str(value)
 
 
+try:  # MarkupSafe 3: the C escaping of a str, giving a str (what escape() wraps in Markup)
+    from markupsafe._speedups import _escape_inner as _escape_str
+except ImportError:  # pragma: no cover - MarkupSafe < 3, or without its C speedups
+
+    def _escape_str(s: str, /) -> str:
+        return str(escape(s))
+
+
+def emit(value: Any) -> str:
+    """What a template prints for ``{{ value }}``: ``escape(visible_text(value))``, as
+    jinja2 would compute it, in one call and without wrapping the result in ``Markup``.
+
+    A template's output is only ever joined (``concat``; a macro or a ``{% set %}`` block
+    wraps its joined output in ``Markup`` itself), so a plain string of the same characters
+    is the same page. jinja2's own expression makes three Python calls per printed value
+    and copies every filter's output (a long tool output included) into a new ``Markup``."""
+    if type(value) is str:
+        if not value.isprintable() and TERMINAL_CONTROL_RE.search(value):
+            value = TERMINAL_CONTROL_RE.sub(_escape_control, value)
+        return _escape_str(value)
+    if type(value) is Markup:
+        return value
+    if hasattr(value, "__html__"):
+        return Markup(value)
+    return _escape_str(str(value))  # visible_text leaves a value that is not a str as it is
+
+
+class _CodeGenerator(CodeGenerator):
+    """jinja2's compiler, printing ``{{ value }}`` with :func:`emit` (one call) where it
+    would write ``escape(environment.finalize(value))``; everything else as jinja2 does."""
+
+    @staticmethod
+    def _one_call(frame: Frame, finalize: CodeGenerator._FinalizeInfo) -> bool:
+        return (
+            not frame.eval_ctx.volatile
+            and frame.eval_ctx.autoescape
+            and finalize.src == "environment.finalize("
+        )
+
+    def _output_child_pre(
+        self, node: Expr, frame: Frame, finalize: CodeGenerator._FinalizeInfo
+    ) -> None:
+        if self._one_call(frame, finalize):
+            self.write("environment.emit(")
+        else:  # {% autoescape false %}, or decided at run time: as jinja2 does
+            super()._output_child_pre(node, frame, finalize)
+
+    def _output_child_post(
+        self, node: Expr, frame: Frame, finalize: CodeGenerator._FinalizeInfo
+    ) -> None:
+        if self._one_call(frame, finalize):
+            self.write(")")
+        else:
+            super()._output_child_post(node, frame, finalize)
+
+
+class _Context(Context):
+    """jinja2's context, calling a plain function without jinja2's ``pass_*`` mark (the
+    renderer's globals: ``short_time``, ``view.…``) directly, as ``Context.call`` ends up
+    doing after asking the function and its ``__call__`` for the mark."""
+
+    def call(__self, __obj: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if type(__obj) is FunctionType and not hasattr(__obj, "jinja_pass_arg"):
+            if kwargs:
+                kwargs.pop("_block_vars", None)
+                kwargs.pop("_loop_vars", None)
+            try:
+                return __obj(*args, **kwargs)
+            except StopIteration:
+                return __self.environment.undefined(
+                    "value was undefined because a callable raised a StopIteration exception"
+                )
+        return super().call(__obj, *args, **kwargs)
+
+
 class _Environment(Environment):
-    """jinja2's environment with each template's globals a plain dict.
+    """jinja2's environment with each template's globals a plain dict, values printed by
+    :func:`emit` (``code_generator_class``, ``emit``) and plain functions called directly
+    (``context_class``).
 
     jinja2 gives every template a ``ChainMap`` over the environment's globals, and reads it
     at each render (``dict(globals)`` for the new context), at each ``{% import %}`` (a set
     difference of its keys) and at each lookup of a global: Python-level ``ChainMap``
     methods, about 4 % of a build. The renderer sets its globals once, before it loads any
     template, so a copy made when a template is loaded holds the same names."""
+
+    code_generator_class = _CodeGenerator
+    context_class = _Context
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # An instance attribute: the compiled templates' ``environment.emit(...)`` finds a
+        # plain function, no bound method made at every printed value.
+        self.emit = emit
 
     def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
         return {**self.globals, **(d or {})}
@@ -129,9 +218,9 @@ class HtmlRenderer:
             cache_size=-1,
             # Compiled templates are kept in jinja2's private per-user temp folder (0700,
             # owner checked, keyed by each template's source): a CLI run skips recompiling.
-            # The file names carry how templates are compiled (with ``finalize``): a cache
-            # of code compiled without it is never read.
-            bytecode_cache=FileSystemBytecodeCache(pattern="__polyglav_finalize1_%s.cache"),
+            # The file names carry how templates are compiled (with ``finalize``, printing
+            # through :func:`emit`): code compiled otherwise is never read.
+            bytecode_cache=FileSystemBytecodeCache(pattern="__polyglav_emit1_%s.cache"),
             # Session text printed as is ({{ p.tool }}, a role, a timestamp) shows control
             # characters as visible escapes, in text and attribute values alike: raw ESC or
             # NUL are forbidden in HTML.
@@ -277,8 +366,10 @@ def _output_view(
 ) -> OutputView:
     """How tool part ``number`` shows ``output``; a long one goes to ``files`` (when
     ``externalize``), the page keeping its start."""
-    lines = output.count("\n") + (0 if output.endswith("\n") else 1) if output else 0
-    size = len(output.encode("utf-8", "surrogatepass"))
+    breaks = output.count("\n")
+    lines = breaks + (0 if output.endswith("\n") else 1) if output else 0
+    # An ASCII text (told in constant time) is as many bytes as characters: no encoding.
+    size = len(output) if output.isascii() else len(output.encode("utf-8", "surrogatepass"))
     collapsed = len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES
     mode = "diff" if tools.looks_like_diff(output) else "ansi" if tools.has_ansi(output) else "text"
     if externalize and len(output) > EXTERNAL_CHARS:
@@ -288,7 +379,7 @@ def _output_view(
             output[:PREVIEW_CHARS], len(output), lines, size, collapsed, name, mode=mode
         )
     if lines > LONG_LINES:
-        head, middle, tail, hidden = _head_tail(output)
+        head, middle, tail, hidden = _head_tail(output, breaks)
         if hidden:
             return OutputView(
                 output,
@@ -328,8 +419,10 @@ def _last_lines_start(text: str, count: int) -> int:
     return cut + 1
 
 
-def _head_tail(text: str) -> tuple[str, str, str, int]:
-    """(head, middle, tail, lines in middle) of ``text``, cut after line breaks."""
+def _head_tail(text: str, breaks: int) -> tuple[str, str, str, int]:
+    """(head, middle, tail, lines in middle) of ``text``, cut after line breaks; ``breaks``
+    is how many line breaks it holds (the middle's are those but the head's and the
+    tail's, not counted again)."""
     cut = -1
     for _ in range(HEAD_LINES):
         cut = text.find("\n", cut + 1)
@@ -344,7 +437,10 @@ def _head_tail(text: str) -> tuple[str, str, str, int]:
             return text, "", "", 0
     tail_start = cut + 1
     middle = text[head_end:tail_start]
-    return text[:head_end], middle, text[tail_start:], middle.count("\n")
+    # The head holds HEAD_LINES line breaks, the tail one for each of its lines but the
+    # last, and one more when the text ends with one.
+    hidden = breaks - HEAD_LINES - (TAIL_LINES - 1) - (1 if text.endswith("\n") else 0)
+    return text[:head_end], middle, text[tail_start:], hidden
 
 
 @pass_context

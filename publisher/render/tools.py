@@ -259,12 +259,6 @@ def looks_like_diff(text: str) -> bool:
     return False
 
 
-def _visible(text: str) -> str:
-    """Escaped text, control characters (but tab and line breaks) as visible escapes."""
-    out = escape(text, quote=False)
-    return TERMINAL_CONTROL_RE.sub(_control, out) if has_controls(out) else out
-
-
 def _control(match: re.Match[str]) -> str:
     char = match.group(0)
     if char in "\r":
@@ -311,7 +305,12 @@ def has_ansi(text: str) -> bool:
 
 
 def ansi_html(text: str) -> str:
-    """Text with ANSI SGR colour codes as ``<span class="ansi-…">``; other escapes visible."""
+    """Text with ANSI SGR colour codes as ``<span class="ansi-…">``; other escapes visible.
+
+    The text is escaped once, before its SGR codes are read (escaping turns only ``&``,
+    ``<`` and ``>`` into entities, none of which a code holds, makes or breaks), and its
+    other control characters are made visible once, at the end (the spans hold none)."""
+    text = escape(text, quote=False)
     out: list[str] = []
     classes: list[str] = []
     pos = 0
@@ -319,7 +318,7 @@ def ansi_html(text: str) -> str:
     for match in _SGR_RE.finditer(text):
         chunk = text[pos : match.start()]
         if chunk:
-            out.append(_visible(chunk))
+            out.append(chunk)
         pos = match.end()
         codes = [c for c in match.group(1).split(";") if c] or ["0"]
         for code in codes:
@@ -346,12 +345,10 @@ def ansi_html(text: str) -> str:
         if classes:
             out.append(f'<span class="{" ".join(classes)}">')
             open_span = True
-    rest = text[pos:]
-    if rest:
-        out.append(_visible(rest))
+    out.append(text[pos:])
     if open_span:
         out.append("</span>")
-    return "".join(out)
+    return visible_controls("".join(out))
 
 
 def fetch_url_allowed(url: str) -> bool:

@@ -19,6 +19,7 @@ from ..model import Session, ToolPart
 from ..render import places, tools, view
 from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
+from ..render.markup import RefResolver
 from ..render.text import encode_display
 from . import comparison, staleness, urls
 from .fragments import FragmentSink, FragmentSource
@@ -134,9 +135,14 @@ def render_session_pages(
     base = urls.session_dir(session.session_name)
     ref_targets = facts.refs
 
-    def resolve_ref(ref: str) -> str | None:
+    def link_ref(ref: str) -> str | None:
         target = ref_targets.get(ref)
         return _rel_session_url(target) if target is not None else None
+
+    # No reference of the session resolves (most sessions): nothing is linked, and without
+    # a resolver no text is scanned for references (a scan of every output, which would
+    # find nothing to link: a reference that does not resolve is shown as text either way).
+    resolve_ref: RefResolver | None = link_ref if ref_targets else None
 
     marks = view.boundaries(session)
     audit = Audit.of(session)
