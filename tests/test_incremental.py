@@ -463,6 +463,45 @@ def test_many_files_in_one_process_are_kept_within_the_worker_budget(
     assert tree_digest(tmp_path / "all") == digest == tree_digest(tmp_path / "three")
 
 
+def test_pool_builds_with_links_are_the_one_process_builds(tmp_path: Path) -> None:
+    """Scanned and rendered by the crew's workers (more files than the build scans itself),
+    with series, parents and references between the sessions, a full build and an
+    incremental one after most files changed give the site a one-process full build
+    gives, whichever worker kept which session (budgets: none, some, every one)."""
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260101_0000{n:02d}_link{n:02d}" for n in range(12)]
+    docs = {}
+    for n, name in enumerate(names):
+        other = names[(n + 5) % len(names)]
+        docs[name] = session_doc(
+            name,
+            role="nightly" if n % 3 else "",
+            parent_id=names[0] if n in (3, 4, 7) else "",
+            created_at=f"2026-08-17T12:{n:02d}:00+00:00",
+            turns=[turn(1, part("user", f"see session:{other} ({n})"))],
+        )
+        write_json(sessions / f"{name}.json", docs[name], OLD_NS)
+    sizes = sum((sessions / f"{n}.json").stat().st_size for n in names)
+    for keep in (0, sizes // 4, sizes):
+        tunables = Tunables(worker_keep_bytes=keep)
+        site = tmp_path / f"site-{keep}"
+        build(sessions, site, workers=2, tunables=tunables)
+        assert tree_digest(site) == fresh_digest(sessions, tmp_path / f"one-{keep}")
+        assert len(list(site.glob("sessions/*/compare.html"))) >= 6  # series: previous runs
+        first = page_of(site, names[0]).read_text()
+        assert f"../{names[5]}/index.html" in first  # a resolved reference
+        assert all(f"../{names[n]}/index.html" in first for n in (3, 4, 7))  # sub-sessions
+        for n, name in enumerate(names[:10]):
+            docs[name]["turns"].append(turn(2, part("assistant", f"more {keep} {n}")))
+            write_json(sessions / f"{name}.json", docs[name], OLD_NS + keep + 1)
+        report = build(sessions, site, workers=2, tunables=tunables)
+        assert report.files_read == 10 and not report.failures
+        assert tree_digest(site) == fresh_digest(sessions, tmp_path / f"two-{keep}")
+
+
 def test_pool_workers_render_the_sessions_they_scanned(tmp_path: Path) -> None:
     """With a pool, the workers that scanned the files keep them and render them: every
     file rewritten (another session name) as soon as the scan is done is not read again
