@@ -425,6 +425,120 @@ def count_session_reads(monkeypatch: Any) -> list[str]:
     return reads
 
 
+def _many_sessions(folder: Path, count: int = 10) -> dict[str, dict[str, Any]]:
+    """``count`` small sessions of increasing size (more than the in-process scan takes)."""
+    folder.mkdir()
+    docs = {}
+    for n in range(count):
+        name = f"ses_20260101_0000{n:02d}_many{n:02d}"
+        docs[name] = session_doc(
+            name, turns=[turn(i, part("user", f"prompt {i} of {name}")) for i in range(1, n + 2)]
+        )
+        write_json(folder / f"{name}.json", docs[name], OLD_NS)
+    return docs
+
+
+def test_many_files_in_one_process_are_kept_within_the_worker_budget(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A one-process build scanning many files keeps the first that fit
+    ``Tunables.worker_keep_bytes`` for the render, and reads only the others again."""
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    docs = _many_sessions(sessions)
+    files = sorted(f"{n}.json" for n in docs)
+    sizes = [(sessions / f).stat().st_size for f in files]
+    reads = count_session_reads(monkeypatch)
+    everything = Tunables(worker_keep_bytes=sum(sizes))
+    assert build(sessions, tmp_path / "all", tunables=everything).sessions_rendered == 10
+    assert reads == []
+    three = Tunables(worker_keep_bytes=sum(sizes[:3]))
+    assert build(sessions, tmp_path / "three", tunables=three).sessions_rendered == 10
+    assert sorted(reads) == files[3:]
+    reads.clear()
+    assert build(sessions, tmp_path / "none", tunables=Tunables(worker_keep_bytes=0)).sessions == 10
+    assert sorted(reads) == files
+    digest = tree_digest(tmp_path / "none")
+    assert tree_digest(tmp_path / "all") == digest == tree_digest(tmp_path / "three")
+
+
+def test_pool_builds_with_links_are_the_one_process_builds(tmp_path: Path) -> None:
+    """Scanned and rendered by the crew's workers (more files than the build scans itself),
+    with series, parents and references between the sessions, a full build and an
+    incremental one after most files changed give the site a one-process full build
+    gives, whichever worker kept which session (budgets: none, some, every one)."""
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260101_0000{n:02d}_link{n:02d}" for n in range(12)]
+    docs = {}
+    for n, name in enumerate(names):
+        other = names[(n + 5) % len(names)]
+        docs[name] = session_doc(
+            name,
+            role="nightly" if n % 3 else "",
+            parent_id=names[0] if n in (3, 4, 7) else "",
+            created_at=f"2026-08-17T12:{n:02d}:00+00:00",
+            turns=[turn(1, part("user", f"see session:{other} ({n})"))],
+        )
+        write_json(sessions / f"{name}.json", docs[name], OLD_NS)
+    sizes = sum((sessions / f"{n}.json").stat().st_size for n in names)
+    for keep in (0, sizes // 4, sizes):
+        tunables = Tunables(worker_keep_bytes=keep)
+        site = tmp_path / f"site-{keep}"
+        build(sessions, site, workers=2, tunables=tunables)
+        assert tree_digest(site) == fresh_digest(sessions, tmp_path / f"one-{keep}")
+        assert len(list(site.glob("sessions/*/compare.html"))) >= 6  # series: previous runs
+        first = page_of(site, names[0]).read_text()
+        assert f"../{names[5]}/index.html" in first  # a resolved reference
+        assert all(f"../{names[n]}/index.html" in first for n in (3, 4, 7))  # sub-sessions
+        for n, name in enumerate(names[:10]):
+            docs[name]["turns"].append(turn(2, part("assistant", f"more {keep} {n}")))
+            write_json(sessions / f"{name}.json", docs[name], OLD_NS + keep + 1)
+        report = build(sessions, site, workers=2, tunables=tunables)
+        assert report.files_read == 10 and not report.failures
+        assert tree_digest(site) == fresh_digest(sessions, tmp_path / f"two-{keep}")
+
+
+def test_pool_workers_render_the_sessions_they_scanned(tmp_path: Path) -> None:
+    """With a pool, the workers that scanned the files keep them and render them: every
+    file rewritten (another session name) as soon as the scan is done is not read again
+    where it was kept; a file read again no longer matches what the graph was made of, and
+    is listed as changed, not rendered with the wrong links."""
+    from publisher.site.context import Tunables
+    from publisher.site.stages.render import CHANGED
+
+    def rewrite_after_scan(sessions: Path, docs: dict[str, dict[str, Any]]) -> Any:
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage == "read" and done == total:
+                for name, doc in docs.items():
+                    write_json(sessions / f"{name}.json", {**doc, "session_name": f"{name}-x"})
+
+        return progress
+
+    for keep, least in ((1 << 30, 2), (0, 0)):
+        sessions = tmp_path / f"sessions-{keep}"
+        docs = _many_sessions(sessions)
+        report = build(
+            sessions,
+            tmp_path / f"site-{keep}",
+            workers=2,
+            tunables=Tunables(worker_keep_bytes=keep),
+            progress=rewrite_after_scan(sessions, docs),
+        )
+        assert {f.reason for f in report.failures} <= {CHANGED}
+        assert report.sessions + len(report.failures) == 10
+        assert report.sessions >= least  # each worker's first render is one it kept
+        if keep == 0:
+            assert report.sessions == 0  # every one read again
+        for name in docs:
+            page = tmp_path / f"site-{keep}" / "sessions" / name / "index.html"
+            if f"{name}.json" not in {f.file_name for f in report.failures}:
+                assert f"prompt 1 of {name}" in page.read_text()
+
+
 @pytest.mark.parametrize("turns", [1, 3, 200])
 def test_appended_turn_renders_one_fragment(tmp_path: Path, monkeypatch: Any, turns: int) -> None:
     """Short sessions too: every session keeps its turn fragments."""

@@ -348,6 +348,37 @@ def test_pool_build_with_threads_running_uses_a_clean_start(tmp_path: Path) -> N
     assert tree_digest(tmp_path / "threaded") == tree_digest(tmp_path / "plain")
 
 
+@pytest.mark.slow
+def test_many_files_scanned_and_rendered_by_clean_workers_build_the_same_site(
+    tmp_path: Path,
+) -> None:
+    """More files than the build scans itself, with a thread running: the crew's workers
+    start clean (nothing forked: the sessions they keep and the render's setup are
+    theirs), and the site is the one a single process builds."""
+    import shutil
+    import threading
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for source in sorted(SAMPLES.glob("*.json")):
+        shutil.copy2(source, sessions / source.name)
+        doc = json.loads(source.read_text())
+        if isinstance(doc, dict) and isinstance(doc.get("session_name"), str):
+            copy = {**doc, "session_name": doc["session_name"] + "-copy"}
+            (sessions / f"{source.stem}-copy.json").write_text(json.dumps(copy))
+    assert len(list(sessions.glob("*.json"))) > 8  # more than the in-process scan takes
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait, daemon=True)
+    busy.start()
+    try:
+        report = build(sessions, tmp_path / "threaded", workers=2)
+    finally:
+        stop.set()
+    assert report.files_read == len(list(sessions.glob("*.json")))
+    build(sessions, tmp_path / "plain", workers=1)
+    assert tree_digest(tmp_path / "threaded") == tree_digest(tmp_path / "plain")
+
+
 def test_render_failing_midway_leaves_no_orphan_page(
     archive: Path, write_session: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,7 @@ from . import urls
 from .context import BuildContext, BuildOptions, CachePaths, Warm
 from .manifest import ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
+from .pool import Crew
 from .stages.index import index
 from .stages.plan import plan
 from .stages.render import Rendered, render
@@ -98,13 +99,15 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
     ctx = BuildContext.open(options, warm)
     freezer = Freezer()
     early: EarlySearch | None = None
+    crew = Crew(ctx.workers)  # started by the scan or the render when a pool pays
     try:
         previous = load_state(ctx, freezer)  # its objects frozen: no collection walks them
         freezer.freeze()  # (when there was no manifest to load)
-        scanned = scan(ctx, previous, freezer)
+        scanned = scan(ctx, previous, freezer, crew)
         planned = plan(ctx, previous, scanned)
         early = start_search(ctx, planned)  # indexes finished shards during the render
-        rendered = render(ctx, planned, scanned, early.rendered if early else None)
+        rendered = render(ctx, planned, scanned, crew, early.rendered if early else None)
+        crew.close()  # what its workers kept goes with them
         sources = settle(planned.sources, rendered, scanned)
         briefs = sources.briefs()
         published = {b.name for b in briefs.values() if b.loaded}
@@ -159,6 +162,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             held=scanned.holds.failures,
         )
     finally:
+        crew.close()
         if early is not None:  # the build stopped: wait for the Pagefind runs it started
             early.close()
         freezer.thaw()

@@ -56,6 +56,11 @@ class Tunables:
     """A render process keeps sessions it rendered, of at most this many bytes of files in
     all, for the comparison page of the next run of their series (its previous run is then
     not read again); the oldest are dropped first."""
+    worker_keep_bytes: int = 32 << 20
+    """A worker process that scans many files keeps the sessions it prepared, of at most
+    this many bytes of files in all (the first that fit), and renders them without reading
+    them again (:mod:`.stages.worker`); the others are read again by the render. The same
+    budget applies to a one-process build scanning many files."""
     page_turns: int = 150
     """A session page holds at most this many turns (shapes the output)."""
     page_bytes: int = 2_000_000

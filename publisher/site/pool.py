@@ -4,14 +4,23 @@ The one place that chooses how work is spread: ``fork`` where the process has no
 thread, ``forkserver`` where it has (``site watch`` and ``site serve`` run observers and a
 server: forking a process with running threads can deadlock a child on a lock another
 thread held).
+
+:func:`run_jobs` starts a pool for one stage. A :class:`Crew` is a set of worker processes
+kept over several stages of one build, each job sent to a chosen worker when it has one:
+the scan's workers render the sessions they scanned and kept (:mod:`.stages.worker`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkContext, ForkServerContext
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from .context import ProgressHook
@@ -66,3 +75,183 @@ def run_jobs(
             if progress:
                 progress(stage, done, len(jobs))
     return results
+
+
+IN_FLIGHT = 2
+"""Jobs a crew's worker is sent ahead of its results (its next job waits in its pipe)."""
+
+
+class CrewBroken(RuntimeError):
+    """A crew's worker process died (or its result could not be sent back)."""
+
+
+def _serve(
+    conn: Connection, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+) -> None:
+    """A crew worker's loop: ``(func, args)`` in, ``(ok, result or exception)`` out, in order,
+    until ``None`` or the pipe closes."""
+    if initializer is not None:
+        initializer(*initargs)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        func, args = message
+        try:
+            reply: tuple[bool, Any] = (True, func(*args))
+        except Exception as exc:
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # the result or the exception does not pickle
+            conn.send((False, CrewBroken(f"{type(exc).__name__}: {exc}")))
+
+
+class Crew:
+    """Up to ``workers`` processes kept over the stages of one build (started by
+    :meth:`start`, stopped by :meth:`close`). Each job may name the worker that should run
+    it (:meth:`run`); a worker with nothing of its own left takes the others' last jobs, so
+    the work stays spread (such a job then runs where it was not expected: slower, same
+    result)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._processes: list[BaseProcess] = []
+        self._conns: list[Connection] = []
+
+    @property
+    def started(self) -> bool:
+        return bool(self._processes)
+
+    @property
+    def size(self) -> int:
+        """Worker processes started."""
+        return len(self._processes)
+
+    def start(
+        self,
+        initializer: Callable[..., None] | None = None,
+        initargs: Callable[[bool], tuple[Any, ...]] | None = None,
+    ) -> None:
+        """Start the workers, all at once (before a thread of the pool exists): forked when
+        this process has no other thread, else from a clean server process.
+        ``initargs(forked)``: the initializer's arguments (pickled unless forked)."""
+        assert not self._processes, "a crew starts once"
+        forked = forking()
+        mp: ForkContext | ForkServerContext = (
+            multiprocessing.get_context("fork")
+            if forked
+            else multiprocessing.get_context("forkserver")
+        )
+        args = initargs(forked) if initargs is not None else ()
+        for _ in range(max(1, self.workers)):
+            parent, child = mp.Pipe()
+            process = mp.Process(target=_serve, args=(child, initializer, args), daemon=True)
+            process.start()
+            child.close()
+            self._processes.append(process)
+            self._conns.append(parent)
+
+    def each(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        """``func(*args)`` once in every worker (e.g. a stage's setup); waits for all."""
+        for conn in self._conns:
+            self._send(conn, func, args)
+        for conn in self._conns:
+            ok, value = self._recv(conn)
+            if not ok:
+                raise value
+
+    def run(
+        self,
+        func: Callable[..., R],
+        jobs: Sequence[tuple[Any, ...]],
+        *,
+        home: Sequence[int | None] | None = None,
+        progress: ProgressHook | None,
+        stage: str,
+        on_result: Callable[[R], None] | None = None,
+    ) -> tuple[list[R], list[int]]:
+        """``func(*job)`` for every job over the started workers: each result, in job order,
+        and the worker that ran it. ``home[i]``: the worker that should run job ``i`` (None:
+        any). ``on_result`` sees each result in job order as soon as it and those before it
+        are there."""
+        assert self._processes, "start the crew first"
+        count = len(self._conns)
+        own: list[deque[int]] = [deque() for _ in range(count)]
+        anyone: deque[int] = deque()
+        for i in range(len(jobs)):
+            h = home[i] if home is not None else None
+            (own[h] if h is not None and 0 <= h < count else anyone).append(i)
+        sent: list[deque[int]] = [deque() for _ in range(count)]
+        results: list[Any] = [None] * len(jobs)
+        there = [False] * len(jobs)
+        ran_on = [0] * len(jobs)
+
+        def next_job(worker: int) -> int | None:
+            if own[worker]:
+                return own[worker].popleft()
+            if anyone:
+                return anyone.popleft()
+            other = max(range(count), key=lambda w: len(own[w]))
+            return own[other].pop() if own[other] else None  # their last: least likely soon
+
+        def feed(worker: int) -> None:
+            while len(sent[worker]) < IN_FLIGHT:
+                i = next_job(worker)
+                if i is None:
+                    return
+                sent[worker].append(i)
+                ran_on[i] = worker
+                self._send(self._conns[worker], func, jobs[i])
+
+        for worker in range(count):
+            feed(worker)
+        delivered = 0
+        while any(sent):
+            busy = {self._conns[w]: w for w in range(count) if sent[w]}
+            for conn in wait(list(busy)):
+                worker = busy[conn]  # type: ignore[index]
+                ok, value = self._recv(conn)  # type: ignore[arg-type]
+                i = sent[worker].popleft()
+                if not ok:
+                    raise value
+                results[i], there[i] = value, True
+                feed(worker)
+            while delivered < len(jobs) and there[delivered]:
+                if on_result:
+                    on_result(results[delivered])
+                delivered += 1
+                if progress:
+                    progress(stage, delivered, len(jobs))
+        return results, ran_on
+
+    def _send(self, conn: Connection, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            conn.send((func, args))
+        except (BrokenPipeError, ConnectionResetError, EOFError) as exc:
+            raise CrewBroken(f"a worker process stopped: {exc}") from exc
+
+    def _recv(self, conn: Connection) -> tuple[bool, Any]:
+        try:
+            reply: tuple[bool, Any] = conn.recv()
+        except (EOFError, ConnectionResetError, OSError) as exc:
+            raise CrewBroken("a worker process stopped") from exc
+        return reply
+
+    def close(self) -> None:
+        """Stop the workers (each finishes its current job first); no-op when not started."""
+        for conn in self._conns:
+            with contextlib.suppress(OSError):
+                conn.send(None)
+        for process in self._processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+        for conn in self._conns:
+            conn.close()
+        self._processes.clear()
+        self._conns.clear()

@@ -1,10 +1,13 @@
 """Stage 3, render: every planned session's pages, written as they are made.
 
 Each session is a pure function of its file, the theme and the facts its pages show
-(:func:`..render.render_session_pages`), so sessions render in a process pool. What a
-worker needs is one :class:`RenderSetup`, handed to each worker once when it starts;
-jobs carry only a file name. A session that fails to load or to render is reported, not
-raised: one bad file never stops the build. A write error (a full disk) does stop it.
+(:func:`..render.render_session_pages`), so sessions render in the build's worker
+processes (:class:`..pool.Crew`). What a worker needs is one :class:`RenderSetup`, sent to
+each worker once; a job carries a file name and what the archive's graph says of it
+(:class:`GraphFacts`, made here: workers get no graph). A session the scan prepared and
+kept is rendered where it is kept (in this process, or in the crew worker that scanned it,
+:mod:`.worker`) and not read again. A session that fails to load or to render is reported,
+not raised: one bad file never stops the build. A write error (a full disk) does stop it.
 
 A run with a previous run in its series (:meth:`..graph.Graph.series`) also gets its
 comparison page (:mod:`..comparison`): the previous run is read too, unless this process
@@ -33,13 +36,12 @@ from .. import urls
 from ..context import BuildContext
 from ..fragments import SUFFIX as FRAGMENT_SUFFIX
 from ..fragments import FragmentFile, FragmentWriter
-from ..graph import Graph
 from ..manifest import ManifestDamaged
-from ..memory import return_large_blocks
-from ..pool import forking, run_jobs
+from ..pool import Crew
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
+from . import worker
 from .plan import Plan, RenderJob
-from .scan import Scan
+from .scan import Scan, start_crew
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +61,25 @@ class Rendered:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphFacts:
+    """What the archive's graph says of one session to render."""
+
+    session_name: str
+    """Its session name, as the scan read it."""
+    ref_candidates: frozenset[str]
+    """The references the scan found in it (:attr:`facts` resolves them)."""
+    facts: PageFacts
+    """What its pages show of other sessions."""
+    previous_file: str
+    """The file of the previous run of its series ("" when none)."""
+
+
+@dataclass(frozen=True, slots=True)
 class RenderSetup:
     """Everything a render worker needs besides the job (sent to each worker once)."""
 
-    graph: Graph
-    """The archive's sessions and links."""
     theme: Theme
-    """The theme (a worker started without ``renderer`` compiles it)."""
-    renderer: HtmlRenderer | None
-    """The build's renderer, for workers forked from the build (nothing is pickled)."""
+    """The theme (a worker started clean compiles it)."""
     folder: Path
     """The sessions folder."""
     out: Path
@@ -78,8 +90,6 @@ class RenderSetup:
     """Redaction, as in the scan."""
     limits: PageLimits
     """Where long sessions are cut into pages."""
-    kept: dict[str, Prepared]
-    """Sessions the scan prepared, by file name: not read again."""
     sizes: dict[str, int] = field(default_factory=dict)
     """The size of each planned session's file, by file name."""
     keep_runs_bytes: int = 0
@@ -89,19 +99,20 @@ class RenderSetup:
 class SessionRenderer:
     """Renders sessions with one setup (in a worker, or in the build's own process)."""
 
-    def __init__(self, setup: RenderSetup, renderer: HtmlRenderer) -> None:
+    def __init__(self, setup: RenderSetup, renderer: HtmlRenderer, kept: worker.Kept) -> None:
         self.setup = setup
         self.renderer = renderer
-        self.kept = dict(setup.kept)
+        self.kept = kept
+        """Sessions the scan prepared, by file name: not read again."""
         self.runs: dict[str, tuple[Prepared, int]] = {}
         """Sessions rendered here whose series has a next run, by session name (oldest
         first), with their file's size: that run's previous run is not read again."""
         self.runs_bytes = 0
 
-    def __call__(self, job: RenderJob) -> Rendered:
+    def __call__(self, job: RenderJob, told: GraphFacts) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
         try:
-            return self._render(job)
+            return self._render(job, told)
         except SessionLoadError as exc:
             return Rendered(job.file_name, {}, "", 0, exc.reason)
         except (WriteError, ManifestDamaged):
@@ -112,31 +123,28 @@ class SessionRenderer:
             reason = f"could not be rendered: {type(exc).__name__}: {exc}"
             return Rendered(job.file_name, {}, "", 0, reason)
 
-    def _previous_run(self, name: str) -> PreviousRun:
+    def _previous_run(self, name: str, file_name: str) -> PreviousRun:
         """The previous run of a series, read for the comparison page (a file that cannot be
         read now gives a page that says so, not a failed session)."""
         setup = self.setup
-        summary = setup.graph.summaries[name]
-        prepared = self.kept.get(summary.file_name)
+        prepared = self.kept.get(file_name)
         if prepared is None and name in self.runs:
             prepared, size = self.runs.pop(name)
             self.runs_bytes -= size
         try:
             if prepared is None:
-                prepared = prepare_file(
-                    setup.folder / summary.file_name, setup.folder, setup.redactor
-                )
+                prepared = prepare_file(setup.folder / file_name, setup.folder, setup.redactor)
         except SessionLoadError as exc:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
 
-    def _keep_run(self, name: str, file_name: str, prepared: Prepared) -> None:
+    def _keep_run(self, name: str, file_name: str, prepared: Prepared, has_next: bool) -> None:
         """Keep a rendered session for the comparison page of its series' next run (in a
         full build, runs render in file-name order: mostly their series' order), within
         :attr:`RenderSetup.keep_runs_bytes`."""
         setup = self.setup
         size = setup.sizes.get(file_name)
-        if size is None or size > setup.keep_runs_bytes or not setup.graph.series(name)[1]:
+        if size is None or size > setup.keep_runs_bytes or not has_next:
             return
         self.runs[name] = (prepared, size)
         self.runs_bytes += size
@@ -144,14 +152,22 @@ class SessionRenderer:
             _, dropped = self.runs.pop(next(iter(self.runs)))
             self.runs_bytes -= dropped
 
-    def _render(self, job: RenderJob) -> Rendered:
+    def _render(self, job: RenderJob, told: GraphFacts) -> Rendered:
         setup = self.setup
-        prepared = self.kept.pop(job.file_name, None)
+        prepared = self.kept.take(job.file_name)
         if prepared is None:
             prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
+            if (prepared.session.session_name, frozenset(prepared.refs)) != (
+                told.session_name,
+                told.ref_candidates,
+            ):
+                # Rewritten since the scan, with other links: the graph does not know it.
+                raise SessionLoadError(job.file_name, CHANGED)
         session = prepared.session
-        facts = PageFacts.from_graph(setup.graph, session.session_name, set(prepared.refs))
-        previous_run = self._previous_run(facts.series[0]) if facts.series[0] else None
+        facts = told.facts
+        previous_run = (
+            self._previous_run(facts.series[0], told.previous_file) if facts.series[0] else None
+        )
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
         # file as they are rendered.
@@ -196,7 +212,7 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
-        self._keep_run(session.session_name, job.file_name, prepared)
+        self._keep_run(session.session_name, job.file_name, prepared, bool(facts.series[1]))
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
             spool.commit()
@@ -207,68 +223,91 @@ def render(
     ctx: BuildContext,
     planned: Plan,
     scanned: Scan,
+    crew: Crew,
     on_rendered: Callable[[Rendered], None] | None = None,
 ) -> list[Rendered]:
-    """Stage 3 (see the module docstring). ``on_rendered`` sees each session's result as
+    """Stage 3 (see the module docstring). ``crew``: the build's worker processes (started
+    by the scan, or here when a pool pays). ``on_rendered`` sees each session's result as
     soon as its files are written (the search stage indexes finished shards meanwhile)."""
     jobs = planned.jobs
     setup = RenderSetup(
-        graph=planned.graph,
         theme=ctx.theme,
-        renderer=ctx.renderer if forking() else None,
         folder=ctx.folder,
         out=ctx.out,
         fragments=ctx.cache.fragments,
         redactor=ctx.options.redactor,
         limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
-        kept={
-            job.file_name: scanned.kept[job.file_name]
-            for job in jobs
-            if job.file_name in scanned.kept
-        },
         sizes={job.file_name: planned.sources[job.file_name].size for job in jobs},
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
     )
+    tasks = [(job, graph_facts(planned, job.file_name)) for job in jobs]
+    kept = {
+        job.file_name: scanned.kept[job.file_name] for job in jobs if job.file_name in scanned.kept
+    }
     progress = ctx.options.progress
     few = len(jobs) <= ctx.tunables.in_process_render and (
         sum(planned.sources[job.file_name].size for job in jobs) <= ctx.tunables.keep_scanned_bytes
     )
     if ctx.workers <= 1 or len(jobs) < 2 or few:
-        local = SessionRenderer(setup, ctx.renderer)
+        local = SessionRenderer(
+            setup, ctx.renderer, worker.Kept(0, {n: (p, 0) for n, p in kept.items()})
+        )
         results = []
-        for done, job in enumerate(jobs, start=1):
-            results.append(local(job))
+        for done, task in enumerate(tasks, start=1):
+            results.append(local(*task))
             if on_rendered:
                 on_rendered(results[-1])
             if progress:
                 progress("render", done, len(jobs))
         return results
-    return run_jobs(
+    if not crew.started:
+        start_crew(ctx, crew, kept)
+    crew.each(_start_worker, (setup, [job.file_name for job in jobs]))
+    results, _ = crew.run(
         _render_in_worker,
-        [(job,) for job in jobs],
-        workers=ctx.workers,
+        tasks,
+        home=[scanned.homes.get(job.file_name) for job in jobs],
         progress=progress,
         stage="render",
-        initializer=_start_worker,
-        initargs=(setup,),
         on_result=on_rendered,
     )
+    return results
+
+
+CHANGED = "changed while the site was built (read again by the next build)"
+"""Why a session rewritten between the scan and its render, with another name or other
+references than the scan found, is not rendered this build."""
+
+
+def graph_facts(planned: Plan, file_name: str) -> GraphFacts:
+    """What the plan's graph says of the session in ``file_name`` (published)."""
+    state = planned.sources[file_name]
+    assert state.summary is not None
+    name = state.summary.name
+    candidates = frozenset(state.refs)
+    facts = PageFacts.from_graph(planned.graph, name, set(candidates))
+    before = facts.series[0]
+    previous_file = planned.graph.summaries[before].file_name if before else ""
+    return GraphFacts(name, candidates, facts, previous_file)
 
 
 _worker: SessionRenderer | None = None
-"""The session renderer of a pool worker process, set once by :func:`_start_worker` when
-the worker starts. Never set in the build's own process, which passes its renderer along."""
+"""The session renderer of a crew worker process, set by :func:`_start_worker` before the
+render's jobs. Never set in the build's own process, which passes its renderer along."""
 
 
-def _start_worker(setup: RenderSetup) -> None:
+def _start_worker(setup: RenderSetup, file_names: list[str]) -> None:
+    """Set up a crew worker for the render: keep only the kept sessions it renders."""
     global _worker
-    return_large_blocks()
-    _worker = SessionRenderer(setup, setup.renderer or HtmlRenderer(setup.theme))
+    state = worker.here()
+    assert state is not None, "a render worker runs in a crew"
+    state.kept.retain(file_names)
+    _worker = SessionRenderer(setup, state.renderer or HtmlRenderer(setup.theme), state.kept)
 
 
-def _render_in_worker(job: RenderJob) -> Rendered:
-    assert _worker is not None, "a render job ran in a process the pool did not start"
-    return _worker(job)
+def _render_in_worker(job: RenderJob, told: GraphFacts) -> Rendered:
+    assert _worker is not None, "a render job ran in a process the crew did not set up"
+    return _worker(job, told)
 
 
 def remove_empty_parents(folder: Path, stop: Path) -> None:

@@ -4,8 +4,10 @@ Every session file is stat'ed. A file whose stamp the manifest trusts
 (:func:`.staleness.stamp_trusted`) keeps its recorded state and is not read. The others
 are read, hashed, prepared (:func:`publisher.prepare.prepare`: redaction, references,
 warnings) and summarised; a file with the same hash as before keeps what it rendered. Many
-changed files are scanned in the process pool; a few (an append) in this process, and
-their prepared sessions are kept for the render stage instead of being parsed again.
+changed files are scanned in the build's worker processes (:class:`..pool.Crew`), each
+keeping the sessions it prepared, within a budget, for the render stage to send there
+(:mod:`.worker`); a few (an append) in this process, and their prepared sessions are kept
+for the render stage. Either way a kept session is not read and parsed again.
 
 A file that rendered before and stops loading may keep its last good pages
 (:class:`Holds`, asked through :attr:`.context.BuildOptions.hold`): ``site watch`` uses it
@@ -37,10 +39,11 @@ from ..context import BuildContext, HoldHook
 from ..graph import Summary
 from ..index import row_slot
 from ..manifest import Manifest, Sources, SourceState, States
-from ..memory import Freezer, return_large_blocks
-from ..pool import run_jobs
+from ..memory import Freezer
+from ..pool import Crew
 from ..staleness import archive_rows_key, stamp_trusted, summary_key
 from ..urls import PageLimits
+from . import worker
 
 
 @dataclass(slots=True)
@@ -86,12 +89,15 @@ class Scan:
     """How many files were read."""
     kept: dict[str, Prepared]
     """Sessions prepared in this process, by file name, for the render to reuse."""
+    homes: dict[str, int]
+    """Sessions a worker of the build's crew prepared and keeps: file name → that worker."""
     started_ns: int
     """When the scan began: the next build's reference for racy stamps."""
 
 
-def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
-    """Stage 1 (see the module docstring)."""
+def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer, crew: Crew) -> Scan:
+    """Stage 1 (see the module docstring). ``crew``: the build's worker processes, started
+    here when many files are read (the render stage then uses them)."""
     started_ns = time.time_ns()
     same_key = previous.key == ctx.key
     # States made under another key (e.g. without redaction) are not reused.
@@ -108,7 +114,7 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
         # The state of an unchanged file stays in the manifest, not even decoded.
         if brief is None or not stamp_trusted((brief.size, brief.mtime_ns), stamp, last_scan):
             to_read.append(name)
-    scanned, kept = _read(ctx, to_read)
+    scanned, kept, homes = _read(ctx, to_read, crew)
     freezer.freeze()  # the kept sessions too: later collections need not walk them
     holds = Holds(old, ctx.options.hold)
     changed: set[str] = set()
@@ -118,6 +124,7 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
             if held is not None:
                 sources[name] = held
                 kept.pop(name, None)
+                homes.pop(name, None)
                 continue
         before = old.get(name)
         if (
@@ -133,27 +140,34 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
         else:
             changed.add(name)
         sources[name] = state
-    return Scan(names, sources, changed, holds, len(scanned), kept, started_ns)
+    return Scan(names, sources, changed, holds, len(scanned), kept, homes, started_ns)
 
 
 def _read(
-    ctx: BuildContext, names: list[str]
-) -> tuple[dict[str, SourceState], dict[str, Prepared]]:
-    """Scan ``names``: in the pool when there are many, else here, keeping the sessions."""
+    ctx: BuildContext, names: list[str], crew: Crew
+) -> tuple[dict[str, SourceState], dict[str, Prepared], dict[str, int]]:
+    """Scan ``names``: in the crew when there are many (each worker keeps what fits of
+    what it prepared: the third result says where), else here, keeping the sessions."""
     folder, redactor, tunables = ctx.folder, ctx.options.redactor, ctx.tunables
     progress = ctx.options.progress
-    if len(names) > tunables.in_process_scan:
+    if len(names) > tunables.in_process_scan and ctx.workers > 1:
         limits = PageLimits(tunables.page_turns, tunables.page_bytes)
         jobs = [(folder / name, folder, redactor, limits) for name in names]
-        results = run_jobs(_scan_job, jobs, workers=ctx.workers, progress=progress, stage="read")
-        return dict(results), {}
+        if not crew.started:
+            start_crew(ctx, crew, {})
+        results, ran_on = crew.run(_scan_job, jobs, progress=progress, stage="read")
+        homes = {name: w for (name, _, kept), w in zip(results, ran_on, strict=True) if kept}
+        return {name: state for name, state, _ in results}, {}, homes
     # A few changed files (an append): scanned here, and their prepared sessions kept for
     # the render instead of parsed again. One file is always kept, however large: parsing
     # it again would hold its bytes and text on top of the heap its first parse left (a
     # 95 MB session: 297 MB at peak against 220 MB kept), and cost a second parse.
-    keep = len(names) == 1 or (
-        sum(file_stamp(folder / name)[0] for name in names) <= tunables.keep_scanned_bytes
+    few = len(names) <= tunables.in_process_scan
+    keep_all = len(names) == 1 or (
+        few and sum(file_stamp(folder / name)[0] for name in names) <= tunables.keep_scanned_bytes
     )
+    # Many files in one process (``workers=1``): what fits the budget of a crew worker.
+    budget = worker.Kept(0 if few else tunables.worker_keep_bytes)
     scanned: dict[str, SourceState] = {}
     kept: dict[str, Prepared] = {}
     for done, name in enumerate(names, start=1):
@@ -161,18 +175,34 @@ def _read(
             folder / name, folder, redactor, PageLimits(tunables.page_turns, tunables.page_bytes)
         )
         scanned[name] = state
-        if keep and prepared is not None:
+        if prepared is not None and (keep_all or budget.keep(name, prepared, state.size)):
             kept[name] = prepared
         if progress:
             progress("read", done, len(names))
-    return scanned, kept
+    return scanned, kept, {}
+
+
+def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None:
+    """Start the build's worker processes (:func:`.worker.start` in each): forked ones get
+    the build's renderer and ``kept`` as they are; clean ones compile the theme, and get
+    ``kept`` pickled."""
+    keep_bytes = ctx.tunables.worker_keep_bytes
+    crew.start(worker.start, lambda forked: (keep_bytes, ctx.renderer if forked else None, kept))
 
 
 def _scan_job(
     path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits
-) -> tuple[str, SourceState]:
-    return_large_blocks()  # a pool worker (a forked one has it from the build already)
-    return path.name, scan_file(path, folder, redactor, limits)[0]
+) -> tuple[str, SourceState, bool]:
+    """A crew worker scans one file and keeps its prepared session if it fits; True when
+    kept."""
+    state, prepared = scan_file(path, folder, redactor, limits)
+    here = worker.here()
+    kept = (
+        prepared is not None
+        and here is not None
+        and here.kept.keep(path.name, prepared, state.size)
+    )
+    return path.name, state, kept
 
 
 def scan_file(
