@@ -30,8 +30,9 @@ import gc
 import json
 import operator
 import os
+import pickle
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -134,6 +135,9 @@ class SourceState:
         return zlib.crc32(name.encode("utf-8", "surrogatepass")) % count
 
 
+_KEEP_DECODED = 256
+"""At most this many states set by a build are kept decoded for the next build of a
+long-running caller (an append's; a full build's are read from their shards when used)."""
 SUMMARY_AT = 10
 """Where a shard row holds its summary's row."""
 _FIELDS = 23
@@ -312,6 +316,50 @@ class States(Mapping[str, SourceState]):
                 raise ManifestDamaged(f"shard {shard}: {exc}") from exc
 
 
+class Packed(MutableMapping[str, SourceState]):
+    """States by file name, each kept pickled (one ``bytes`` object: about a quarter of the
+    memory of its objects) and unpickled each time it is used, so that a full build does
+    not hold every session's summary, references and outputs at once (peak memory).
+
+    Only this build's own states are ever pickled here (made by this process or its pool
+    workers, never read from a file): unpickling them trusts nothing from outside. A state
+    read is a new object each time (compare states by value, not identity)."""
+
+    __slots__ = ("blobs",)
+
+    def __init__(self, blobs: Mapping[str, bytes] | None = None) -> None:
+        self.blobs: dict[str, bytes] = dict(blobs or {})
+        """File name → the pickled state."""
+
+    @staticmethod
+    def pack(state: SourceState) -> bytes:
+        """One state's bytes."""
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __getitem__(self, name: str) -> SourceState:
+        state: SourceState = pickle.loads(self.blobs[name])
+        return state
+
+    def get(self, name: str, default: Any = None) -> Any:
+        blob = self.blobs.get(name)
+        return default if blob is None else pickle.loads(blob)
+
+    def __setitem__(self, name: str, state: SourceState) -> None:
+        self.blobs[name] = self.pack(state)
+
+    def __delitem__(self, name: str) -> None:
+        del self.blobs[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.blobs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.blobs)
+
+    def __len__(self) -> int:
+        return len(self.blobs)
+
+
 class Sources(Mapping[str, SourceState]):
     """This build's state of every source file: the states set this build (``fresh``)
     over the last build's (``base``, decoded a shard at a time when used)."""
@@ -323,13 +371,15 @@ class Sources(Mapping[str, SourceState]):
         """Every source file, sorted."""
         self.base = base
         """The last build's states (those of another build key: none)."""
-        self.fresh: dict[str, SourceState] = dict(fresh or {})
-        """The states set this build, by file name."""
+        self.fresh = Packed(fresh.blobs if isinstance(fresh, Packed) else None)
+        """The states set this build, by file name (kept pickled: :class:`Packed`)."""
+        if fresh is not None and not isinstance(fresh, Packed):
+            self.fresh.update(fresh)
         self._known = set(names)
         self._briefs: dict[str, Brief] = {}
 
     def __getitem__(self, name: str) -> SourceState:
-        state = self.fresh.get(name)
+        state: SourceState | None = self.fresh.get(name)
         if state is not None:
             return state
         if name not in self._known:
@@ -358,12 +408,11 @@ class Sources(Mapping[str, SourceState]):
     def brief(self, name: str) -> Brief:
         """The brief of ``name``'s state (read from the manifest when it is the last
         build's)."""
-        state = self.fresh.get(name)
-        if state is None:
+        if name not in self.fresh:
             return self.base.briefs[name]
         brief = self._briefs.get(name)
         if brief is None:
-            brief = self._briefs[name] = Brief.of(name, state, self.base.count)
+            brief = self._briefs[name] = Brief.of(name, self.fresh[name], self.base.count)
         return brief
 
     def briefs(self) -> dict[str, Brief]:
@@ -599,7 +648,10 @@ def save_manifest(
             if name in briefs and name not in fresh
         }
         states.rows = {name: line for name, line in old.rows.items() if name in states._decoded}
-        states._decoded.update((name, sources[name]) for name in fresh)
+        if len(fresh) <= _KEEP_DECODED:
+            states._decoded.update((name, sources[name]) for name in fresh)
+        # (Else their shards are read again when used: a full build under ``site watch``
+        # does not keep every state decoded between builds.)
         manifest = Manifest(
             key=key,
             site=site,
