@@ -30,9 +30,8 @@ import gc
 import json
 import operator
 import os
-import pickle
 import zlib
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -85,6 +84,11 @@ class SourceState:
     """The stamp (inode, mtime_ns) of the session's folder in the site after the build that
     last wrote it (:func:`.staleness.folder_stamp`; (0, 0): none)."""
 
+    def __reduce__(self) -> tuple[type[SourceState], tuple[Any, ...]]:
+        """Pickled as its values in field order (see :meth:`.graph.Summary.__reduce__`):
+        a full build's scan results come from the pool this way."""
+        return (SourceState, _STATE_VALUES(self))
+
     def to_row(self, name: str) -> list[Any]:
         """The shard line of this state (JSON values only: lists, never tuples)."""
         return [
@@ -135,9 +139,7 @@ class SourceState:
         return zlib.crc32(name.encode("utf-8", "surrogatepass")) % count
 
 
-_KEEP_DECODED = 256
-"""At most this many states set by a build are kept decoded for the next build of a
-long-running caller (an append's; a full build's are read from their shards when used)."""
+_STATE_VALUES = operator.attrgetter(*SourceState.__dataclass_fields__)
 SUMMARY_AT = 10
 """Where a shard row holds its summary's row."""
 _FIELDS = 23
@@ -316,50 +318,6 @@ class States(Mapping[str, SourceState]):
                 raise ManifestDamaged(f"shard {shard}: {exc}") from exc
 
 
-class Packed(MutableMapping[str, SourceState]):
-    """States by file name, each kept pickled (one ``bytes`` object: about a quarter of the
-    memory of its objects) and unpickled each time it is used, so that a full build does
-    not hold every session's summary, references and outputs at once (peak memory).
-
-    Only this build's own states are ever pickled here (made by this process or its pool
-    workers, never read from a file): unpickling them trusts nothing from outside. A state
-    read is a new object each time (compare states by value, not identity)."""
-
-    __slots__ = ("blobs",)
-
-    def __init__(self, blobs: Mapping[str, bytes] | None = None) -> None:
-        self.blobs: dict[str, bytes] = dict(blobs or {})
-        """File name → the pickled state."""
-
-    @staticmethod
-    def pack(state: SourceState) -> bytes:
-        """One state's bytes."""
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def __getitem__(self, name: str) -> SourceState:
-        state: SourceState = pickle.loads(self.blobs[name])
-        return state
-
-    def get(self, name: str, default: Any = None) -> Any:
-        blob = self.blobs.get(name)
-        return default if blob is None else pickle.loads(blob)
-
-    def __setitem__(self, name: str, state: SourceState) -> None:
-        self.blobs[name] = self.pack(state)
-
-    def __delitem__(self, name: str) -> None:
-        del self.blobs[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.blobs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.blobs)
-
-    def __len__(self) -> int:
-        return len(self.blobs)
-
-
 class Sources(Mapping[str, SourceState]):
     """This build's state of every source file: the states set this build (``fresh``)
     over the last build's (``base``, decoded a shard at a time when used)."""
@@ -371,15 +329,13 @@ class Sources(Mapping[str, SourceState]):
         """Every source file, sorted."""
         self.base = base
         """The last build's states (those of another build key: none)."""
-        self.fresh = Packed(fresh.blobs if isinstance(fresh, Packed) else None)
-        """The states set this build, by file name (kept pickled: :class:`Packed`)."""
-        if fresh is not None and not isinstance(fresh, Packed):
-            self.fresh.update(fresh)
+        self.fresh: dict[str, SourceState] = dict(fresh or {})
+        """The states set this build, by file name."""
         self._known = set(names)
         self._briefs: dict[str, Brief] = {}
 
     def __getitem__(self, name: str) -> SourceState:
-        state: SourceState | None = self.fresh.get(name)
+        state = self.fresh.get(name)
         if state is not None:
             return state
         if name not in self._known:
@@ -648,10 +604,7 @@ def save_manifest(
             if name in briefs and name not in fresh
         }
         states.rows = {name: line for name, line in old.rows.items() if name in states._decoded}
-        if len(fresh) <= _KEEP_DECODED:
-            states._decoded.update((name, sources[name]) for name in fresh)
-        # (Else their shards are read again when used: a full build under ``site watch``
-        # does not keep every state decoded between builds.)
+        states._decoded.update((name, sources[name]) for name in fresh)
         manifest = Manifest(
             key=key,
             site=site,

@@ -75,7 +75,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
     old = previous.sources
-    changes = (  # one state at a time (they are kept pickled)
+    changes = (  # a generator: not every summary held in a list
         (old[name].summary if same_key and name in old else None, state.summary)
         for name, state in sources.fresh.items()
     )

@@ -36,7 +36,7 @@ from ...redact import Redactor
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
 from ..index import row_slot
-from ..manifest import Manifest, Packed, Sources, SourceState, States
+from ..manifest import Manifest, Sources, SourceState, States
 from ..memory import Freezer, return_large_blocks
 from ..pool import run_jobs
 from ..staleness import archive_rows_key, stamp_trusted, summary_key
@@ -138,7 +138,7 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer) -> Scan:
 
 def _read(
     ctx: BuildContext, names: list[str]
-) -> tuple[Mapping[str, SourceState], dict[str, Prepared]]:
+) -> tuple[dict[str, SourceState], dict[str, Prepared]]:
     """Scan ``names``: in the pool when there are many, else here, keeping the sessions."""
     folder, redactor, tunables = ctx.folder, ctx.options.redactor, ctx.tunables
     progress = ctx.options.progress
@@ -146,7 +146,7 @@ def _read(
         limits = PageLimits(tunables.page_turns, tunables.page_bytes)
         jobs = [(folder / name, folder, redactor, limits) for name in names]
         results = run_jobs(_scan_job, jobs, workers=ctx.workers, progress=progress, stage="read")
-        return Packed(dict(results)), {}  # each state unpickled when used (peak memory)
+        return dict(results), {}
     # A few changed files (an append): scanned here, and their prepared sessions kept for
     # the render instead of parsed again. One file is always kept, however large: parsing
     # it again would hold its bytes and text on top of the heap its first parse left (a
@@ -170,9 +170,9 @@ def _read(
 
 def _scan_job(
     path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits
-) -> tuple[str, bytes]:
+) -> tuple[str, SourceState]:
     return_large_blocks()  # a pool worker (a forked one has it from the build already)
-    return path.name, Packed.pack(scan_file(path, folder, redactor, limits)[0])
+    return path.name, scan_file(path, folder, redactor, limits)[0]
 
 
 def scan_file(
