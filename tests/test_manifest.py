@@ -296,3 +296,19 @@ def test_a_brief_made_against_another_count_goes_to_its_shard(tmp_path: Path) ->
     )
     again = Manifest.load(path)
     assert again.briefs["a.json"].shard == 5 and again.sources == states
+
+
+def test_states_pickle_by_value_and_back_equal() -> None:
+    """A full build's scan results cross the pool pickled: each state and summary comes
+    back equal, fields in place (``__reduce__`` by value), a summary of ``None`` too."""
+    import pickle
+
+    for name, state in sources().items():
+        back = pickle.loads(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+        assert back == state, name
+        assert type(back) is SourceState
+        assert back.site == state.site and back.outputs == state.outputs
+        if state.summary is not None:
+            assert back.summary is not None
+            assert back.summary.first_prompt == state.summary.first_prompt
+            assert back.summary.sub_sessions == ("sub_a", "sub_b")

@@ -159,6 +159,7 @@ def render_archive_pages(
     unchanged: Callable[[str, str], bool] | None = None,
     row_keys: Mapping[str, str] | None = None,
     slots: Mapping[str, int] | None = None,
+    emit: Callable[[str, str], object] | None = None,
 ) -> tuple[dict[str, str], ArchiveCache | None]:
     """The archive-wide pages and their row shards by site path, and the cache for the next
     build (``cache`` comes from a build with the same key, else None; a function giving it
@@ -172,7 +173,10 @@ def render_archive_pages(
     written: it is not made again (None: make every file). ``redaction``: the archive's
     redaction note when redaction is on. ``row_keys`` and ``slots``: each session's
     :func:`.staleness.archive_rows_key` and :func:`.index.row_slot` by name, when the caller
-    has them (kept in the manifest: not computed again for every session each build)."""
+    has them (kept in the manifest: not computed again for every session each build).
+    ``emit(rel, text)``: called with each file as soon as it is made, instead of returning
+    it (a full build does not hold every shard's text at once); the files returned are then
+    none."""
     loaded: list[ArchiveCache] = [cache] if isinstance(cache, ArchiveCache) else []
 
     def old_rows() -> ArchiveCache:
@@ -216,6 +220,13 @@ def render_archive_pages(
         return unchanged is not None and unchanged(rel, key)
 
     files: dict[str, str] = {}
+
+    def put(rel: str, text: str) -> None:
+        if emit is None:
+            files[rel] = text
+        else:
+            emit(rel, text)
+
     for page in PAGES:
         briefs_of = with_errors if page == "errors" else with_decisions
         total = sum(map(operator.attrgetter(page), briefs_of))
@@ -227,7 +238,7 @@ def render_archive_pages(
             key = outputs_key([rel], [keys[b.name] for b in group])
             if not is_unchanged(rel, key):
                 summaries = [graph.summaries[b.name] for b in group]
-                files[rel] = _shard_text(page, rel, summaries, rows_of, events_of)
+                put(rel, _shard_text(page, rel, summaries, rows_of, events_of))
         page_key = outputs_key(
             [page, str(limit), redaction or "-"],
             sorted(keys[b.name] for b in briefs_of),
@@ -247,19 +258,22 @@ def render_archive_pages(
         )[:limit]
         by_name = {s.name: s for s in members}
         first = [rows_of(page, by_name[name])[n][1] for _, name, n in ordered]
-        files[f"{page}.html"] = str(
-            renderer.template(f"{page}.html").render(
-                page=ArchivePage(
-                    rows_html=[Markup(html) for html in first],
-                    kinds=kinds,
-                    roles=roles,
-                    values=values,
-                    sessions=len(members),
-                    total=total,
-                    shards=list(shards),
-                    redaction=redaction,
+        put(
+            f"{page}.html",
+            str(
+                renderer.template(f"{page}.html").render(
+                    page=ArchivePage(
+                        rows_html=[Markup(html) for html in first],
+                        kinds=kinds,
+                        roles=roles,
+                        values=values,
+                        sessions=len(members),
+                        total=total,
+                        shards=list(shards),
+                        redaction=redaction,
+                    )
                 )
-            )
+            ),
         )
     if not loaded:
         return files, None

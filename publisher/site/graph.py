@@ -6,6 +6,7 @@ incremental build can refresh them without rereading the session file.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -114,6 +115,12 @@ class Summary:
 
     def to_json(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in SUMMARY_FIELDS}
+
+    def __reduce__(self) -> tuple[type[Summary], tuple[Any, ...]]:
+        """Pickled as its values in field order, unpickled by one call of the class (about
+        twice as fast as the slots' default state: a full build's scan results come from the
+        pool this way)."""
+        return (Summary, _VALUES(self))
 
     def to_row(self) -> list[object]:
         """The fields in order, as JSON values (lists, never tuples)."""
@@ -252,6 +259,7 @@ def origin_of(session: Session) -> str:
 
 
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+_VALUES = operator.attrgetter(*SUMMARY_FIELDS)
 """The names of a summary's fields, in order (its manifest row)."""
 _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _NESTED_TYPES: dict[str, tuple[type, ...]] = {

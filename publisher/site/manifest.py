@@ -84,6 +84,11 @@ class SourceState:
     """The stamp (inode, mtime_ns) of the session's folder in the site after the build that
     last wrote it (:func:`.staleness.folder_stamp`; (0, 0): none)."""
 
+    def __reduce__(self) -> tuple[type[SourceState], tuple[Any, ...]]:
+        """Pickled as its values in field order (see :meth:`.graph.Summary.__reduce__`):
+        a full build's scan results come from the pool this way."""
+        return (SourceState, _STATE_VALUES(self))
+
     def to_row(self, name: str) -> list[Any]:
         """The shard line of this state (JSON values only: lists, never tuples)."""
         return [
@@ -134,6 +139,7 @@ class SourceState:
         return zlib.crc32(name.encode("utf-8", "surrogatepass")) % count
 
 
+_STATE_VALUES = operator.attrgetter(*SourceState.__dataclass_fields__)
 SUMMARY_AT = 10
 """Where a shard row holds its summary's row."""
 _FIELDS = 23
@@ -358,12 +364,11 @@ class Sources(Mapping[str, SourceState]):
     def brief(self, name: str) -> Brief:
         """The brief of ``name``'s state (read from the manifest when it is the last
         build's)."""
-        state = self.fresh.get(name)
-        if state is None:
+        if name not in self.fresh:
             return self.base.briefs[name]
         brief = self._briefs.get(name)
         if brief is None:
-            brief = self._briefs[name] = Brief.of(name, state, self.base.count)
+            brief = self._briefs[name] = Brief.of(name, self.fresh[name], self.base.count)
         return brief
 
     def briefs(self) -> dict[str, Brief]:
@@ -579,10 +584,15 @@ def save_manifest(
         if line is None or (brief is not old_briefs.get(name) and brief != old_briefs[name]):
             line = json.dumps(brief, ensure_ascii=True, separators=(",", ":"))
         out_lines[name] = line
+    # One copy of the body at a time (its text, then its bytes), never the header and
+    # body joined: at 20,000 sources each copy is several MB at the build's peak.
     body = "\n".join(out_lines.values()) + "\n" if out_lines else ""
-    header["rows_crc32"] = _checksum(body)
+    data = body.encode("utf-8", "surrogatepass")
+    del body
+    header["rows_crc32"] = zlib.crc32(data)
     first = json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
-    atomic_write(path, [first + "\n" + body])
+    atomic_write(path, [(first + "\n").encode("utf-8"), data])
+    del data
     _sweep_shards(folder, set(files.values()), set(old.files.values()))
     stamp = _stamp(path)
     if warm is not None and stamp is not None:

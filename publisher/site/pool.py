@@ -18,6 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from itertools import islice
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext
 from multiprocessing.process import BaseProcess
@@ -26,6 +27,9 @@ from typing import Any, TypeVar
 from .context import ProgressHook
 
 R = TypeVar("R")
+
+WINDOW = 64
+"""Jobs in flight per worker (submitted, not yet taken): enough to keep every worker busy."""
 
 
 def forking() -> bool:
@@ -67,9 +71,17 @@ def run_jobs(
     if initializer is not None:
         kwargs.update(initializer=initializer, initargs=initargs)
     with ProcessPoolExecutor(**kwargs) as pool:
-        futures = [pool.submit(func, *job) for job in jobs]
-        for done, future in enumerate(futures, start=1):
-            results.append(future.result())
+        # A bounded window of jobs in flight, each future dropped once its result is
+        # taken: 20,000 sessions are not 20,000 futures held at once (peak memory).
+        window = WINDOW * kwargs["max_workers"]
+        waiting = iter(jobs)
+        futures = deque(pool.submit(func, *job) for job in islice(waiting, window))
+        done = 0
+        while futures:
+            results.append(futures.popleft().result())
+            for job in islice(waiting, 1):
+                futures.append(pool.submit(func, *job))
+            done += 1
             if on_result:
                 on_result(results[-1])
             if progress:

@@ -182,6 +182,11 @@ def graph_shape(summary: Summary | None) -> tuple[object, ...] | None:
     return (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at, s.spawns)
 
 
+def _shape_name(shape: tuple[object, ...] | None) -> str:
+    """The session name of a :func:`graph_shape` (its first value)."""
+    return str(shape[0]) if shape else ""
+
+
 def graph_unchanged(
     *,
     same_key: bool,
@@ -225,7 +230,9 @@ def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
     the folder's file names (``#id`` lookups), and where each delegate call is (the pages
     of the sub-sessions it spawned link to it)."""
-    shape = [graph_shape(s) for s in sorted(summaries, key=lambda s: s.name)]
+    # Sorted by name (a shape's first value) after the shapes are made: the summaries
+    # themselves are not all held at once (a full build decodes each when used).
+    shape = sorted(map(graph_shape, summaries), key=_shape_name)
     # Pickled without its memo (``fast``): equal values give equal bytes however their
     # strings are shared, and it is several times faster than JSON.
     buffer = io.BytesIO()

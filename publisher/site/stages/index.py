@@ -63,7 +63,17 @@ def index(
             return True
         return False
 
-    files: dict[str, bytes] = {}
+    produced: dict[str, str] = {}
+    written = 0
+
+    def emit(rel: str, data: bytes) -> None:
+        """Write one file as soon as it is made: a full build does not hold every row
+        shard's bytes at once (peak memory)."""
+        nonlocal written
+        hashes, count = write_files(ctx, {rel: data}, previous.extra_outputs)
+        produced.update(hashes)
+        written += count
+
     shards: list[str] = []
     if len(briefs) > tunables.index_first_rows:
         groups = row_shard_groups(
@@ -72,7 +82,7 @@ def index(
         shards = sorted(groups)
         for rel, group in groups.items():
             if not unchanged(rel, outputs_key([rel], [b.digest for b in group])):
-                files[rel] = shard_bytes(rel, [graph.summaries[b.name] for b in group])
+                emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -88,13 +98,18 @@ def index(
     )
     if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
         fresh.save(ctx.cache.index_cache)
-    files["index.html"] = encode_display(page)
+    emit("index.html", encode_display(page))
+    del page
     if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
         tree = ctx.renderer.template(TREE_PAGE).render(
             page=TreePage(tree_html=Markup(fresh.tree), total=len(briefs))
         )
-        files[TREE_PAGE] = encode_display(str(tree))
+        emit(TREE_PAGE, encode_display(str(tree)))
     loaded: list[ArchiveCache] = []
+
+    def emit_archive(rel: str, html: str) -> None:
+        known.pop(rel, None)
+        emit(rel, encode_display(html))
 
     def archive_cache() -> ArchiveCache:
         loaded.append(ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache())
@@ -111,15 +126,13 @@ def index(
         if redacted is None
         else describe_counts(Counter(secrets=redacted)).split(" (")[0],
         unchanged=unchanged,
+        emit=emit_archive,
     )
+    assert not made_archive  # each was written as it was made
     if archive_fresh is not None and (
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
     ):
         archive_fresh.save(ctx.cache.archive_cache)
-    for rel, html in made_archive.items():
-        known.pop(rel, None)
-        files[rel] = encode_display(html)
-    produced, written = write_files(ctx, files, previous.extra_outputs)
     for rel, digest in produced.items():
         if rel in now:
             now[rel][1] = digest

@@ -75,10 +75,10 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
     old = previous.sources
-    changes = [
+    changes = (  # a generator: not every summary held in a list
         (old[name].summary if same_key and name in old else None, state.summary)
         for name, state in sources.fresh.items()
-    ]
+    )
     if graph_unchanged(
         same_key=same_key,
         last_graph=previous.graph,

@@ -85,7 +85,10 @@ def remove_stale(
     for rel in sorted(old_outputs - kept):
         removed += _remove(out, out / rel)
     if not old.briefs and not previous.extra_outputs:
-        produced = {rel for name in sources for rel in sources[name].outputs} | kept
+        produced = {
+            rel for name in sources if name not in sources.fresh for rel in sources[name].outputs
+        }
+        produced |= kept  # (every state set this build's outputs)
         removed += _sweep(out, produced)
     old_names = {b.name for b in old.briefs.values() if b.loaded}
     for name in old_names - published:
