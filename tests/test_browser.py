@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -238,16 +237,19 @@ def test_3000_turn_session_opens_fast(
     files = list(out.rglob("*.html"))
     assert max(f.stat().st_size for f in files) < 5_000_000
     context = browser.new_context()
-    pg = context.new_page()
     timings = []
     for target in ("#turn-1", "#turn-2999"):
-        start = time.perf_counter()
+        pg = context.new_page()  # a new page each: the second is a load, not a jump in the first
         pg.goto((out / urls.session_page(MAIN)).as_uri() + target)
         pg.wait_for_selector(f"[id='{target[1:]}']", state="attached")
         pg.wait_for_load_state("load")
-        timings.append(time.perf_counter() - start)
+        # Measured by the browser (navigation start to the end of the load event), so that
+        # Playwright's round trips, which a loaded machine stretches, are not counted.
+        timings.append(
+            pg.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd") / 1000
+        )
     context.close()
-    assert max(timings) < 2.0, timings
+    assert 0 < max(timings) < 2.0, timings
 
 
 def test_axe_reports_no_serious_violation(browser: Browser, base_url: str) -> None:

@@ -228,8 +228,8 @@ def test_full_table_sorts_and_filters_across_shards(browser: Browser, tmp_path: 
             pg.goto(url)
             assert pg.locator("#session-table tbody tr").count() == 3
             pg.locator('th[data-key="turns"] button').click()  # ascending: needs every shard
-            pg.wait_for_function(
-                "document.querySelectorAll('#session-table tbody tr').length === 12"
+            pg.wait_for_function(  # a function: an expression would be eval'd, which the CSP forbids
+                "() => document.querySelectorAll('#session-table tbody tr').length === 12"
             )
             first = pg.locator("#session-table tbody tr").first.locator("td").nth(1).inner_text()
             assert first.startswith("job_20260810_120000_shrd00"), first
