@@ -7,6 +7,7 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,21 +61,26 @@ def sources() -> dict[str, SourceState]:
 
 
 def save(
-    path: Path, previous: Manifest, states: dict[str, SourceState], warm: Warm | None = None
+    path: Path,
+    previous: Manifest,
+    states: dict[str, SourceState],
+    warm: Warm | None = None,
+    **changed: Any,
 ) -> None:
-    save_manifest(
-        path,
-        previous,
-        key="k",
-        site="/site",
-        graph="g",
-        scanned_at_ns=99,
-        publisher="0.1.0",
-        sources=states,
-        extra_outputs={"index.html": "di"},
-        shard_count=COUNT,
-        warm=warm,
-    )
+    """Save ``states`` with the tests' header fields; ``changed``: other arguments of
+    :func:`save_manifest` (they replace the defaults here)."""
+    arguments: dict[str, Any] = {
+        "key": "k",
+        "site": "/site",
+        "graph": "g",
+        "scanned_at_ns": 99,
+        "publisher": "0.1.0",
+        "sources": states,
+        "extra_outputs": {"index.html": "di"},
+        "shard_count": COUNT,
+        "warm": warm,
+    }
+    save_manifest(path, previous, **{**arguments, **changed})
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -250,18 +256,7 @@ def test_a_new_shard_count_moves_every_source(tmp_path: Path) -> None:
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
     loaded = Manifest.load(path)
-    save_manifest(
-        path,
-        loaded,
-        key="k",
-        site="/site",
-        graph="g",
-        scanned_at_ns=99,
-        publisher="0.1.0",
-        sources=dict(loaded.sources),
-        extra_outputs={},
-        shard_count=2,
-    )
+    save(path, loaded, dict(loaded.sources), extra_outputs={}, shard_count=2)
     again = Manifest.load(path)
     assert again.sources == sources() and again.sources.count == 2
     assert sorted(n[:4] for n in shard_files(path)) == ["0000", "0001"]  # the old ones gone
@@ -280,19 +275,13 @@ def test_a_brief_made_against_another_count_goes_to_its_shard(tmp_path: Path) ->
     states["a.json"] = replace(states["a.json"], facts_key="again")
     briefs = {n: loaded.briefs[n] for n in states}
     briefs["a.json"] = Brief.of("a.json", states["a.json"], 1)  # shard 0 of 1
-    save_manifest(
+    save(
         path,
         loaded,
-        key="k",
-        site="/site",
-        graph="g",
-        scanned_at_ns=99,
-        publisher="0.1.0",
-        sources=states,
+        states,
         extra_outputs={},
         briefs=briefs,
         fresh={"a.json": states["a.json"]},
-        shard_count=COUNT,
     )
     again = Manifest.load(path)
     assert again.briefs["a.json"].shard == 5 and again.sources == states
