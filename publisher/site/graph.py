@@ -259,8 +259,9 @@ def origin_of(session: Session) -> str:
 
 
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
-_VALUES = operator.attrgetter(*SUMMARY_FIELDS)
 """The names of a summary's fields, in order (its manifest row)."""
+_VALUES = operator.attrgetter(*SUMMARY_FIELDS)
+"""A summary's values in field order (:meth:`Summary.__reduce__`)."""
 _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
