@@ -74,7 +74,7 @@ import hashlib
 import io
 import os
 import pickle
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from ..render.view import Boundary
     from ..theme import Theme
     from .graph import Summary
+    from .manifest import Brief
 
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
@@ -101,6 +102,37 @@ def stamp_trusted(old: tuple[int, int] | None, now: tuple[int, int], last_scan_n
     recorded (``old``), it is a real stamp, and the file was already that old when the last
     scan began (``last_scan_ns``) minus RACY_NS."""
     return old == now and now != (0, 0) and now[1] < last_scan_ns - RACY_NS
+
+
+def untrusted_stamps(
+    folder: str, names: Iterable[str], recorded: Mapping[str, Brief], last_scan_ns: int
+) -> list[str]:
+    """The files of ``names`` (in ``folder``) that must be read: those whose stamp
+    :func:`stamp_trusted` does not trust against the one ``recorded`` (the last build's
+    briefs; a file without one is new). One ``stat`` a file, relative to the folder (no path
+    strings made): the scan's only cost per unchanged file."""
+    untrusted: list[str] = []
+    stat, last = os.stat, last_scan_ns
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return list(names)
+    try:
+        for name in names:
+            brief = recorded.get(name)
+            if brief is None:
+                untrusted.append(name)
+                continue
+            try:
+                st = stat(name, dir_fd=fd)
+            except OSError:
+                untrusted.append(name)
+                continue
+            if not stamp_trusted((brief.size, brief.mtime_ns), (st.st_size, st.st_mtime_ns), last):
+                untrusted.append(name)
+    finally:
+        os.close(fd)
+    return untrusted
 
 
 def theme_key(theme: Theme) -> str:
@@ -222,7 +254,51 @@ def folder_intact(recorded: tuple[int, int], path: str) -> bool:
     deleted by hand is rendered again; a deletion within the same mtime tick as the
     build's last write to that folder (a few ms) would not be seen. A page edited in place
     (same file) is not noticed, as before: only missing pages are restored."""
-    return recorded != (0, 0) and folder_stamp(path) == recorded
+    return _intact(recorded, folder_stamp(path))
+
+
+def _intact(recorded: tuple[int, int], now: tuple[int, int]) -> bool:
+    """:func:`folder_intact`'s comparison: a stamp was recorded, and it is the folder's now."""
+    return recorded != (0, 0) and now == recorded
+
+
+def disturbed_folders(
+    sessions_folder: str, recorded: Iterable[tuple[str, str, int, int]]
+) -> set[str]:
+    """The sessions whose folder in the site fails :func:`folder_intact`, in one pass:
+    ``recorded`` gives each session's name, its folder's name under the site's
+    ``sessions/`` (``sessions_folder``) and the (inode, mtime_ns) the last build recorded.
+    Each folder is stat'ed relative to ``sessions/`` (one lookup, no path strings made)."""
+    disturbed: set[str] = set()
+    stat = os.stat
+    try:
+        fd = os.open(sessions_folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return {name for name, *_ in recorded}
+    try:
+        for name, folder, ino, mtime_ns in recorded:
+            try:
+                st = stat(folder, dir_fd=fd)
+            except OSError:
+                disturbed.add(name)
+                continue
+            if not _intact((ino, mtime_ns), (st.st_ino, st.st_mtime_ns)):
+                disturbed.add(name)
+    finally:
+        os.close(fd)
+    return disturbed
+
+
+def stale_candidates(
+    *, same_key: bool, same_graph: bool, touched: Iterable[str]
+) -> set[str] | None:
+    """The sessions :func:`session_stale` may find stale: None (every one) when the build
+    key or the archive's graph changed; else only those ``touched`` (content changed,
+    previous run changed, folder disturbed: :func:`disturbed_folders`), since for the
+    others every clause of the rule is false. An append asks the rule of a few sessions."""
+    if same_key and same_graph:
+        return set(touched)
+    return None
 
 
 def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:

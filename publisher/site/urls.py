@@ -34,9 +34,13 @@ def slug(name: str) -> str:
     return f"{cleaned}-{digest}"
 
 
+SESSIONS = "sessions"
+"""The site folder holding one folder a session (:func:`session_dir`)."""
+
+
 def session_dir(name: str) -> str:
     """Site-relative folder of a session's pages."""
-    return f"sessions/{slug(name)}"
+    return f"{SESSIONS}/{slug(name)}"
 
 
 def session_page(name: str, page: int = 1) -> str:

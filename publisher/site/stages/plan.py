@@ -10,17 +10,19 @@ file name) is published, the other listed as not loaded.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
 
 from .. import urls
 from ..context import BuildContext
 from ..graph import Graph, Summary
 from ..manifest import Manifest, Sources, SourceState
 from ..render import PageFacts
-from ..staleness import folder_intact, graph_unchanged, session_stale
+from ..staleness import disturbed_folders, graph_unchanged, session_stale, stale_candidates
 from .scan import Scan
 
 
@@ -95,10 +97,25 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
         brief = sources.brief(name)
         if brief.loaded and published.get(brief.name) == name:
             next_of_changed.add(graph.series(brief.name)[1])
-    out = os.fspath(ctx.out)  # plain strings: a stat per session folder, no Path objects
+    # One stat a session folder, and the rule asked only of the sessions it may concern.
+    disturbed = disturbed_folders(
+        os.path.join(ctx.out, urls.SESSIONS),
+        (
+            (session, urls.slug(session), brief.site_ino, brief.site_mtime_ns)
+            for session, brief in briefs.items()
+        ),
+    )
+    candidates = stale_candidates(
+        same_key=same_key,
+        same_graph=same_graph,
+        touched=chain(
+            (sources.brief(name).name for name in scanned.changed), next_of_changed, disturbed
+        ),
+    )
     jobs: list[RenderJob] = []
     for session, name in published.items():
-        brief = briefs[session]
+        if candidates is not None and session not in candidates:
+            continue
         stale = session_stale(
             same_key=same_key,
             content_changed=name in scanned.changed,
@@ -106,11 +123,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             same_graph=same_graph,
             facts_then="" if same_graph else sources[name].facts_key,
             facts_now=partial(_facts_key, graph, sources, name),
-            outputs_present=partial(
-                folder_intact,
-                (brief.site_ino, brief.site_mtime_ns),
-                f"{out}/{urls.session_dir(session)}",
-            ),
+            outputs_present=partial(operator.not_, session in disturbed),
         )
         if not stale:
             continue

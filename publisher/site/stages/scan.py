@@ -1,7 +1,7 @@
 """Stage 1, scan: what each session file is now, reading only the files that changed.
 
-Every session file is stat'ed. A file whose stamp the manifest trusts
-(:func:`.staleness.stamp_trusted`) keeps its recorded state and is not read. The others
+Every session file is stat'ed (:func:`.staleness.untrusted_stamps`). A file whose stamp the
+manifest trusts (:func:`.staleness.stamp_trusted`) keeps its recorded state and is not read. The others
 are read, hashed, prepared (:func:`publisher.prepare.prepare`: redaction, references,
 warnings) and summarised; a file with the same hash as before keeps what it rendered. Many
 changed files are scanned in the build's worker processes (:class:`..pool.Crew`), each
@@ -41,7 +41,7 @@ from ..index import row_slot
 from ..manifest import Manifest, Sources, SourceState, States
 from ..memory import Freezer
 from ..pool import Crew
-from ..staleness import archive_rows_key, stamp_trusted, summary_key
+from ..staleness import archive_rows_key, summary_key, untrusted_stamps
 from ..urls import PageLimits
 from . import worker
 
@@ -105,15 +105,8 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer, crew: Crew) ->
     briefs = old.briefs
     names = session_file_names(ctx.folder)
     sources = Sources(names, old)
-    to_read: list[str] = []
-    folder = os.fspath(ctx.folder)  # plain strings: one stat per file, no Path objects
-    last_scan = previous.scanned_at_ns
-    for name in names:
-        brief = briefs.get(name)
-        stamp = file_stamp(f"{folder}/{name}")
-        # The state of an unchanged file stays in the manifest, not even decoded.
-        if brief is None or not stamp_trusted((brief.size, brief.mtime_ns), stamp, last_scan):
-            to_read.append(name)
+    # The state of an unchanged file stays in the manifest, not even decoded.
+    to_read = untrusted_stamps(os.fspath(ctx.folder), names, briefs, previous.scanned_at_ns)
     scanned, kept, homes = _read(ctx, to_read, crew)
     freezer.freeze()  # the kept sessions too: later collections need not walk them
     holds = Holds(old, ctx.options.hold)
