@@ -22,6 +22,7 @@ from tests.helpers import (
     SECURITY,
     age,
     build,
+    cache_of,
     copy_samples,
     fresh_digest,
     page_of,
@@ -179,6 +180,27 @@ def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
     assert first.files_read == 7 and first.sessions_rendered == 5
     again = build(sessions, tmp_path / "site")
     assert (again.files_read, again.sessions_rendered, again.files_written) == (0, 0, 0)
+
+
+def test_noop_build_keeps_the_manifest_and_the_next_change_is_seen(tmp_path: Path) -> None:
+    """A build that read nothing and changed nothing leaves the manifest file as it was (not
+    rewritten for the scan's time alone); an append after it is read and rendered."""
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out)  # the copies' stamps are old: the next build trusts them
+    manifest = cache_of(out).manifest
+    before = (manifest.read_bytes(), manifest.stat().st_mtime_ns, manifest.stat().st_ino)
+    assert build(sessions, out).files_read == 0
+    assert (manifest.read_bytes(), manifest.stat().st_mtime_ns, manifest.stat().st_ino) == before
+    path = sessions / f"{SECURITY}.json"
+    doc = json.loads(path.read_text())
+    doc["turns"].append(turn(3, part("user", "one more after a no-op")))
+    path.write_text(json.dumps(doc))
+    report = build(sessions, out)
+    assert (report.files_read, report.sessions_rendered) == (1, 1)
+    assert manifest.read_bytes() != before[0]
+    assert "one more after a no-op" in page_of(out, SECURITY).read_text(encoding="utf-8")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
 
 
 @pytest.mark.parametrize("damage", ["page", "folder", "sessions", "added"])

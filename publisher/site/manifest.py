@@ -518,8 +518,22 @@ def save_manifest(
             else previous.briefs[name]
             for name, state in sources.items()
         }
-    names = sorted(briefs)
     old = previous.sources
+    if (
+        not fresh
+        and (previous.key, previous.site, previous.graph) == (key, site, graph)
+        and previous.extra_outputs == extra_outputs
+        and (old.folder, old.count) == (shard_folder(path), shard_count)
+        and briefs.keys() == old.briefs.keys()
+    ):
+        # Nothing differs but the scan's time (a no-op build). Every stamp was trusted
+        # against the last scan's time and stays so (a stamp the rule did not trust was
+        # read, which makes a fresh state), so the file is kept as it is.
+        stamp = _stamp(path)
+        if warm is not None and stamp is not None:
+            warm.manifest = (os.fspath(path), stamp, previous)
+        return
+    names = sorted(briefs)
     # A fresh brief made against another count (the last build's key differed) moves here.
     moved = {
         name: brief._replace(shard=_shard_of(name, brief, shard_count))
