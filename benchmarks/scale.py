@@ -2,7 +2,9 @@
 
 For each size: a full build, then ``--repeat`` no-op builds and builds after one turn is
 appended to one session (each in a fresh subprocess, search off; wall time and the subprocess's peak RSS),
-the files the append rewrote, then in Chromium the time for the index to show its first
+the files the append rewrote, the stat floor (listing the sessions folder and one
+``stat`` of each session file and each session's site folder: what any build that notices
+a change pays a session on this machine), then in Chromium the time for the index to show its first
 rows (measured in the page, and from Playwright) and to sort every row (the first sort
 loads every row shard). Prints a JSON report.
 
@@ -80,6 +82,33 @@ def append(sessions: Path) -> None:
     last = doc["turns"][-1]
     doc["turns"].append({**last, "index": last["index"] + 1})
     path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def stat_floor(sessions: Path, site: Path) -> dict[str, float]:
+    """What any build that notices changes pays a session, whatever else it does: listing
+    the sessions folder and one ``stat`` of each session file (a changed file) and of each
+    session's folder in the site (a page deleted by hand), in a fresh subprocess as a build
+    would (the kernel's caches as warm as a build finds them). CPU seconds, best of 3."""
+    code = (
+        "import os, sys, time\n"
+        "best = 9e9\n"
+        "for _ in range(3):\n"
+        "    c = time.process_time()\n"
+        "    for folder in sys.argv[1:]:\n"
+        "        fd = os.open(folder, os.O_RDONLY)\n"
+        "        for name in os.listdir(folder):\n"
+        "            os.stat(name, dir_fd=fd)\n"
+        "        os.close(fd)\n"
+        "    best = min(best, time.process_time() - c)\n"
+        "print(best)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(sessions), str(site / "sessions")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return {"stat_floor_cpu_s": round(float(out.stdout), 3)}
 
 
 # In the page, from navigation start: the first animation frame after the one in which the
@@ -161,6 +190,8 @@ def bench(n: int, work: Path, repeat: int) -> dict[str, object]:
         result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
     result["append"] = appends
     log(n, "append", appends, result["append_files_rewritten"])
+    result["floor"] = stat_floor(sessions, site)
+    log(n, "floor", result["floor"])
     result["index_html_bytes"] = (site / "index.html").stat().st_size
     result["chromium"] = [browser(site) for _ in range(repeat)]
     log(n, "chromium", result["chromium"])
