@@ -26,7 +26,7 @@ from publisher.model import Session
 from publisher.render.markdown import export_markdown
 from publisher.site import urls
 from publisher.site.build import BuildOptions, BuildReport, build_site
-from publisher.site.context import CachePaths
+from publisher.site.context import CachePaths, Warm
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_sessions"
@@ -156,11 +156,12 @@ DEFAULTS: dict[str, object] = {"search": False, "workers": 1}
 """What :func:`build` passes unless told otherwise (a fixture may set ``tunables``)."""
 
 
-def build(sessions: Path, out: Path, **options: object) -> BuildReport:
-    """``build_site`` in this process, without search and with one worker unless asked."""
+def build(sessions: Path, out: Path, warm: Warm | None = None, **options: object) -> BuildReport:
+    """``build_site`` in this process, without search and with one worker unless asked
+    (``warm``: what a long-running caller keeps between builds)."""
     values: dict[str, object] = dict(DEFAULTS)
     values.update(options)
-    return build_site(BuildOptions(sessions_dir=sessions, out_dir=out, **values))  # type: ignore[arg-type]
+    return build_site(BuildOptions(sessions_dir=sessions, out_dir=out, **values), warm)  # type: ignore[arg-type]
 
 
 def cache_of(out: Path) -> CachePaths:

@@ -15,7 +15,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from publisher.site.context import Warm
 from tests.helpers import (
+    JOB,
     MAIN,
     OLD_NS,
     RACY_WINDOW_NS,
@@ -65,6 +67,7 @@ class ArchiveMachine(RuleBasedStateMachine):
         self.out = self.root / "site"
         self.docs: dict[str, dict[str, Any]] = {}
         self.steps = 0
+        self.outputs: dict[str, str] = {}
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -152,14 +155,24 @@ class ArchiveMachine(RuleBasedStateMachine):
             self.steps += 1
             os.utime(path, ns=(1_800_000_000_000_000_000 + self.steps,) * 2)
 
+    def build(self) -> None:
+        """An incremental build; the files it reports changed are those whose bytes differ
+        from the last build's outputs (what ``site watch`` reloads)."""
+        report = build(self.sessions, self.out)
+        before, after = self.outputs, report.outputs
+        assert report.changed == sorted(
+            rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel)
+        )
+        self.outputs = after
+
     @rule()
     def incremental_build(self) -> None:  # then the invariant's: a build with nothing changed
-        build(self.sessions, self.out)
+        self.build()
 
     @invariant()
     def incremental_equals_full(self) -> None:
         # Every step is followed by an incremental build checked against a fresh one.
-        build(self.sessions, self.out)
+        self.build()
         fresh = self.root / "fresh"
         shutil.rmtree(fresh, ignore_errors=True)
         build(self.sessions, fresh)
@@ -229,6 +242,47 @@ def test_a_page_deleted_from_the_site_by_hand_is_written_again(tmp_path: Path, d
         **({stray: tree_digest(out)[stray]} if damage == "added" else {}),
     }
     assert build(sessions, out).sessions_rendered == 0  # the folder's new stamp is kept
+
+
+def test_a_watched_build_looks_only_at_the_files_the_watcher_saw(tmp_path: Path) -> None:
+    """``site watch`` tells each build which session files had events since its last build
+    (``Warm.seen``): only those are stat'ed and read, and no site folder is checked. A
+    change it did not report (dropped by the OS), and a page deleted by hand, wait for the
+    next build without hints (its rescan). Hints are ignored when the manifest is not the
+    one this caller's own last build wrote."""
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    warm = Warm()
+    build(sessions, out, warm)
+    reported, unreported = sessions / f"{SECURITY}.json", sessions / f"{MAIN}.json"
+    for path, text in ((reported, "seen by the watcher"), (unreported, "an event dropped")):
+        doc = json.loads(path.read_text())
+        doc["turns"].append(turn(len(doc["turns"]) + 1, part("user", text)))
+        path.write_text(json.dumps(doc))
+    age(reported, unreported)  # past the racy window: a read file is trusted next time
+    page_of(out, JOB).unlink()
+    warm.seen = {reported.name}
+    report = build(sessions, out, warm)
+    assert (report.files_read, report.sessions_rendered) == (1, 1)
+    assert warm.seen is None  # taken by the build
+    assert "seen by the watcher" in page_of(out, SECURITY).read_text(encoding="utf-8")
+    assert "an event dropped" not in page_of(out, MAIN).read_text(encoding="utf-8")
+    assert not page_of(out, JOB).exists()
+    assert set(report.changed) >= {page_of(out, SECURITY).relative_to(out).as_posix()}
+    rescan = build(sessions, out, warm)  # no hints: every file stat'ed, every folder checked
+    assert rescan.files_read == 1 and rescan.sessions_rendered == 2
+    assert "an event dropped" in page_of(out, MAIN).read_text(encoding="utf-8")
+    assert page_of(out, JOB).is_file()
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    # A caller whose hints are not about the build that wrote the manifest (here, one that
+    # has not built yet): they are not used, so a change it did not report is still read.
+    doc = json.loads(reported.read_text())
+    doc["turns"].append(turn(len(doc["turns"]) + 1, part("user", "after another build")))
+    reported.write_text(json.dumps(doc))
+    age(reported)
+    assert build(sessions, out, Warm(seen=set())).files_read == 1
+    assert "after another build" in page_of(out, SECURITY).read_text(encoding="utf-8")
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")
 
 
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ..model import LoadFailure
 from . import urls
 from .context import BuildContext, BuildOptions, CachePaths, Warm
-from .manifest import ManifestDamaged, Sources
+from .manifest import Manifest, ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
 from .pool import Crew
 from .stages.index import index
@@ -71,6 +71,10 @@ class BuildReport:
             self._outputs = dict(sorted(listed.items()))
         return self._outputs
 
+    changed: list[str] = field(default_factory=list)
+    """Site files whose bytes differ from the last build's, added or removed (sorted): what
+    an open page must reload. Found from the sources set this build and the gone ones, so
+    an append does not list every file."""
     pending_search: PendingSearch | None = None
     """Set when ``defer_search`` left the search index to :func:`finish_search`."""
     held: list[LoadFailure] = field(default_factory=list)
@@ -103,7 +107,9 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
     try:
         previous = load_state(ctx, freezer)  # its objects frozen: no collection walks them
         freezer.freeze()  # (when there was no manifest to load)
-        scanned = scan(ctx, previous, freezer, crew)
+        # A watcher's events tell what changed since its own last build, nothing else's.
+        seen, ctx.warm.seen = ctx.warm.seen if previous.remembered else None, None
+        scanned = scan(ctx, previous, freezer, crew, seen)
         planned = plan(ctx, previous, scanned)
         early = start_search(ctx, planned)  # indexes finished shards during the render
         rendered = render(ctx, planned, scanned, crew, early.rendered if early else None)
@@ -158,6 +164,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             warnings=[f"{f.file_name}: {f.reason}" for f in failures]
             + [w for n in scanned.names if briefs[n].loaded for w in briefs[n].warnings],
             list_outputs=list_outputs,
+            changed=changed_outputs(previous, sources, extra, names),
             pending_search=pending,
             held=scanned.holds.failures,
         )
@@ -188,6 +195,22 @@ def settle(sources: Sources, rendered: list[Rendered], scanned: Scan) -> Sources
             state, outputs=result.outputs, facts_key=result.facts_key
         )
     return settled
+
+
+def changed_outputs(
+    previous: Manifest, sources: Sources, extra: Mapping[str, str], names: list[str]
+) -> list[str]:
+    """:attr:`BuildReport.changed`: the outputs of the sources set this build and of the
+    gone ones, and the files of no source, against the last build's. An unchanged source
+    produced what it produced last time (its state is the last build's)."""
+    gone = previous.briefs.keys() - set(names)
+    before, after = dict(previous.extra_outputs), dict(extra)
+    for name in sorted(sources.fresh.keys() | gone):
+        if name in previous.briefs:
+            before.update(previous.sources[name].outputs)
+        if name in sources.fresh:
+            after.update(sources.fresh[name].outputs)
+    return sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
 
 
 def stamp_folders(ctx: BuildContext, sources: Sources, rendered: list[Rendered]) -> None:

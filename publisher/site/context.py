@@ -186,6 +186,13 @@ class Warm:
     manifest: tuple[str, tuple[int, int, int], Manifest] | None = None
     """The manifest the last build wrote: its path, its file's stamp, the manifest. Handed
     out once, while the file is still the one written (the build changes it)."""
+    seen: set[str] | None = None
+    """The session files a watcher saw change (created, written, moved, deleted) since the
+    last build began, set before a build and taken by it; None when it cannot tell (its
+    first build, a periodic rescan, a folder watched anew). Used only when the last build's
+    manifest is the one kept here (:attr:`.manifest.Manifest.remembered`): then only these
+    files are stat'ed and the site's folders are trusted
+    (:func:`.staleness.untrusted_stamps`)."""
 
     def renderer(self, theme: Theme, theme_key: str) -> HtmlRenderer:
         """The renderer of ``theme`` in the state ``theme_key``; a changed theme file gives

@@ -395,6 +395,9 @@ class Manifest:
     """Outputs of no source (the index, the theme's assets) → sha256."""
     _lines: dict[str, str] = field(default_factory=dict, repr=False)
     """The line each source's brief was read from, to write again unchanged."""
+    remembered: bool = field(default=False, repr=False)
+    """Handed out from a long-running caller's memory (:class:`.context.Warm`): the
+    manifest its own last build wrote, not read from the file."""
 
     @property
     def briefs(self) -> Mapping[str, Brief]:
@@ -429,6 +432,7 @@ class Manifest:
             if kept_path == os.fspath(path) and kept_stamp == _stamp(path):
                 if freeze is not None:
                     freeze()
+                kept.remembered = True
                 return kept
         with _gc_paused():
             manifest = cls._read(path)

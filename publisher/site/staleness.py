@@ -74,7 +74,7 @@ import hashlib
 import io
 import os
 import pickle
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,12 +105,23 @@ def stamp_trusted(old: tuple[int, int] | None, now: tuple[int, int], last_scan_n
 
 
 def untrusted_stamps(
-    folder: str, names: Iterable[str], recorded: Mapping[str, Brief], last_scan_ns: int
+    folder: str,
+    names: Iterable[str],
+    recorded: Mapping[str, Brief],
+    last_scan_ns: int,
+    seen: Collection[str] | None = None,
 ) -> list[str]:
     """The files of ``names`` (in ``folder``) that must be read: those whose stamp
     :func:`stamp_trusted` does not trust against the one ``recorded`` (the last build's
     briefs; a file without one is new). One ``stat`` a file, relative to the folder (no path
-    strings made): the scan's only cost per unchanged file."""
+    strings made): the scan's only cost per unchanged file.
+
+    ``seen``: when a watcher tells which files changed since the last build (of its own)
+    began (:attr:`.context.Warm.seen`), only those and new files are looked at: the others
+    had no event, so they are as that build read them (a write after its read has an event
+    after its start). A file dropped by the OS's events waits for the watcher's rescan."""
+    if seen is not None:
+        names = [name for name in names if name in seen or name not in recorded]
     untrusted: list[str] = []
     stat, last = os.stat, last_scan_ns
     try:
@@ -263,13 +274,19 @@ def _intact(recorded: tuple[int, int], now: tuple[int, int]) -> bool:
 
 
 def disturbed_folders(
-    sessions_folder: str, recorded: Iterable[tuple[str, str, int, int]]
+    sessions_folder: str, recorded: Iterable[tuple[str, str, int, int]], *, watched: bool = False
 ) -> set[str]:
     """The sessions whose folder in the site fails :func:`folder_intact`, in one pass:
     ``recorded`` gives each session's name, its folder's name under the site's
     ``sessions/`` (``sessions_folder``) and the (inode, mtime_ns) the last build recorded.
-    Each folder is stat'ed relative to ``sessions/`` (one lookup, no path strings made)."""
+    Each folder is stat'ed relative to ``sessions/`` (one lookup, no path strings made).
+
+    ``watched``: a build told by a watcher what changed (:attr:`.context.Warm.seen`)
+    checks no folder: a page deleted by hand while ``site watch`` runs is written again by
+    its next rescan (``WatchOptions.rescan_interval``), which checks every one."""
     disturbed: set[str] = set()
+    if watched:
+        return disturbed
     stat = os.stat
     try:
         fd = os.open(sessions_folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

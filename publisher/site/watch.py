@@ -52,7 +52,6 @@ from ..errors import describe
 from ..loader import is_session_file
 from ..theme import Theme
 from .build import BuildOptions, BuildReport, PendingSearch, Warm, build_site, finish_search
-from .stages.state import last_outputs
 
 ChangeHook = Callable[[list[str]], None]
 
@@ -176,6 +175,8 @@ class Change:
     """When it was seen (monotonic)."""
     lost_root: Path | None = None
     """A watched folder that was itself deleted: its watch is dead and must be renewed."""
+    paths: tuple[Path, ...] = ()
+    """The paths it concerns (a move: both)."""
 
 
 class _Forward(FileSystemEventHandler):
@@ -194,7 +195,7 @@ class _Forward(FileSystemEventHandler):
         if isinstance(event, DirDeletedEvent) and self.root in paths:
             self.changes.put(Change(now, lost_root=self.root))
         elif any(self.accept(p) for p in paths):
-            self.changes.put(Change(now))
+            self.changes.put(Change(now, paths=tuple(paths)))
 
 
 @dataclass(slots=True)
@@ -273,7 +274,12 @@ class Watcher:
         )
         self.warm = Warm()
         """Compiled templates and the last manifest, kept from build to build."""
-        self.outputs: dict[str, str] = last_outputs(self.options)
+        self.sessions = sessions
+        self.seen: set[str] | None = None
+        """Session files with events since the last build began (None: unknown, so the
+        next build stats every file and checks every site folder)."""
+        self.next_full = 0.0
+        """When a build next checks everything whatever the events said (the rescan)."""
         self.next_rescan = 0.0
         self.retry_at: float | None = None
         self.last_error: str | None = None
@@ -325,9 +331,12 @@ class Watcher:
             return
         while True:
             self.pending.note(change.at)
+            if self.seen is not None:
+                self.seen.update(p.name for p in change.paths if p.parent == self.sessions)
             for root in self.roots:
                 if root.path == change.lost_root:
                     root.identity = None  # renewed by _check_roots
+                    self.seen = None
             try:
                 change = self.changes.get_nowait()
             except queue.Empty:
@@ -365,15 +374,28 @@ class Watcher:
                 _log(f"{root.path} is back; watching it again")
             root.identity, root.missing, root.failure = identity, False, None
             self.pending.note(now)
+            self.seen = None  # what happened while it was not watched is unknown
 
     # -- one build ----------------------------------------------------------------------
 
     def _build(self) -> None:
         self.pending.clear()
         self.retry_at = None
-        self.next_rescan = time.monotonic() + self.watch.rescan_interval
+        now = time.monotonic()
+        self.next_rescan = now + self.watch.rescan_interval
+        # The events say which files to look at, except at a rescan (dropped events, a page
+        # deleted by hand) and when followed logs are imported (their writes' events may
+        # not have arrived yet). Files kept at their last good page are read again.
+        seen, self.seen = self.seen, set()
+        if seen is None or self.next_full <= now or self.watch.imports:
+            seen = None
+            self.next_full = now + self.watch.rescan_interval
+        else:
+            seen |= self.held
+        self.warm.seen = seen
         self._import()
         if not self.roots[0].path.is_dir():
+            self.seen = None
             return  # said by _check_roots; built again once the folder is back
         started = time.perf_counter()
         try:
@@ -391,13 +413,7 @@ class Watcher:
         self.hold.settle(held)
         if held:
             self.retry_at = time.monotonic() + self.watch.retry_delay
-        outputs = report.outputs
-        changed = sorted(
-            rel
-            for rel in outputs.keys() | self.outputs.keys()
-            if outputs.get(rel) != self.outputs.get(rel)
-        )
-        self.outputs = outputs
+        changed = report.changed
         self.builds += 1
         self._report(report, elapsed_ms, changed, held)
         if changed and self.watch.on_change is not None:

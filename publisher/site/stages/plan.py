@@ -104,6 +104,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             (session, urls.slug(session), brief.site_ino, brief.site_mtime_ns)
             for session, brief in briefs.items()
         ),
+        watched=scanned.watched,
     )
     candidates = stale_candidates(
         same_key=same_key,

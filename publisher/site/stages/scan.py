@@ -93,11 +93,20 @@ class Scan:
     """Sessions a worker of the build's crew prepared and keeps: file name → that worker."""
     started_ns: int
     """When the scan began: the next build's reference for racy stamps."""
+    watched: bool = False
+    """Only the files a watcher saw change were looked at (:attr:`..context.Warm.seen`)."""
 
 
-def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer, crew: Crew) -> Scan:
+def scan(
+    ctx: BuildContext,
+    previous: Manifest,
+    freezer: Freezer,
+    crew: Crew,
+    seen: set[str] | None = None,
+) -> Scan:
     """Stage 1 (see the module docstring). ``crew``: the build's worker processes, started
-    here when many files are read (the render stage then uses them)."""
+    here when many files are read (the render stage then uses them). ``seen``: the files a
+    watcher saw change since ``previous`` was made (None: every file is stat'ed)."""
     started_ns = time.time_ns()
     same_key = previous.key == ctx.key
     # States made under another key (e.g. without redaction) are not reused.
@@ -106,7 +115,7 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer, crew: Crew) ->
     names = session_file_names(ctx.folder)
     sources = Sources(names, old)
     # The state of an unchanged file stays in the manifest, not even decoded.
-    to_read = untrusted_stamps(os.fspath(ctx.folder), names, briefs, previous.scanned_at_ns)
+    to_read = untrusted_stamps(os.fspath(ctx.folder), names, briefs, previous.scanned_at_ns, seen)
     scanned, kept, homes = _read(ctx, to_read, crew)
     freezer.freeze()  # the kept sessions too: later collections need not walk them
     holds = Holds(old, ctx.options.hold)
@@ -133,7 +142,9 @@ def scan(ctx: BuildContext, previous: Manifest, freezer: Freezer, crew: Crew) ->
         else:
             changed.add(name)
         sources[name] = state
-    return Scan(names, sources, changed, holds, len(scanned), kept, homes, started_ns)
+    return Scan(
+        names, sources, changed, holds, len(scanned), kept, homes, started_ns, seen is not None
+    )
 
 
 def _read(

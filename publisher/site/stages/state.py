@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ... import __version__
-from ..context import BuildContext, BuildOptions, CachePaths
+from ..context import BuildContext
 from ..index import row_shard_count
 from ..manifest import Manifest, Sources, save_manifest
 from ..memory import Freezer
@@ -28,12 +28,6 @@ def load_state(ctx: BuildContext, freezer: Freezer | None = None) -> Manifest:
     by ``freezer`` before the collector sees them)."""
     manifest = Manifest.load(ctx.cache.manifest, ctx.warm, freezer.freeze if freezer else None)
     return manifest if manifest.site == site_id(ctx.out) else Manifest()
-
-
-def last_outputs(options: BuildOptions) -> dict[str, str]:
-    """What the last build of ``options`` published (site path → sha256), or nothing."""
-    manifest = Manifest.load(CachePaths.of(options).manifest)
-    return manifest.outputs if manifest.site == site_id(options.out_dir) else {}
 
 
 def save_state(
