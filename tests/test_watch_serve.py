@@ -249,6 +249,31 @@ def test_watch_follows_writes_renames_deletes_and_the_theme(
 
 @pytest.mark.site
 @pytest.mark.slow
+def test_watch_restores_a_page_deleted_by_hand_at_its_rescan(
+    tmp_path: Path, sessions: Path, start: Callable[..., Running]
+) -> None:
+    """Builds started by events look only at the files the events name and trust the site's
+    folders; the rescan (every 5 s) checks every folder: a page deleted by hand while
+    edits keep coming is written again."""
+    out = tmp_path / "site"
+    watch = start(*watch_args(sessions, out))
+    watch.line("built in")
+    page_of(out, MAIN).unlink()
+    deadline = time.monotonic() + 8
+    edits = 0
+    while not page_of(out, MAIN).is_file():
+        assert time.monotonic() < deadline, watch.log()
+        edits += 1
+        (sessions / f"{NOTES}.json").write_bytes(edited(NOTES, f"EDIT-{edits}"))
+        time.sleep(0.5)
+    watch.until(lambda: has(page_of(out, NOTES), f"EDIT-{edits}"), "the last edit")
+    code, _ = watch.stop(signal.SIGINT)
+    assert code == 0 and "Traceback" not in watch.log()
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+@pytest.mark.site
+@pytest.mark.slow
 def test_watch_with_search_writes_pages_first_then_indexes(
     tmp_path: Path, sessions: Path, start: Callable[..., Running]
 ) -> None:
