@@ -355,8 +355,7 @@ def session_file_names(folder: Path | str) -> list[str]:
     """The session files of ``folder`` (:func:`is_session_file`), sorted by name; an empty
     list when the folder cannot be listed."""
     try:
-        with os.scandir(folder) as entries:
-            return sorted(e.name for e in entries if is_session_file(e.name))
+        return sorted(filter(is_session_file, os.listdir(folder)))  # names only: no DirEntry
     except OSError:
         return []
 

@@ -537,7 +537,6 @@ def save_manifest(
         if warm is not None and stamp is not None:
             warm.manifest = (os.fspath(path), stamp, previous)
         return
-    names = sorted(briefs)
     # A fresh brief made against another count (the last build's key differed) moves here.
     moved = {
         name: brief._replace(shard=_shard_of(name, brief, shard_count))
@@ -546,26 +545,28 @@ def save_manifest(
     }
     if moved:
         briefs = {**briefs, **moved}
+    # Only the shards of the sources set this build and of the gone ones are written (an
+    # append: one), and only their members are looked up.
     dirty = {briefs[name].shard for name in fresh}
     dirty.update(old.briefs[name].shard for name in fresh if name in old.briefs)
-    dirty.update(old.briefs[name].shard for name in old.briefs if name not in briefs)
+    dirty.update(old.briefs[name].shard for name in old.briefs.keys() - briefs.keys())
     members: dict[int, list[str]] = {shard: [] for shard in dirty}
-    for name in names:
-        shard = briefs[name].shard
-        if shard in members:
-            members[shard].append(name)
+    if dirty:
+        for name in sorted(name for name, brief in briefs.items() if brief.shard in dirty):
+            members[briefs[name].shard].append(name)
     folder = shard_folder(path)
     folder.mkdir(parents=True, exist_ok=True)
     files = {shard: file for shard, file in old.files.items() if shard not in dirty}
-    if old.folder != folder or old.count != shard_count:  # none is reused
+    reshard = old.folder != folder or old.count != shard_count
+    if reshard:  # none is reused
         briefs = {
             name: brief._replace(shard=_shard_of(name, brief, shard_count))
             for name, brief in briefs.items()
         }
         files = {}
-        dirty = {briefs[name].shard for name in names}
+        dirty = {brief.shard for brief in briefs.values()}
         members = {shard: [] for shard in dirty}
-        for name in names:
+        for name in sorted(briefs):
             members[briefs[name].shard].append(name)
     for shard, shard_names in sorted(members.items()):
         if not shard_names:
@@ -595,8 +596,11 @@ def save_manifest(
         "shard_count": shard_count,
     }
     kept, old_briefs = previous._lines, old.briefs
-    out_lines: dict[str, str] = {}
-    for name in names:
+    # The same sources as read, in the same (sorted) order: every line as read but those of
+    # the sources set this build (the others' briefs are the very ones read).
+    same = not reshard and kept.keys() == briefs.keys()
+    out_lines: dict[str, str] = dict(kept) if same else {}
+    for name in fresh if same else sorted(briefs):
         brief = briefs[name]
         line = kept.get(name)
         if line is None or (brief is not old_briefs.get(name) and brief != old_briefs[name]):
