@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from publisher.site.context import Warm
+from publisher.site.fragments import SUFFIX as FRAGMENT_SUFFIX
 from tests.helpers import (
     JOB,
     MAIN,
@@ -283,6 +284,27 @@ def test_a_watched_build_looks_only_at_the_files_the_watcher_saw(tmp_path: Path)
     assert build(sessions, out, Warm(seen=set())).files_read == 1
     assert "after another build" in page_of(out, SECURITY).read_text(encoding="utf-8")
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh2")
+
+
+def test_the_fragments_of_a_session_no_longer_published_are_removed(tmp_path: Path) -> None:
+    """The cache keeps no turn fragments of a session whose file was deleted, or whose
+    file now holds another session name; the others' stay."""
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out)
+    folder = cache_of(out).fragments
+
+    def kept() -> set[str]:
+        return {p.name.removesuffix(FRAGMENT_SUFFIX) for p in folder.iterdir()}
+
+    assert {JOB, MAIN, SECURITY} <= kept()
+    (sessions / f"{JOB}.json").unlink()
+    doc = json.loads((sessions / f"{SECURITY}.json").read_text())
+    doc["session_name"] = "sub_20260817_122000_renamed"
+    (sessions / f"{SECURITY}.json").write_text(json.dumps(doc))
+    build(sessions, out)
+    assert JOB not in kept() and SECURITY not in kept()
+    assert {MAIN, "sub_20260817_122000_renamed"} <= kept()
 
 
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:

@@ -262,6 +262,8 @@ SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 """The names of a summary's fields, in order (its manifest row)."""
 _VALUES = operator.attrgetter(*SUMMARY_FIELDS)
 """A summary's values in field order (:meth:`Summary.__reduce__`)."""
+_NAME = operator.attrgetter("name")
+"""A brief's session name (the delegation links' order)."""
 _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
@@ -295,8 +297,8 @@ class Graph:
     """Parent name → names of the sessions whose parent_id names it, sorted (made on first
     use)."""
     _series: dict[str, dict[str, tuple[str, str]]] = field(init=False, repr=False)
-    """Role → session name → (previous, next) run of its series ("" when none), made for a
-    role on first use."""
+    """Role → session name → (previous, next) run of its series ("" when none), made for
+    every role in one pass when one is first asked."""
 
     def __post_init__(self) -> None:
         if self.briefs is None:
@@ -328,9 +330,9 @@ class Graph:
         declared = list(summary.sub_sessions) if summary else []
         if self._found_children is None:
             found: dict[str, list[str]] = {}
-            for brief in sorted(self.all.values(), key=lambda b: b.name):
-                if brief.parent_id:
-                    found.setdefault(brief.parent_id, []).append(brief.name)
+            with_parent = [brief for brief in self.all.values() if brief.parent_id]
+            for brief in sorted(with_parent, key=_NAME):
+                found.setdefault(brief.parent_id, []).append(brief.name)
             self._found_children = found
         return list(dict.fromkeys([*declared, *self._found_children.get(name, [])]))
 
@@ -341,15 +343,19 @@ class Graph:
         brief = self.all.get(name)
         if brief is None or not brief.role:
             return ("", "")
-        series = self._series.get(brief.role)
-        if series is None:
-            runs = sorted((b.created_at, b.name) for b in self.all.values() if b.role == brief.role)
-            series = self._series[brief.role] = {}
-            for i, (_, run) in enumerate(runs):
-                before = runs[i - 1][1] if i else ""
-                after = runs[i + 1][1] if i + 1 < len(runs) else ""
-                series[run] = (before, after)
-        return series.get(name, ("", ""))
+        if not self._series:  # every role's runs in one pass, the first time one is asked
+            by_role: dict[str, list[tuple[str, str]]] = {}
+            for b in self.all.values():
+                if b.role:
+                    by_role.setdefault(b.role, []).append((b.created_at, b.name))
+            for role, runs in by_role.items():
+                runs.sort()
+                series = self._series[role] = {}
+                for i, (_, run) in enumerate(runs):
+                    before = runs[i - 1][1] if i else ""
+                    after = runs[i + 1][1] if i + 1 < len(runs) else ""
+                    series[run] = (before, after)
+        return self._series.get(brief.role, {}).get(name, ("", ""))
 
     def spawned_at(self, name: str) -> str:
         """The call that spawned session ``name`` in its direct parent, relative to the

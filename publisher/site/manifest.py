@@ -333,6 +333,7 @@ class Sources(Mapping[str, SourceState]):
         """The states set this build, by file name."""
         self._known = set(names)
         self._briefs: dict[str, Brief] = {}
+        self._all: dict[str, Brief] | None = None
 
     def __getitem__(self, name: str) -> SourceState:
         state = self.fresh.get(name)
@@ -345,6 +346,7 @@ class Sources(Mapping[str, SourceState]):
     def __setitem__(self, name: str, state: SourceState) -> None:
         self.fresh[name] = state
         self._briefs.pop(name, None)
+        self._all = None
 
     def __contains__(self, name: object) -> bool:
         return name in self._known
@@ -359,6 +361,7 @@ class Sources(Mapping[str, SourceState]):
         copied = Sources(self.names, self.base, self.fresh)
         copied._known = self._known
         copied._briefs = dict(self._briefs)
+        copied._all = self._all
         return copied
 
     def brief(self, name: str) -> Brief:
@@ -372,9 +375,18 @@ class Sources(Mapping[str, SourceState]):
         return brief
 
     def briefs(self) -> dict[str, Brief]:
-        """Every source's brief, by file name."""
-        old, brief, fresh = self.base.briefs, self.brief, self.fresh
-        return {name: brief(name) if name in fresh else old[name] for name in self.names}
+        """Every source's brief, by file name in order; made once until a state is set
+        (callers only read it)."""
+        if self._all is None:
+            old, brief, fresh = self.base.briefs, self.brief, self.fresh
+            if list(old) == self.names:  # the last build's files: a copy, the fresh replaced
+                made = dict(old)
+                for name in fresh:
+                    made[name] = brief(name)
+            else:
+                made = {name: brief(name) if name in fresh else old[name] for name in self.names}
+            self._all = made
+        return self._all
 
 
 @dataclass(slots=True)

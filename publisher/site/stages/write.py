@@ -74,8 +74,8 @@ def remove_stale(
     out = ctx.out
     removed = 0
     old = previous.sources
-    gone = [name for name in old.briefs if name not in sources]
-    touched = [name for name in sources.fresh if name in old.briefs] + gone
+    gone = old.briefs.keys() - set(sources.names)
+    touched = [name for name in sources.fresh if name in old.briefs] + sorted(gone)
     old_outputs = set(previous.extra_outputs)
     for name in touched:
         old_outputs.update(old[name].outputs)
@@ -90,8 +90,9 @@ def remove_stale(
         }
         produced |= kept  # (every state set this build's outputs)
         removed += _sweep(out, produced)
-    old_names = {b.name for b in old.briefs.values() if b.loaded}
-    for name in old_names - published:
+    # A session name no longer published was published by a file set this build or gone.
+    old_names = {old.briefs[n].name for n in touched if old.briefs[n].loaded}
+    for name in sorted(old_names - published):
         with contextlib.suppress(OSError):
             (ctx.cache.fragments / f"{urls.slug(name)}{FRAGMENT_SUFFIX}").unlink()
     _remove_legacy_state(out)
