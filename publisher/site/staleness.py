@@ -62,6 +62,11 @@ a search shard            :func:`shard_key`: search format, the        one of it
                           shard's id and role, its pages' hashes       set did
 ========================  ==========================================  =====================
 
+Every build stats every session file and every session's folder in the site, in one pass
+each (:func:`untrusted_stamps`, :func:`disturbed_folders`), except a build that ``site
+watch`` started on events: it looks only at the files the events named and trusts the
+site's folders, and its rescan looks at everything (:attr:`.context.Warm.seen`).
+
 Hashes of Python values use ``pickle`` (several times faster than JSON or ``repr``): equal
 values pickle alike here because they come from the same decoder in the same order, and
 when two equal values pickle differently (shared strings), the cost is one cache miss,
