@@ -2,7 +2,8 @@
 
 For each size: a full build, then ``--repeat`` no-op builds and builds after one turn is
 appended to one session (each in a fresh subprocess, search off; wall time and the subprocess's peak RSS),
-the files the append rewrote, the stat floor (listing the sessions folder and one
+the files the append rewrote, the same append under ``site watch`` (builds in one process
+told which file changed), the stat floor (listing the sessions folder and one
 ``stat`` of each session file and each session's site folder: what any build that notices
 a change pays a session on this machine), then in Chromium the time for the index to show its first
 rows (measured in the page, and from Playwright) and to sort every row (the first sort
@@ -44,6 +45,46 @@ build_site(BuildOptions(sessions_dir=Path(sys.argv[1]), out_dir=Path(sys.argv[2]
 print(time.process_time() - c)
 print(time.perf_counter() - t)
 """
+
+
+WATCH = """
+import json, sys, time
+from pathlib import Path
+from publisher.site.build import build_site
+from publisher.site.context import BuildOptions, Warm
+sessions, repeat = Path(sys.argv[1]), int(sys.argv[4])
+options = BuildOptions(sessions_dir=sessions, out_dir=Path(sys.argv[2]),
+                       cache_dir=Path(sys.argv[3]), search=False)
+warm = Warm()
+build_site(options, warm)  # what site watch does first: a build that looks at everything
+files = sorted(sessions.glob("*.json"))
+path = files[len(files) // 2]
+for _ in range(repeat):
+    doc = json.loads(path.read_text())
+    doc["turns"].append({**doc["turns"][-1], "index": doc["turns"][-1]["index"] + 1})
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    time.sleep(2.1)
+    warm.seen = {path.name}  # as site watch's events tell it
+    t, c = time.perf_counter(), time.process_time()
+    report = build_site(options, warm)
+    print(json.dumps({"inside_cpu_s": round(time.process_time() - c, 3),
+                      "inside_s": round(time.perf_counter() - t, 3),
+                      "files_read": report.files_read, "changed": len(report.changed)}))
+"""
+
+
+def watch_appends(sessions: Path, site: Path, cache: Path, repeat: int) -> list[dict[str, float]]:
+    """One turn appended ``repeat`` times under ``site watch``: builds in one process that
+    keeps its state between builds, each told by the watcher which file changed (the
+    builds a running watcher makes while an agent writes)."""
+    out = subprocess.run(
+        [sys.executable, "-c", WATCH, str(sessions), str(site), str(cache), str(repeat)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
 def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
@@ -190,6 +231,8 @@ def bench(n: int, work: Path, repeat: int) -> dict[str, object]:
         result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
     result["append"] = appends
     log(n, "append", appends, result["append_files_rewritten"])
+    result["watch_append"] = watch_appends(sessions, site, cache, repeat)
+    log(n, "watch append", result["watch_append"])
     result["floor"] = stat_floor(sessions, site)
     log(n, "floor", result["floor"])
     result["index_html_bytes"] = (site / "index.html").stat().st_size

@@ -33,6 +33,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -405,11 +406,22 @@ class Manifest:
     """Every source file by name (decoded a shard at a time, when used)."""
     extra_outputs: dict[str, str] = field(default_factory=dict)
     """Outputs of no source (the index, the theme's assets) → sha256."""
-    _lines: dict[str, str] = field(default_factory=dict, repr=False)
-    """The line each source's brief was read from, to write again unchanged."""
+    _lines: dict[str, str] | None = field(default=None, repr=False)
+    """The line each source's brief was read from, to write again unchanged (split from
+    ``_body`` when first asked: a no-op build writes no line)."""
+    _body: str = field(default="", repr=False)
+    """The brief lines as read, in the order of :attr:`briefs`."""
     remembered: bool = field(default=False, repr=False)
     """Handed out from a long-running caller's memory (:class:`.context.Warm`): the
     manifest its own last build wrote, not read from the file."""
+
+    def lines(self) -> dict[str, str]:
+        """The line each source's brief was read from, by file name."""
+        if self._lines is None:
+            lines = self._body.split("\n")[:-1]  # each line ends with a newline
+            self._lines = dict(zip(self.sources.briefs, lines, strict=True))
+            self._body = ""
+        return self._lines
 
     @property
     def briefs(self) -> Mapping[str, Brief]:
@@ -455,24 +467,29 @@ class Manifest:
     @classmethod
     def _read(cls, path: Path) -> Manifest:
         try:
-            text = path.read_text(encoding="utf-8")
-            first, _, body = text.partition("\n")
+            data = path.read_bytes()
+            first, _, raw = data.partition(b"\n")
             header = json.loads(first)
             if not isinstance(header, dict) or header.get("format") != FORMAT:
                 return cls()
-            if header.get("rows_crc32") != _checksum(body):
+            # A CRC-32 of the brief lines detects damage (a truncated or partly written
+            # file, an edited line); a cryptographic hash would add nothing (whoever can
+            # edit the cache can recompute any unkeyed hash).
+            if header.get("rows_crc32") != zlib.crc32(raw):
                 return cls()  # damaged or edited: a fresh start
+            del data
+            body = raw.decode("utf-8", "surrogatepass")
+            del raw
             files = {int(k): str(v) for k, v in dict(header["shards"]).items()}
             count = int(header["shard_count"])
             if count < 1:
                 return cls()
-            lines = [line for line in body.split("\n") if line]
             # One decode for all lines (a JSON array of them): far cheaper than one each.
-            rows = json.loads("[" + ",".join(lines) + "]")
+            # Each line ends with a newline, and none holds one (JSON, ASCII).
+            rows = json.loads("[" + body[:-1].replace("\n", ",") + "]")
             # The checksum matched: the rows are as written (not checked one by one).
-            new = tuple.__new__
-            briefs = {row[0]: new(Brief, row) for row in rows}
-            kept = {row[0]: line for row, line in zip(rows, lines, strict=True)}
+            made = map(partial(tuple.__new__, Brief), rows)
+            briefs = dict(zip(map(_NAME, rows), made, strict=True))
             if len(briefs) != len(rows) or set(map(len, rows)) - {_FIELDS}:
                 return cls()
             if not set(files).issuperset(map(_SHARD, rows)):
@@ -484,7 +501,7 @@ class Manifest:
                 scanned_at_ns=int(header["scanned_at_ns"]),
                 sources=States(briefs, shard_folder(path), files, count=count),
                 extra_outputs={str(k): str(v) for k, v in dict(header["extra_outputs"]).items()},
-                _lines=kept,
+                _body=body,
             )
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return cls()
@@ -607,7 +624,7 @@ def save_manifest(
         "shards": {str(k): v for k, v in sorted(files.items())},
         "shard_count": shard_count,
     }
-    kept, old_briefs = previous._lines, old.briefs
+    kept, old_briefs = previous.lines(), old.briefs
     # The same sources as read, in the same (sorted) order: every line as read but those of
     # the sources set this build (the others' briefs are the very ones read).
     same = not reshard and kept.keys() == briefs.keys()
@@ -672,13 +689,6 @@ def _sweep_shards(folder: Path, keep: set[str], previous: set[str]) -> None:
                         os.unlink(entry.path)
 
 
-def _checksum(body: str) -> int:
-    """The header's ``rows_crc32``: a CRC-32 of every brief line (all ASCII). It detects
-    damage (a truncated or partly written file, an edited line); a cryptographic hash would
-    add nothing (whoever can edit the cache can recompute any unkeyed hash)."""
-    return zlib.crc32(body.encode("utf-8", "surrogatepass"))
-
-
 def _stamp(path: Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
@@ -703,3 +713,4 @@ def _gc_paused() -> Iterator[None]:
 
 assert len(Brief._fields) == _FIELDS
 _SHARD = operator.itemgetter(Brief._fields.index("shard"))
+_NAME = operator.itemgetter(Brief._fields.index("file_name"))
