@@ -97,14 +97,19 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
         brief = sources.brief(name)
         if brief.loaded and published.get(brief.name) == name:
             next_of_changed.add(graph.series(brief.name)[1])
-    # One stat a session folder, and the rule asked only of the sessions it may concern.
-    disturbed = disturbed_folders(
-        os.path.join(ctx.out, urls.SESSIONS),
-        (
-            (session, urls.slug(session), brief.site_ino, brief.site_mtime_ns)
-            for session, brief in briefs.items()
-        ),
-        watched=scanned.watched,
+    # One stat a session folder (none when the key changed: every session is rendered),
+    # and the rule asked only of the sessions it may concern.
+    disturbed = (
+        disturbed_folders(
+            os.path.join(ctx.out, urls.SESSIONS),
+            (
+                (session, urls.slug(session), brief.site_ino, brief.site_mtime_ns)
+                for session, brief in briefs.items()
+            ),
+            watched=scanned.watched,
+        )
+        if same_key
+        else set()
     )
     candidates = stale_candidates(
         same_key=same_key,
