@@ -10,7 +10,10 @@ append renders one row. A row shard or an archive-wide page whose
 from __future__ import annotations
 
 import json
+import operator
 from collections import Counter
+from collections.abc import Mapping
+from itertools import compress
 from pathlib import Path
 
 from markupsafe import Markup
@@ -20,11 +23,21 @@ from ...redact import describe_counts
 from ...render.contexts import TreePage
 from ...render.text import encode_display
 from ...write import atomic_write
-from ..archive import ArchiveCache, changed, render_archive_pages
+from ..archive import EVENTS_FOLDER, ArchiveCache, changed, render_archive_pages
 from ..context import BuildContext
 from ..graph import Graph
-from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
-from ..manifest import Manifest
+from ..index import (
+    TREE_PAGE,
+    IndexCache,
+    delegation_tree,
+    render_index,
+    row_shard_count,
+    row_shard_groups,
+    row_shard_path,
+    shard_bytes,
+    shard_members,
+)
+from ..manifest import Brief, Manifest
 from ..staleness import outputs_key
 from .write import write_files
 
@@ -44,13 +57,25 @@ def index(
     slot computed when its summary was made); a summary is read only for a row to render
     (a new row of the first screen, the sessions of a row shard that changed)."""
     briefs = graph.all
+    values = briefs.values()
     same_key = previous.key == ctx.key
     cache = IndexCache.load(ctx.cache.index_cache) if same_key else IndexCache()
-    redacted = (
-        sum(b.redacted for b in briefs.values()) if ctx.options.redactor is not None else None
-    )
+    redacted = sum(map(_REDACTED, values)) if ctx.options.redactor is not None else None
     tunables = ctx.tunables
+    first_rows = tunables.index_first_rows
+    settings = [first_rows, tunables.rows_per_shard, tunables.max_row_shards]
     made = _load_made(ctx.cache.index_outputs) if same_key else {}
+    changes = _changes(previous, briefs) if same_key else None
+    new, old = changes if changes is not None else ({}, {})
+    # The caches describe the last build's sessions (the manifest's) when they were made
+    # under its graph and tunables, and what they noted as changed is as the manifest has it.
+    valid = (
+        changes is not None
+        and cache.overview is not None
+        and cache.graph == previous.graph != ""
+        and cache.tunables == settings
+        and _journal_holds(cache.journal, briefs, new, old)
+    )
     now: dict[str, list[str]] = {}
     known: dict[str, str] = {}
 
@@ -75,14 +100,28 @@ def index(
         written += count
 
     shards: list[str] = []
-    if len(briefs) > tunables.index_first_rows:
-        groups = row_shard_groups(
-            list(briefs.values()), tunables.rows_per_shard, tunables.max_row_shards
-        )
-        shards = sorted(groups)
-        for rel, group in groups.items():
-            if not unchanged(rel, outputs_key([rel], [b.digest for b in group])):
+    if len(briefs) > first_rows:
+        count = row_shard_count(len(briefs), tunables.rows_per_shard, tunables.max_row_shards)
+        shards = [row_shard_path(i, count) for i in range(count)]
+        # A shard none of whose sessions changed has the key it had (a changed or removed
+        # session's shard is the one of its name, whatever its version).
+        touched = {b.slot % count for b in [*new.values(), *old.values()]} if valid else None
+        todo = [
+            rel
+            for i, rel in enumerate(shards)
+            if touched is None
+            or i in touched
+            or rel not in made
+            or not unchanged(rel, made[rel][0])
+        ]
+        groups: dict[str, list[Brief]] = {}
+        if len(todo) > _FEW_SHARDS:
+            groups = row_shard_groups(list(values), tunables.rows_per_shard, count)
+        for rel in todo:
+            group = groups.get(rel) or shard_members(values, shards.index(rel), count)
+            if not unchanged(rel, outputs_key([rel], map(_DIGEST, group))):
                 emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
+    overview = cache.overview.since(values, new, old, first_rows) if valid else None  # type: ignore[union-attr]
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -93,18 +132,45 @@ def index(
         cache,
         graph_key,
         None,
-        tunables.index_first_rows,
+        first_rows,
         shards,
+        overview,
     )
-    if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
-        fresh.save(ctx.cache.index_cache)
+    fresh.tunables = settings
+    fresh.journal = {n: new[n].digest if n in new else "" for n in new.keys() | old.keys()}
     emit("index.html", encode_display(page))
     del page
     if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
+        tree_html = cache.tree(fresh.graph)
+        if tree_html is None:
+            tree_html = ctx.renderer.render_index_tree(delegation_tree(graph))
+            fresh.set_tree(fresh.graph, tree_html)
         tree = ctx.renderer.template(TREE_PAGE).render(
-            page=TreePage(tree_html=Markup(fresh.tree), total=len(briefs))
+            page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
         )
         emit(TREE_PAGE, encode_display(str(tree)))
+    if fresh.made_tree() or (
+        fresh.graph,
+        fresh.rows.keys(),
+        fresh.overview,
+        fresh.tunables,
+        fresh.journal,
+    ) != (cache.graph, cache.rows.keys(), cache.overview, cache.tunables, cache.journal):
+        fresh.save(ctx.cache.index_cache)
+    # The archive-wide pages: when no session's rows on them changed, each file the last
+    # build made has the key it had.
+    quiet = (
+        valid
+        and new.keys() == old.keys()
+        and all(_EVENTS_FIELDS(old[n]) == _EVENTS_FIELDS(b) for n, b in new.items())
+    )
+    archive_files = [rel for rel in made if rel.startswith(f"{EVENTS_FOLDER}/") or rel in _PAGES]
+    if quiet and set(_PAGES) <= set(archive_files):
+        if all(unchanged(rel, made[rel][0]) for rel in archive_files):
+            return _finish(ctx, made, now, known, produced, written)
+        for rel in archive_files:  # made again below: their keys are computed there
+            now.pop(rel, None)
+            known.pop(rel, None)
     loaded: list[ArchiveCache] = []
 
     def emit_archive(rel: str, html: str) -> None:
@@ -133,6 +199,19 @@ def index(
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
     ):
         archive_fresh.save(ctx.cache.archive_cache)
+    return _finish(ctx, made, now, known, produced, written)
+
+
+def _finish(
+    ctx: BuildContext,
+    made: dict[str, list[str]],
+    now: dict[str, list[str]],
+    known: dict[str, str],
+    produced: dict[str, str],
+    written: int,
+) -> tuple[dict[str, str], int]:
+    """Note the key and hash of each file made of cached pieces; the stage's hashes by path
+    and the files written."""
     for rel, digest in produced.items():
         if rel in now:
             now[rel][1] = digest
@@ -145,6 +224,71 @@ def index(
             [json.dumps(now, sort_keys=True, separators=(",", ":")).encode()],
         )
     return produced, written
+
+
+_FEW_SHARDS = 4
+"""Up to how many row shards are made again each from its own pass over the sessions
+(more: one grouping of every session)."""
+_PAGES = ("errors.html", "decisions.html")
+_DIGEST = operator.itemgetter(Brief._fields.index("digest"))
+_LOADED = operator.itemgetter(Brief._fields.index("loaded"))
+_REDACTED = operator.itemgetter(Brief._fields.index("redacted"))
+_EVENTS_FIELDS = operator.attrgetter(
+    "events_key", "kind", "role", "errors", "decisions", "redacted"
+)
+"""What a session's rows on the archive-wide pages and their keys depend on, of its brief
+(:func:`..archive.render_archive_pages`)."""
+
+
+def _changes(
+    previous: Manifest, briefs: Mapping[str, Brief]
+) -> tuple[dict[str, Brief], dict[str, Brief]] | None:
+    """The sessions published now whose brief is not one of the last build's (new, or
+    read again), and the last build's briefs no session has now (changed or gone), each by
+    session name, found by bulk passes (an unchanged session's brief is the manifest's own
+    object; a few unchanged ones may be among them). None when a session name was
+    published from another file (the briefs do not tell)."""
+    current = list(briefs.values())
+    old = previous.briefs.values()
+    loaded = list(compress(old, map(_LOADED, old)))
+    if len(loaded) == len(current):
+        # Both in file name order: an unchanged session's brief is at the same place.
+        same = list(map(operator.is_, current, loaded))
+        fresh = compress(current, map(operator.not_, same))
+        stale = compress(loaded, map(operator.not_, same))
+    else:  # files came or went: by identity
+        kept = set(map(id, loaded))
+        fresh = compress(current, map(operator.not_, map(kept.__contains__, map(id, current))))
+        ids = set(map(id, current))
+        stale = compress(loaded, map(operator.not_, map(ids.__contains__, map(id, loaded))))
+    new = {b.name: b for b in fresh}
+    gone: dict[str, Brief] = {}
+    for brief in stale:
+        if brief.name in gone or (brief.name in briefs and brief.name not in new):
+            return None
+        gone[brief.name] = brief
+    return new, gone
+
+
+def _journal_holds(
+    journal: Mapping[str, str],
+    briefs: Mapping[str, Brief],
+    new: Mapping[str, Brief],
+    old: Mapping[str, Brief],
+) -> bool:
+    """True when each session the build that made the index cache changed (``journal``:
+    its summary digest then, "" when it was gone) is so in the last build's manifest (it
+    made the cache, not a build that stopped before saving its state)."""
+    for name, digest in journal.items():
+        if name in old:
+            then = old[name].digest
+        elif name in new or name not in briefs:
+            then = ""
+        else:
+            then = briefs[name].digest
+        if then != digest:
+            return False
+    return True
 
 
 def _load_made(path: Path) -> dict[str, list[str]]:
