@@ -73,9 +73,10 @@ class Archive:
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many times the stage took the full path: made the overview of every session,
     or grouped every session into row shards."""
-    counts = {"overview": 0, "groups": 0}
+    counts = {"overview": 0, "groups": 0, "archive": 0}
     real_of = index_module.Overview.of.__func__  # type: ignore[attr-defined]
     real_groups = index_stage.row_shard_groups
+    real_archive = index_stage.render_archive_pages
 
     def of(cls: type, *args: Any, **kwargs: Any) -> Any:
         counts["overview"] += 1
@@ -85,7 +86,12 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["groups"] += 1
         return real_groups(*args, **kwargs)
 
+    def archive(*args: Any, **kwargs: Any) -> Any:
+        counts["archive"] += 1
+        return real_archive(*args, **kwargs)
+
     monkeypatch.setattr(index_module.Overview, "of", classmethod(of))
+    monkeypatch.setattr(index_stage, "render_archive_pages", archive)
     monkeypatch.setattr(index_stage, "row_shard_groups", groups)
     return counts
 
@@ -99,7 +105,7 @@ def test_changes_update_the_index_as_a_full_build_makes_it(
     out, cache = tmp_path / "site", tmp_path / "cache"
     build(archive.folder, out, cache_dir=cache, tunables=TUNABLES)
     full = dict(counted)
-    assert full == {"overview": 1, "groups": 1}
+    assert full == {"overview": 1, "groups": 1, "archive": 1}
     steps = [
         # an append to a session that is not a first row
         lambda: archive.write(2, _doc(2, turns=[turn(1, part("user", "a")), turn(2)])),
@@ -112,6 +118,18 @@ def test_changes_update_the_index_as_a_full_build_makes_it(
                 4,
                 turns=[turn(1, part("user", "x"), status="error")],
                 errors=[{"code": "E7", "message": "new", "timestamp": "2026-08-16T09:00:00Z"}],
+            ),
+        ),
+        # one more error, the newest, in a session that had one: the Errors page's first
+        # rows and that session's shard change (from the changed session's rows alone)
+        lambda: archive.write(
+            9,
+            _doc(
+                9,
+                errors=[
+                    {"code": "E1", "message": "boom 9", "timestamp": "2026-08-17T12:00:01Z"},
+                    {"code": "E8", "message": "later", "timestamp": "2026-08-19T00:00:00Z"},
+                ],
             ),
         ),
         # a new role: the filters change
@@ -127,19 +145,21 @@ def test_changes_update_the_index_as_a_full_build_makes_it(
     ]
     for n, step in enumerate(steps):
         step()
-        counted.update(overview=0, groups=0)
+        counted.update(overview=0, groups=0, archive=0)
         build(archive.folder, out, cache_dir=cache, tunables=TUNABLES)
         if n < len(steps) - 1:  # the last step cannot tell its first rows from the others
             assert counted["overview"] == 0, n
         assert counted["groups"] == 0, n
+        if n not in (2, 7):  # the Errors page's sessions change their shards' count there
+            assert counted["archive"] == 0, n
         fresh = tmp_path / f"fresh{n}"
         expected = fresh_digest(
             archive.folder, fresh, cache_dir=tmp_path / f"c{n}", tunables=TUNABLES
         )
         assert tree_digest(out) == expected, n
-        counted.update(overview=0, groups=0)
+        counted.update(overview=0, groups=0, archive=0)
         build(archive.folder, out, cache_dir=cache, tunables=TUNABLES)  # a no-op
-        assert counted == {"overview": 0, "groups": 0}, n
+        assert counted == {"overview": 0, "groups": 0, "archive": 0}, n
         assert tree_digest(out) == expected, n
 
 
@@ -174,10 +194,10 @@ def test_a_build_that_stopped_before_saving_its_state_is_not_trusted(
     import os
 
     os.utime(path, ns=(stamp, stamp))
-    counted.update(overview=0, groups=0)
+    counted.update(overview=0, groups=0, archive=0)
     build(archive.folder, out, cache_dir=cache, tunables=TUNABLES)
-    assert counted == {"overview": 1, "groups": 1}
+    assert counted == {"overview": 1, "groups": 1, "archive": 1}
     assert [e["code"] for e in json.loads(path.read_text())["errors"]] == ["E1"]
-    counted.update(overview=0, groups=0)
+    counted.update(overview=0, groups=0, archive=0)
     build(archive.folder, out, cache_dir=cache, tunables=TUNABLES)  # trusted again
-    assert counted == {"overview": 0, "groups": 0}
+    assert counted == {"overview": 0, "groups": 0, "archive": 0}

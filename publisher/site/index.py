@@ -32,6 +32,7 @@ from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
 from .activity import activity_from
+from .archive import PageState
 from .graph import Graph, Summary
 from .manifest import Brief
 
@@ -160,6 +161,8 @@ class IndexCache:
     """The index's overview as that build made it."""
     tunables: list[int] = field(default_factory=list)
     """The first rows, rows a shard and most shards it was made with."""
+    pages: dict[str, PageState] = field(default_factory=dict)
+    """The archive-wide pages' states as that build made them (those it knows)."""
     journal: dict[str, str] = field(default_factory=dict)
     """Session name → summary digest ("" when removed) of each session that build changed
     from the one before: a build tells from it that the cache is its last build's (a build
@@ -212,6 +215,10 @@ class IndexCache:
                 journal={str(k): str(v) for k, v in journal.items()},
                 tree_path=empty.tree_path,
             )
+            for page, data in header["pages"].items():
+                state = PageState.from_json(data)
+                if state is not None:
+                    cache.pages[str(page)] = state
             pos = 0
             for digest, length in rows:
                 if not (isinstance(digest, str) and isinstance(length, int) and length >= 0):
@@ -237,6 +244,7 @@ class IndexCache:
             "graph": self.graph,
             "overview": self.overview.to_json() if self.overview is not None else None,
             "tunables": self.tunables,
+            "pages": {page: state.to_json() for page, state in sorted(self.pages.items())},
             "journal": dict(sorted(self.journal.items())),
             "rows": [[digest, len(row)] for digest, row in rows],
         }

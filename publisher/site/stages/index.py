@@ -9,10 +9,11 @@ append renders one row. A row shard or an archive-wide page whose
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import compress
 from pathlib import Path
 
@@ -23,7 +24,15 @@ from ...redact import describe_counts
 from ...render.contexts import TreePage
 from ...render.text import encode_display
 from ...write import atomic_write
-from ..archive import EVENTS_FOLDER, ArchiveCache, changed, render_archive_pages
+from ..archive import (
+    EVENTS_FOLDER,
+    PAGES,
+    ArchiveCache,
+    PageState,
+    changed,
+    render_archive_pages,
+    update_archive_pages,
+)
 from ..context import BuildContext
 from ..graph import Graph
 from ..index import (
@@ -121,7 +130,8 @@ def index(
             group = groups.get(rel) or shard_members(values, shards.index(rel), count)
             if not unchanged(rel, outputs_key([rel], map(_DIGEST, group))):
                 emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
-    overview = cache.overview.since(values, new, old, first_rows) if valid else None  # type: ignore[union-attr]
+    kept = cache.overview if valid else None
+    overview = kept.since(values, new, old, first_rows) if kept is not None else None
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -149,38 +159,129 @@ def index(
             page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
         )
         emit(TREE_PAGE, encode_display(str(tree)))
+    _archive_pages(
+        ctx,
+        previous,
+        graph,
+        cache,
+        fresh,
+        same_key,
+        valid,
+        new,
+        old,
+        redacted,
+        made,
+        unchanged,
+        emit,
+        now,
+        known,
+    )
     if fresh.made_tree() or (
         fresh.graph,
         fresh.rows.keys(),
         fresh.overview,
         fresh.tunables,
+        fresh.pages,
         fresh.journal,
-    ) != (cache.graph, cache.rows.keys(), cache.overview, cache.tunables, cache.journal):
+    ) != (
+        cache.graph,
+        cache.rows.keys(),
+        cache.overview,
+        cache.tunables,
+        cache.pages,
+        cache.journal,
+    ):
         fresh.save(ctx.cache.index_cache)
-    # The archive-wide pages: when no session's rows on them changed, each file the last
-    # build made has the key it had.
-    quiet = (
-        valid
-        and new.keys() == old.keys()
-        and all(_EVENTS_FIELDS(old[n]) == _EVENTS_FIELDS(b) for n, b in new.items())
-    )
+    return _finish(ctx, made, now, known, produced, written)
+
+
+def _archive_pages(
+    ctx: BuildContext,
+    previous: Manifest,
+    graph: Graph,
+    cache: IndexCache,
+    fresh: IndexCache,
+    same_key: bool,
+    valid: bool,
+    new: Mapping[str, Brief],
+    old: Mapping[str, Brief],
+    redacted: int | None,
+    made: Mapping[str, list[str]],
+    unchanged: Callable[[str, str], bool],
+    emit: Callable[[str, bytes], None],
+    now: dict[str, list[str]],
+    known: dict[str, str],
+) -> None:
+    """The archive-wide pages and their row shards: nothing made when no session's rows on
+    them changed (each file the last build made has the key it had), made from the changed
+    sessions' rows when the index cache is the last build's (:func:`..archive.update_archive_pages`),
+    else from every session's (:func:`..archive.render_archive_pages`). Their states go in
+    ``fresh``."""
+    tunables = ctx.tunables
+    touched = {
+        n: (old.get(n), new.get(n))
+        for n in new.keys() | old.keys()
+        if n not in old or n not in new or _EVENTS_FIELDS(old[n]) != _EVENTS_FIELDS(new[n])
+    }
+    states = cache.pages if valid else {}
     archive_files = [rel for rel in made if rel.startswith(f"{EVENTS_FOLDER}/") or rel in _PAGES]
-    if quiet and set(_PAGES) <= set(archive_files):
+    if valid and not touched and set(_PAGES) <= set(archive_files):
         if all(unchanged(rel, made[rel][0]) for rel in archive_files):
-            return _finish(ctx, made, now, known, produced, written)
+            fresh.pages = dict(states)
+            return
         for rel in archive_files:  # made again below: their keys are computed there
             now.pop(rel, None)
             known.pop(rel, None)
-    loaded: list[ArchiveCache] = []
 
     def emit_archive(rel: str, html: str) -> None:
         known.pop(rel, None)
         emit(rel, encode_display(html))
 
+    def last(rel: str) -> bytes | None:
+        """The file the last build wrote, when it is still as written."""
+        try:
+            data = (ctx.out / rel).read_bytes()
+        except OSError:
+            return None
+        digest = previous.extra_outputs.get(rel)
+        return data if digest and hashlib.sha256(data).hexdigest() == digest else None
+
+    def kept(rel: str) -> str | None:
+        """The key a file was made from last time, when it is still as written."""
+        key, digest = made.get(rel, ["", ""])
+        same = digest and previous.extra_outputs.get(rel) == digest
+        return key if same and (ctx.out / rel).is_file() else None
+
+    redaction = (
+        None if redacted is None else describe_counts(Counter(secrets=redacted)).split(" (")[0]
+    )
+    if valid and set(PAGES) <= states.keys() and fresh.overview is not None:
+        updated = update_archive_pages(
+            ctx.renderer,
+            graph,
+            states,
+            touched,
+            kinds=fresh.overview.kinds,
+            roles=fresh.overview.roles,
+            first_rows=tunables.index_first_rows,
+            per_shard=tunables.rows_per_shard,
+            most_shards=tunables.max_row_shards,
+            redaction=redaction,
+            last=last,
+            kept=kept,
+            unchanged=unchanged,
+            emit=emit_archive,
+        )
+        if updated is not None:
+            fresh.pages = updated
+            return
+    loaded: list[ArchiveCache] = []
+
     def archive_cache() -> ArchiveCache:
         loaded.append(ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache())
         return loaded[0]
 
+    made_pages: dict[str, PageState] = {}
     made_archive, archive_fresh = render_archive_pages(
         ctx.renderer,
         graph,
@@ -188,18 +289,22 @@ def index(
         first_rows=tunables.index_first_rows,
         per_shard=tunables.rows_per_shard,
         most_shards=tunables.max_row_shards,
-        redaction=None
-        if redacted is None
-        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+        redaction=redaction,
         unchanged=unchanged,
         emit=emit_archive,
+        states=made_pages,
     )
     assert not made_archive  # each was written as it was made
+    # A page not made again is as the last build made it: its state carries over.
+    fresh.pages = {
+        page: made_pages.get(page) or states[page]
+        for page in PAGES
+        if page in made_pages or page in states
+    }
     if archive_fresh is not None and (
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
     ):
         archive_fresh.save(ctx.cache.archive_cache)
-    return _finish(ctx, made, now, known, produced, written)
 
 
 def _finish(
