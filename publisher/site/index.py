@@ -6,9 +6,11 @@ Both are kept between builds (made under the same build key) in one file of the 
 state, so an append to one session renders one row, and the tree only when a session
 appeared, vanished or changed parent, sub-sessions or role.
 
-The cache file is a JSON header line (the tree's graph fingerprint and length, then each
-row's summary digest and length) followed by the tree and the rows, concatenated: loading
-it is slicing one string, not decoding thousands of JSON strings.
+The cache file is a JSON header line (the graph fingerprint, the :class:`Overview`, the
+archive-wide pages' states, the tunables and journal of the build that made it, then each
+row's summary digest and length) followed by the rows, concatenated: loading it is slicing
+one string, not decoding thousands of JSON strings. The tree is in a file of its own
+(``index-cache-tree``: its graph fingerprint on the first line), read only when used.
 """
 
 from __future__ import annotations

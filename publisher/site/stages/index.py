@@ -5,6 +5,14 @@ Made of the published sessions' summaries and the failures, never of a session f
 are cached by summary key and the delegation tree by graph key (:mod:`..index`), so an
 append renders one row. A row shard or an archive-wide page whose
 :func:`..staleness.outputs_key` is the last build's is not even made again.
+
+A no-op or an append costs what changed, not a pass over every session: the sessions whose
+brief is not the last build's are found by bulk comparisons (:func:`_changes`), and when the
+index cache is the last build's (:func:`_journal_holds`) only their row shards are made
+again, the first rows, filters and chart counts are updated from them
+(:meth:`..index.Overview.since`), and so are the archive-wide pages
+(:func:`..archive.update_archive_pages`) when their rows changed at all
+(docs/architecture.md, "The index stage").
 """
 
 from __future__ import annotations
@@ -127,7 +135,7 @@ def index(
         if len(todo) > _FEW_SHARDS:
             groups = row_shard_groups(list(values), tunables.rows_per_shard, count)
         for rel in todo:
-            group = groups.get(rel) or shard_members(values, shards.index(rel), count)
+            group = groups[rel] if groups else shard_members(values, shards.index(rel), count)
             if not unchanged(rel, outputs_key([rel], map(_DIGEST, group))):
                 emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
     kept = cache.overview if valid else None
@@ -148,6 +156,8 @@ def index(
     )
     fresh.tunables = settings
     fresh.journal = {n: new[n].digest if n in new else "" for n in new.keys() | old.keys()}
+    if same_key and changes is None:  # what changed is not known: never to be trusted
+        fresh.journal = {"": _UNTRUSTED}
     emit("index.html", encode_display(page))
     del page
     if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
@@ -331,6 +341,8 @@ def _finish(
     return produced, written
 
 
+_UNTRUSTED = "\0"
+"""A journal entry no manifest holds (a session without a name, of that digest)."""
 _FEW_SHARDS = 4
 """Up to how many row shards are made again each from its own pass over the sessions
 (more: one grouping of every session)."""
