@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
 
 from publisher.site import index as index_module
 from publisher.site.context import Tunables
 from publisher.site.stages import index as index_stage
+from tests import helpers
 from tests.helpers import (
     OLD_NS,
     build,
@@ -23,6 +27,7 @@ from tests.helpers import (
     turn,
     write_json,
 )
+from tests.test_incremental import ArchiveMachine
 
 pytestmark = pytest.mark.site
 
@@ -201,3 +206,42 @@ def test_a_build_that_stopped_before_saving_its_state_is_not_trusted(
     counted.update(overview=0, groups=0, archive=0)
     build(archive.folder, out, cache_dir=cache, tunables=TUNABLES)  # trusted again
     assert counted == {"overview": 0, "groups": 0, "archive": 0}
+
+
+class ShardedArchiveMachine(ArchiveMachine):
+    """The state machine of tests/test_incremental.py with the index, Errors and Decisions
+    pages sharded from two sessions on: every step's incremental build (mostly the stage's
+    incremental path) equals a fresh one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.defaults = dict(helpers.DEFAULTS)
+        helpers.DEFAULTS["tunables"] = Tunables(index_first_rows=2, rows_per_shard=1)
+
+    @precondition(lambda self: self.docs)
+    @rule(
+        data=st.data(),
+        code=st.sampled_from(["E1", "E2"]),
+        day=st.integers(1, 28),
+        decision=st.sampled_from(["denied", "granted", "declined"]),
+    )
+    def add_events(self, data: st.DataObject, code: str, day: int, decision: str) -> None:
+        """An error and a permission decision (the Errors and Decisions pages change)."""
+        name = data.draw(st.sampled_from(sorted(self.docs)))
+        doc = self.docs[name]
+        stamp = f"2026-07-{day:02d}T10:00:00Z"
+        doc["errors"] = [*doc["errors"], {"code": code, "message": "m", "timestamp": stamp}]
+        doc["permissions"] = [
+            *doc["permissions"],
+            {"tool": "sh", "action": "run", "decision": decision, "path": "", "timestamp": stamp},
+        ]
+        self.write(f"{name}.json", doc)
+
+    def teardown(self) -> None:
+        helpers.DEFAULTS.clear()
+        helpers.DEFAULTS.update(self.defaults)
+        super().teardown()
+
+
+ShardedArchiveMachine.TestCase.settings = settings(stateful_step_count=12, deadline=None)
+TestShardedIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(ShardedArchiveMachine.TestCase))
