@@ -56,13 +56,20 @@ def activity_of(contributions: Sequence[tuple[str, str, str]], days: int = DAYS)
     """:func:`activity` from each session's :func:`contribution`."""
     # Counted by Counter over pairs and joined strings: no Python step per session.
     pairs: Counter[tuple[str, str]] = Counter(map(itemgetter(0, 1), contributions))
+    error_texts = filter(None, map(itemgetter(2), contributions))
+    return activity_from(pairs, Counter(" ".join(error_texts).split()), days)
+
+
+def activity_from(
+    pairs: Counter[tuple[str, str]], error_days: Counter[str], days: int = DAYS
+) -> Activity | None:
+    """:func:`activity` from the sessions counted by (day, outcome) (``pairs``) and the
+    errors counted by day (the index keeps both: :class:`.index.Overview`)."""
     undated = sum(n for (text, _), n in pairs.items() if not text)
     by_day: dict[str, Counter[str]] = {}
     for (text, outcome), n in pairs.items():
         if text:
             by_day.setdefault(text, Counter())[outcome] += n
-    error_texts = filter(None, map(itemgetter(2), contributions))
-    error_days: Counter[str] = Counter(" ".join(error_texts).split())
     runs = {date.fromisoformat(d): c for d, c in by_day.items()}
     errors: Counter[date] = Counter({date.fromisoformat(d): n for d, n in error_days.items()})
     if not runs:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import operator
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from pathlib import Path
 
 from markupsafe import Markup
@@ -160,6 +162,7 @@ def render_archive_pages(
     row_keys: Mapping[str, str] | None = None,
     slots: Mapping[str, int] | None = None,
     emit: Callable[[str, str], object] | None = None,
+    states: dict[str, PageState] | None = None,
 ) -> tuple[dict[str, str], ArchiveCache | None]:
     """The archive-wide pages and their row shards by site path, and the cache for the next
     build (``cache`` comes from a build with the same key, else None; a function giving it
@@ -176,7 +179,8 @@ def render_archive_pages(
     has them (kept in the manifest: not computed again for every session each build).
     ``emit(rel, text)``: called with each file as soon as it is made, instead of returning
     it (a full build does not hold every shard's text at once); the files returned are then
-    none."""
+    none. ``states``: filled with the :class:`PageState` of each page made (for
+    :func:`update_archive_pages` next time)."""
     loaded: list[ArchiveCache] = [cache] if isinstance(cache, ArchiveCache) else []
 
     def old_rows() -> ArchiveCache:
@@ -258,6 +262,18 @@ def render_archive_pages(
         )[:limit]
         by_name = {s.name: s for s in members}
         first = [rows_of(page, by_name[name])[n][1] for _, name, n in ordered]
+        if states is not None:
+            states[page] = PageState(
+                first=[
+                    (key, _value(page, events[name][n][1]), html)
+                    for (key, name, n), html in zip(ordered, first, strict=True)
+                ],
+                values=dict(
+                    Counter(_value(page, row) for rows in events.values() for _, row in rows)
+                ),
+                sessions=len(members),
+                total=total,
+            )
         put(
             f"{page}.html",
             str(
@@ -321,3 +337,221 @@ def _render_rows(
 def changed(old: ArchiveCache, new: ArchiveCache) -> bool:
     """True when ``new`` holds other row keys than ``old`` (the cache file needs writing)."""
     return any(old.rows.get(p, {}).keys() != new.rows.get(p, {}).keys() for p in PAGES)
+
+
+@dataclass(slots=True)
+class PageState:
+    """What an archive-wide page shows besides its row shards, kept so that a build
+    changing a few sessions' rows updates it from theirs (:func:`update_archive_pages`)."""
+
+    first: list[tuple[str, str, str]]
+    """(sort key, filter value, row HTML) of the page's first rows, in its order."""
+    values: dict[str, int]
+    """How many rows have each filter value (code or decision)."""
+    sessions: int
+    """How many sessions have rows on the page."""
+    total: int
+    """How many rows the page has."""
+
+    def to_json(self) -> object:
+        return {
+            "first": self.first,
+            "values": sorted(self.values.items()),
+            "sessions": self.sessions,
+            "total": self.total,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> PageState | None:
+        """The state :meth:`to_json` gave, or None when ``data`` is not one."""
+        try:
+            assert isinstance(data, dict)
+            return cls(
+                first=[(str(k), str(v), str(h)) for k, v, h in data["first"]],
+                values={str(v): int(n) for v, n in data["values"]},
+                sessions=int(data["sessions"]),
+                total=int(data["total"]),
+            )
+        except (AssertionError, KeyError, TypeError, ValueError):
+            return None
+
+
+def _session_of(key: str) -> str:
+    """The session name in a row's sort key (``<time>\\0<name>\\0<n>``)."""
+    return key.split("\0", 1)[1].rsplit("\0", 1)[0]
+
+
+def update_archive_pages(
+    renderer: HtmlRenderer,
+    graph: Graph,
+    states: Mapping[str, PageState],
+    changed: Mapping[str, tuple[Brief | None, Brief | None]],
+    *,
+    kinds: list[str],
+    roles: list[str],
+    first_rows: int,
+    per_shard: int,
+    most_shards: int,
+    redaction: str | None,
+    last: Callable[[str], bytes | None],
+    kept: Callable[[str], str | None],
+    unchanged: Callable[[str, str], bool],
+    emit: Callable[[str, str], object],
+) -> dict[str, PageState] | None:
+    """The archive-wide pages brought up to date from the sessions whose rows changed
+    (``changed``: name → (last build's brief, brief now), None for a session that was not
+    there or is gone), without the rows of the others: each page's first rows, filter
+    values and counts from ``states`` (the last build's), each shard holding a changed
+    session from the shard file the last build wrote (``last(rel)``: its bytes, when it is
+    still as written; ``kept(rel)``: the key the last build made it from, when it is still
+    as written). Files are given to ``emit`` as they are made; the pages' new states,
+    or None when they cannot be told so (the shards' count changed, a first row moved down
+    past rows not kept, a shard file is not as written): then nothing was emitted."""
+    briefs = list(graph.all.values())
+    plans = []
+    for page in PAGES:
+        count_of = operator.attrgetter(page)
+        state = states[page]
+        moved = {
+            name: (then, now)
+            for name, (then, now) in changed.items()
+            if (then is not None and count_of(then)) or (now is not None and count_of(now))
+        }
+        sessions, total = state.sessions, state.total
+        for then, now in moved.values():
+            sessions += (now is not None and count_of(now) > 0) - (
+                then is not None and count_of(then) > 0
+            )
+            total += (count_of(now) if now is not None else 0) - (
+                count_of(then) if then is not None else 0
+            )
+        sharded = (state.total > first_rows, total > first_rows)
+        count = _shard_count(sessions, per_shard, most_shards)
+        if sharded[0] != sharded[1] or (
+            sharded[0] and count != _shard_count(state.sessions, per_shard, most_shards)
+        ):
+            return None
+        new_rows: list[tuple[str, EventRow, str]] = []
+        for name, (_, now) in sorted(moved.items()):
+            if now is not None and count_of(now):
+                events = event_rows(graph.summaries[name])
+                rendered = _render_rows(renderer, events)[page]
+                new_rows += [
+                    (k, event, h) for (k, event), (_, h) in zip(events[page], rendered, strict=True)
+                ]
+        # The rows the changed sessions had: from the shards they were in (or the page,
+        # when it held every row).
+        shard_rows: dict[str, list[list[object]]] = {}
+        old_values: list[str] = []
+        others: dict[str, str] = {}
+        if sharded[0]:
+            slots = {b.slot % count for pair in moved.values() for b in pair if b is not None}
+            for index in range(count):
+                rel = f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js"
+                if index not in slots:
+                    key = kept(rel)
+                    if key is None:
+                        return None
+                    others[rel] = key
+            for index in sorted(slots):
+                rel = f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js"
+                written = _shard_rows(last(rel), page, index)
+                if written is None:
+                    return None
+                remaining = []
+                for item in written:
+                    if _session_of(str(item[0])) in moved:
+                        old_values.append(str(item[3]))
+                    else:
+                        remaining.append(item)
+                shard_rows[rel] = remaining
+            for key, event, text in new_rows:
+                index = next(b.slot for b in changed[_session_of(key)] if b is not None) % count
+                rel = f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js"
+                shard_rows[rel].append([key, event.kind, event.role, _value(page, event), text])
+        else:
+            old_values = [v for k, v, _ in state.first if _session_of(k) in moved]
+        values = Counter(state.values)
+        values.subtract(old_values)
+        values.update(_value(page, row) for _, row, _ in new_rows)
+        first = [r for r in state.first if _session_of(r[0]) not in moved]
+        first += [(k, _value(page, row), h) for k, row, h in new_rows]
+        first.sort()
+        if len(state.first) >= first_rows and (
+            len(first) < first_rows or first[first_rows - 1][0] > state.first[-1][0]
+        ):
+            return None
+        del first[first_rows:]
+        fresh = PageState(first, {v: n for v, n in values.items() if n > 0}, sessions, total)
+        plans.append((page, fresh, shard_rows, others, count if sharded[1] else 0))
+    made: dict[str, PageState] = {}
+    for page, fresh, shard_rows, others, count in plans:
+        for rel, key in others.items():
+            unchanged(rel, key)
+        count_of = operator.attrgetter(page)
+        members = list(compress(briefs, map(count_of, briefs)))
+        keys = list(map(_EVENTS_KEY, members))
+        shards = [f"{EVENTS_FOLDER}/{page}-{i:04d}-of-{count:04d}.js" for i in range(count)]
+        for rel, rows in shard_rows.items():
+            index = int(rel.rsplit("-of-", 1)[0].rsplit("-", 1)[1])
+            group = sorted(
+                compress(
+                    members,
+                    map(
+                        operator.eq,
+                        map(operator.mod, map(_SLOT, members), repeat(count)),
+                        repeat(index),
+                    ),
+                ),
+                key=operator.attrgetter("name"),
+            )
+            if not unchanged(rel, outputs_key([rel], map(_EVENTS_KEY, group))):
+                rows.sort()
+                text = json.dumps(rows, ensure_ascii=True, separators=(",", ":"))
+                emit(rel, f"polyglavEvents({json.dumps(page)},{index},{text});\n")
+        page_key = outputs_key(
+            [page, str(first_rows), redaction or "-"], sorted(keys), kinds, roles, shards
+        )
+        if not unchanged(f"{page}.html", page_key):
+            html = renderer.template(f"{page}.html").render(
+                page=ArchivePage(
+                    rows_html=[Markup(h) for _, _, h in fresh.first],
+                    kinds=kinds,
+                    roles=roles,
+                    values=sorted(fresh.values),
+                    sessions=fresh.sessions,
+                    total=fresh.total,
+                    shards=shards,
+                    redaction=redaction,
+                )
+            )
+            emit(f"{page}.html", str(html))
+        made[page] = fresh
+    return made
+
+
+def _shard_rows(data: bytes | None, page: str, index: int) -> list[list[object]] | None:
+    """The rows of a shard file :func:`_shard_text` wrote, None when it is not one."""
+    if data is None:
+        return None
+    head = f"polyglavEvents({json.dumps(page)},{index},".encode()
+    if not (data.startswith(head) and data.endswith(b");\n")):
+        return None
+    try:
+        rows = json.loads(data[len(head) : -3])
+    except ValueError:
+        return None
+    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 5 for r in rows):
+        return None
+    return rows
+
+
+def _shard_count(sessions: int, per_shard: int, most: int) -> int:
+    """:func:`.index.row_shard_count`."""
+    from .index import row_shard_count
+
+    return row_shard_count(sessions, per_shard, most)
+
+
+_EVENTS_KEY = operator.itemgetter(Brief._fields.index("events_key"))
+_SLOT = operator.itemgetter(Brief._fields.index("slot"))

@@ -6,9 +6,11 @@ Both are kept between builds (made under the same build key) in one file of the 
 state, so an append to one session renders one row, and the tree only when a session
 appeared, vanished or changed parent, sub-sessions or role.
 
-The cache file is a JSON header line (the tree's graph fingerprint and length, then each
-row's summary digest and length) followed by the tree and the rows, concatenated: loading
-it is slicing one string, not decoding thousands of JSON strings.
+The cache file is a JSON header line (the graph fingerprint, the :class:`Overview`, the
+archive-wide pages' states, the tunables and journal of the build that made it, then each
+row's summary digest and length) followed by the rows, concatenated: loading it is slicing
+one string, not decoding thousands of JSON strings. The tree is in a file of its own
+(``index-cache-tree``: its graph fingerprint on the first line), read only when used.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import hashlib
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -30,7 +33,8 @@ from ..render.contexts import Column, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
-from .activity import activity_of
+from .activity import activity_from
+from .archive import PageState
 from .graph import Graph, Summary
 from .manifest import Brief
 
@@ -52,55 +56,211 @@ COLUMNS = [
 
 
 @dataclass(slots=True)
+class Overview:
+    """What ``index.html`` shows of the whole archive besides its rows' HTML: a function
+    of every session's brief, kept in the cache so that a build changing a few sessions
+    updates it from theirs (:meth:`since`) instead of a pass over every session."""
+
+    top: list[tuple[str, str]]
+    """(updated_at, name) of the first rows, in the index's order (:func:`recent_first`)."""
+    kinds: list[str]
+    """Every session kind, sorted (the filters)."""
+    roles: list[str]
+    """Every role, sorted."""
+    runs: dict[tuple[str, str], int]
+    """Sessions by (day, outcome) (:func:`.activity.contribution`; only counts above 0)."""
+    error_days: dict[str, int]
+    """Errors by day (only counts above 0)."""
+
+    @classmethod
+    def of(cls, briefs: Collection[Brief], first_rows: int | None) -> Overview:
+        """The overview of every session (bulk passes, no Python step per session)."""
+        runs = Counter(map(_RUN, briefs))
+        error_days = Counter(" ".join(filter(None, map(_ERROR_DAYS, briefs))).split())
+        return cls(
+            top=sorted(map(_RECENT, briefs), reverse=True)[:first_rows],
+            kinds=sorted(set(map(_KIND, briefs))),
+            roles=sorted(set(map(_ROLE, briefs))),
+            runs=dict(runs),
+            error_days=dict(error_days),
+        )
+
+    def since(
+        self,
+        briefs: Collection[Brief],
+        now: Mapping[str, Brief],
+        then: Mapping[str, Brief],
+        first_rows: int | None,
+    ) -> Overview | None:
+        """This overview (the last build's, of the same sessions but those in ``then``, as
+        they were) brought up to date with the sessions in ``now``; None when the first
+        rows cannot be told from them (a first row moved down past rows not kept)."""
+        if first_rows is None:
+            return None
+        gone = now.keys() | then.keys()
+        top = [k for k in self.top if k[1] not in gone]
+        top.extend(map(_RECENT, now.values()))
+        top.sort(reverse=True)
+        # Every session not in ``top`` ranks below the last build's last first row (when
+        # it had as many: else ``top`` holds every session).
+        if len(self.top) >= first_rows and (
+            len(top) < first_rows or top[first_rows - 1] < self.top[-1]
+        ):
+            return None
+        del top[first_rows:]
+        same_kinds = now.keys() == then.keys() and all(
+            (then[n].kind, then[n].role) == (b.kind, b.role) for n, b in now.items()
+        )
+        runs = Counter(self.runs)
+        runs.subtract(map(_RUN, then.values()))
+        runs.update(map(_RUN, now.values()))
+        error_days = Counter(self.error_days)
+        error_days.subtract(" ".join(filter(None, map(_ERROR_DAYS, then.values()))).split())
+        error_days.update(" ".join(filter(None, map(_ERROR_DAYS, now.values()))).split())
+        return Overview(
+            top=top,
+            kinds=self.kinds if same_kinds else sorted(set(map(_KIND, briefs))),
+            roles=self.roles if same_kinds else sorted(set(map(_ROLE, briefs))),
+            runs={k: n for k, n in runs.items() if n > 0},
+            error_days={d: n for d, n in error_days.items() if n > 0},
+        )
+
+    def to_json(self) -> object:
+        return {
+            "top": self.top,
+            "kinds": self.kinds,
+            "roles": self.roles,
+            "runs": [[d, o, n] for (d, o), n in sorted(self.runs.items())],
+            "error_days": sorted(self.error_days.items()),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Overview | None:
+        """The overview :meth:`to_json` gave, or None when ``data`` is not one."""
+        try:
+            assert isinstance(data, dict)
+            top = [(str(u), str(n)) for u, n in data["top"]]
+            runs = {(str(d), str(o)): int(n) for d, o, n in data["runs"]}
+            error_days = {str(d): int(n) for d, n in data["error_days"]}
+            kinds = [str(k) for k in data["kinds"]]
+            roles = [str(r) for r in data["roles"]]
+        except (AssertionError, KeyError, TypeError, ValueError):
+            return None
+        return cls(top, kinds, roles, runs, error_days)
+
+
+@dataclass(slots=True)
 class IndexCache:
-    """Rendered index rows by summary digest, and the tree of one graph fingerprint."""
+    """Rendered index rows by summary digest, the :class:`Overview` and the state it was
+    made in, and the tree of one graph fingerprint (in a file of its own, read only when
+    used: a sharded index needs it only when the archive's shape changed)."""
 
     rows: dict[str, str] = field(default_factory=dict)
     """Summary digest → the row's HTML."""
     graph: str = ""
-    """The graph fingerprint ``tree`` was rendered for ("" when there is none)."""
-    tree: str = ""
-    """The delegation tree's HTML."""
+    """The graph fingerprint of the build that made it ("" when there is none)."""
+    overview: Overview | None = None
+    """The index's overview as that build made it."""
+    tunables: list[int] = field(default_factory=list)
+    """The first rows, rows a shard and most shards it was made with."""
+    pages: dict[str, PageState] = field(default_factory=dict)
+    """The archive-wide pages' states as that build made them (those it knows)."""
+    journal: dict[str, str] = field(default_factory=dict)
+    """Session name → summary digest ("" when removed) of each session that build changed
+    from the one before: a build tells from it that the cache is its last build's (a build
+    that stopped before saving its state made a cache the state does not match)."""
+    tree_path: Path | None = None
+    """Where the tree is kept."""
+    _tree: tuple[str, str] | None = None
+    """(graph fingerprint, tree HTML), once read or set."""
+    _tree_new: bool = False
+    """True when the tree was made by this build (:meth:`save` writes it)."""
+
+    def tree(self, graph: str) -> str | None:
+        """The delegation tree's HTML for graph fingerprint ``graph``, when it is kept."""
+        if self._tree is None and self.tree_path is not None:
+            try:
+                text = self.tree_path.read_bytes().decode("utf-8", "surrogatepass")
+                head, _, body = text.partition("\n")
+                self._tree = (head, body)
+            except (OSError, ValueError):
+                self._tree = ("", "")
+        return self._tree[1] if self._tree is not None and self._tree[0] == graph else None
+
+    def set_tree(self, graph: str, html: str, new: bool = True) -> None:
+        """Keep ``html`` as the tree of graph fingerprint ``graph`` (``new``: made by this
+        build, written by :meth:`save`)."""
+        self._tree = (graph, html)
+        self._tree_new = new
+
+    def made_tree(self) -> bool:
+        """True when this build made the tree (the cache needs saving)."""
+        return self._tree_new
 
     @classmethod
     def load(cls, path: Path) -> IndexCache:
         """The cache at ``path``, empty when it is missing or does not add up."""
+        empty = cls(tree_path=_tree_path(path))
         try:
             data = path.read_bytes()
             header_end = data.index(b"\n")
             header = json.loads(data[:header_end])
             body = data[header_end + 1 :].decode("utf-8", "surrogatepass")
-            graph, tree_len, rows = header["graph"], header["tree"], header["rows"]
-            if not (isinstance(graph, str) and isinstance(tree_len, int)):
-                return cls()
-            cache = cls(graph=graph, tree=body[:tree_len])
-            pos = tree_len
+            graph, rows, journal = header["graph"], header["rows"], header["journal"]
+            tunables = header["tunables"]
+            if not (isinstance(graph, str) and isinstance(journal, dict)):
+                return empty
+            cache = cls(
+                graph=graph,
+                overview=Overview.from_json(header["overview"]),
+                tunables=[int(t) for t in tunables],
+                journal={str(k): str(v) for k, v in journal.items()},
+                tree_path=empty.tree_path,
+            )
+            for page, data in header["pages"].items():
+                state = PageState.from_json(data)
+                if state is not None:
+                    cache.pages[str(page)] = state
+            pos = 0
             for digest, length in rows:
                 if not (isinstance(digest, str) and isinstance(length, int) and length >= 0):
-                    return cls()
+                    return empty
                 cache.rows[digest] = body[pos : pos + length]
                 pos += length
             if pos != len(body):
-                return cls()
+                return empty
         except (OSError, ValueError, KeyError, TypeError):
-            return cls()
+            return empty
         return cache
 
     def save(self, path: Path) -> None:
-        """Write the cache atomically (rows sorted by digest: deterministic bytes)."""
+        """Write the cache atomically (rows sorted by digest: deterministic bytes), and the
+        tree when it was set (:meth:`set_tree`)."""
+        if self._tree is not None and self.tree_path is None:
+            self.tree_path = _tree_path(path)
+        if self._tree_new and self._tree is not None and self.tree_path is not None:
+            head, html = self._tree
+            atomic_write(self.tree_path, [f"{head}\n{html}".encode("utf-8", "surrogatepass")])
         rows = sorted(self.rows.items())
         header = {
             "graph": self.graph,
-            "tree": len(self.tree),
+            "overview": self.overview.to_json() if self.overview is not None else None,
+            "tunables": self.tunables,
+            "pages": {page: state.to_json() for page, state in sorted(self.pages.items())},
+            "journal": dict(sorted(self.journal.items())),
             "rows": [[digest, len(row)] for digest, row in rows],
         }
         atomic_write(
             path,
             [
                 json.dumps(header, separators=(",", ":")).encode() + b"\n",
-                "".join([self.tree, *(row for _, row in rows)]).encode("utf-8", "surrogatepass"),
+                "".join(row for _, row in rows).encode("utf-8", "surrogatepass"),
             ],
         )
+
+
+def _tree_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}-tree")
 
 
 TREE_PAGE = "tree.html"
@@ -180,9 +340,20 @@ def row_shard_groups(
     """The row shard files (site paths) and the sessions of each, sorted by name. A session
     goes to the shard of its name's hash (:func:`row_slot`; ``slots``: each session's, by
     name, when the caller has them)."""
-    return shard_groups(
-        summaries, per_shard, most, slots, lambda i, n: f"{ROWS_FOLDER}/rows-{i:04d}-of-{n:04d}.js"
-    )
+    return shard_groups(summaries, per_shard, most, slots, row_shard_path)
+
+
+def row_shard_path(index: int, count: int) -> str:
+    """The site path of row shard ``index`` of ``count``."""
+    return f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js"
+
+
+def shard_members(briefs: Collection[Brief], index: int, count: int) -> list[Brief]:
+    """The sessions of shard ``index`` of ``count`` (as :func:`shard_groups` makes them),
+    sorted by name: bulk passes over ``briefs``, for a build that needs a few shards."""
+    slots = map(operator.mod, map(_SLOT, briefs), repeat(count))
+    members = compress(briefs, map(operator.eq, slots, repeat(index)))
+    return sorted(members, key=operator.attrgetter("name"))
 
 
 def shard_groups(
@@ -235,6 +406,7 @@ def render_index(
     digests: dict[str, str] | None = None,
     first_rows: int | None = None,
     shards: list[str] | None = None,
+    overview: Overview | None = None,
 ) -> tuple[str, IndexCache]:
     """The index page, and the cache to keep for the next build.
 
@@ -243,13 +415,20 @@ def render_index(
     summary digest and graph fingerprint still match (``fingerprint``: the graph's, when
     the caller has it already; ``digests``: summary digests by session name, likewise).
     The static table holds the ``first_rows`` most recent sessions (all when None), and
-    ``shards`` names the row shard files holding every row (:func:`row_shards`).
+    ``shards`` names the row shard files holding every row (:func:`row_shards`); the
+    delegation tree is then on a page of its own, and not made here. ``overview``: the
+    archive's :class:`Overview` when the caller has it (else made from every brief).
     """
     cache = cache or IndexCache()
-    briefs = recent_first(graph)
-    fresh = IndexCache()
+    briefs = graph.all
+    if overview is None:
+        overview = Overview.of(briefs.values(), first_rows)
+    fresh = IndexCache(overview=overview, tree_path=cache.tree_path)
     rows_html = []
-    for brief in briefs[:first_rows]:
+    first = [briefs[name] for _, name in overview.top] if first_rows is not None else []
+    if first_rows is None:
+        first = recent_first(graph)
+    for brief in first:
         digest = (digests or {}).get(brief.name) or brief.digest
         row = cache.rows.get(digest)
         if row is None:
@@ -257,24 +436,25 @@ def render_index(
         fresh.rows[digest] = row
         rows_html.append(Markup(row))
     fresh.graph = fingerprint or graph.key()
-    if cache.graph == fresh.graph:
-        fresh.tree = cache.tree
-    else:
-        fresh.tree = renderer.render_index_tree(delegation_tree(graph))
+    tree = ""
+    if not shards:
+        kept = cache.tree(fresh.graph)
+        tree = kept if kept is not None else renderer.render_index_tree(delegation_tree(graph))
+        fresh.set_tree(fresh.graph, tree, new=kept is None)
     html = renderer.render_index(
         IndexPage(
             rows_html=rows_html,
-            tree_html=Markup("" if shards else fresh.tree),
+            tree_html=Markup(tree),
             failures=failures,
             columns=COLUMNS,
-            kinds=sorted({b.kind for b in briefs}),
-            roles=sorted({b.role for b in briefs}),
+            kinds=overview.kinds,
+            roles=overview.roles,
             source_label=folder.name,
             search_enabled=search,
             redaction=None
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
-            activity=activity_of(list(map(_CONTRIBUTION, briefs))),
+            activity=activity_from(Counter(overview.runs), Counter(overview.error_days)),
             total=len(briefs),
             tree_page=TREE_PAGE if shards else "",
             shards=shards or [],
@@ -289,10 +469,16 @@ def recent_first(graph: Graph) -> list[Brief]:
     return sorted(graph.all.values(), key=_RECENT, reverse=True)
 
 
-_RECENT = operator.itemgetter(Brief._fields.index("updated_at"), Brief._fields.index("name"))
-_CONTRIBUTION = operator.itemgetter(
-    *(Brief._fields.index(f) for f in ("day", "outcome", "error_days"))
-)
+def _field(name: str) -> int:
+    return Brief._fields.index(name)
+
+
+_RECENT = operator.itemgetter(_field("updated_at"), _field("name"))
+_SLOT = operator.itemgetter(_field("slot"))
+_RUN = operator.itemgetter(_field("day"), _field("outcome"))
+_ERROR_DAYS = operator.itemgetter(_field("error_days"))
+_KIND = operator.itemgetter(_field("kind"))
+_ROLE = operator.itemgetter(_field("role"))
 
 
 def index_row(summary: Summary) -> IndexRow:

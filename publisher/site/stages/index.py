@@ -5,12 +5,24 @@ Made of the published sessions' summaries and the failures, never of a session f
 are cached by summary key and the delegation tree by graph key (:mod:`..index`), so an
 append renders one row. A row shard or an archive-wide page whose
 :func:`..staleness.outputs_key` is the last build's is not even made again.
+
+A no-op or an append costs what changed, not a pass over every session: the sessions whose
+brief is not the last build's are found by bulk comparisons (:func:`_changes`), and when the
+index cache is the last build's (:func:`_journal_holds`) only their row shards are made
+again, the first rows, filters and chart counts are updated from them
+(:meth:`..index.Overview.since`), and so are the archive-wide pages
+(:func:`..archive.update_archive_pages`) when their rows changed at all
+(docs/architecture.md, "The index stage").
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import operator
 from collections import Counter
+from collections.abc import Callable, Mapping
+from itertools import compress
 from pathlib import Path
 
 from markupsafe import Markup
@@ -20,11 +32,29 @@ from ...redact import describe_counts
 from ...render.contexts import TreePage
 from ...render.text import encode_display
 from ...write import atomic_write
-from ..archive import ArchiveCache, changed, render_archive_pages
+from ..archive import (
+    EVENTS_FOLDER,
+    PAGES,
+    ArchiveCache,
+    PageState,
+    changed,
+    render_archive_pages,
+    update_archive_pages,
+)
 from ..context import BuildContext
 from ..graph import Graph
-from ..index import TREE_PAGE, IndexCache, render_index, row_shard_groups, shard_bytes
-from ..manifest import Manifest
+from ..index import (
+    TREE_PAGE,
+    IndexCache,
+    delegation_tree,
+    render_index,
+    row_shard_count,
+    row_shard_groups,
+    row_shard_path,
+    shard_bytes,
+    shard_members,
+)
+from ..manifest import Brief, Manifest
 from ..staleness import outputs_key
 from .write import write_files
 
@@ -44,13 +74,25 @@ def index(
     slot computed when its summary was made); a summary is read only for a row to render
     (a new row of the first screen, the sessions of a row shard that changed)."""
     briefs = graph.all
+    values = briefs.values()
     same_key = previous.key == ctx.key
     cache = IndexCache.load(ctx.cache.index_cache) if same_key else IndexCache()
-    redacted = (
-        sum(b.redacted for b in briefs.values()) if ctx.options.redactor is not None else None
-    )
+    redacted = sum(map(_REDACTED, values)) if ctx.options.redactor is not None else None
     tunables = ctx.tunables
+    first_rows = tunables.index_first_rows
+    settings = [first_rows, tunables.rows_per_shard, tunables.max_row_shards]
     made = _load_made(ctx.cache.index_outputs) if same_key else {}
+    changes = _changes(previous, briefs) if same_key else None
+    new, old = changes if changes is not None else ({}, {})
+    # The caches describe the last build's sessions (the manifest's) when they were made
+    # under its graph and tunables, and what they noted as changed is as the manifest has it.
+    valid = (
+        changes is not None
+        and cache.overview is not None
+        and cache.graph == previous.graph != ""
+        and cache.tunables == settings
+        and _journal_holds(cache.journal, briefs, new, old)
+    )
     now: dict[str, list[str]] = {}
     known: dict[str, str] = {}
 
@@ -75,14 +117,29 @@ def index(
         written += count
 
     shards: list[str] = []
-    if len(briefs) > tunables.index_first_rows:
-        groups = row_shard_groups(
-            list(briefs.values()), tunables.rows_per_shard, tunables.max_row_shards
-        )
-        shards = sorted(groups)
-        for rel, group in groups.items():
-            if not unchanged(rel, outputs_key([rel], [b.digest for b in group])):
+    if len(briefs) > first_rows:
+        count = row_shard_count(len(briefs), tunables.rows_per_shard, tunables.max_row_shards)
+        shards = [row_shard_path(i, count) for i in range(count)]
+        # A shard none of whose sessions changed has the key it had (a changed or removed
+        # session's shard is the one of its name, whatever its version).
+        touched = {b.slot % count for b in [*new.values(), *old.values()]} if valid else None
+        todo = [
+            rel
+            for i, rel in enumerate(shards)
+            if touched is None
+            or i in touched
+            or rel not in made
+            or not unchanged(rel, made[rel][0])
+        ]
+        groups: dict[str, list[Brief]] = {}
+        if len(todo) > _FEW_SHARDS:
+            groups = row_shard_groups(list(values), tunables.rows_per_shard, count)
+        for rel in todo:
+            group = groups[rel] if groups else shard_members(values, shards.index(rel), count)
+            if not unchanged(rel, outputs_key([rel], map(_DIGEST, group))):
                 emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
+    kept = cache.overview if valid else None
+    overview = kept.since(values, new, old, first_rows) if kept is not None else None
     page, fresh = render_index(
         ctx.renderer,
         graph,
@@ -93,28 +150,148 @@ def index(
         cache,
         graph_key,
         None,
-        tunables.index_first_rows,
+        first_rows,
         shards,
+        overview,
     )
-    if (fresh.graph, fresh.rows.keys()) != (cache.graph, cache.rows.keys()):
-        fresh.save(ctx.cache.index_cache)
+    fresh.tunables = settings
+    fresh.journal = {n: new[n].digest if n in new else "" for n in new.keys() | old.keys()}
+    if same_key and changes is None:  # what changed is not known: never to be trusted
+        fresh.journal = {"": _UNTRUSTED}
     emit("index.html", encode_display(page))
     del page
     if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
+        tree_html = cache.tree(fresh.graph)
+        if tree_html is None:
+            tree_html = ctx.renderer.render_index_tree(delegation_tree(graph))
+            fresh.set_tree(fresh.graph, tree_html)
         tree = ctx.renderer.template(TREE_PAGE).render(
-            page=TreePage(tree_html=Markup(fresh.tree), total=len(briefs))
+            page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
         )
         emit(TREE_PAGE, encode_display(str(tree)))
-    loaded: list[ArchiveCache] = []
+    _archive_pages(
+        ctx,
+        previous,
+        graph,
+        cache,
+        fresh,
+        same_key,
+        valid,
+        new,
+        old,
+        redacted,
+        made,
+        unchanged,
+        emit,
+        now,
+        known,
+    )
+    if fresh.made_tree() or (
+        fresh.graph,
+        fresh.rows.keys(),
+        fresh.overview,
+        fresh.tunables,
+        fresh.pages,
+        fresh.journal,
+    ) != (
+        cache.graph,
+        cache.rows.keys(),
+        cache.overview,
+        cache.tunables,
+        cache.pages,
+        cache.journal,
+    ):
+        fresh.save(ctx.cache.index_cache)
+    return _finish(ctx, made, now, known, produced, written)
+
+
+def _archive_pages(
+    ctx: BuildContext,
+    previous: Manifest,
+    graph: Graph,
+    cache: IndexCache,
+    fresh: IndexCache,
+    same_key: bool,
+    valid: bool,
+    new: Mapping[str, Brief],
+    old: Mapping[str, Brief],
+    redacted: int | None,
+    made: Mapping[str, list[str]],
+    unchanged: Callable[[str, str], bool],
+    emit: Callable[[str, bytes], None],
+    now: dict[str, list[str]],
+    known: dict[str, str],
+) -> None:
+    """The archive-wide pages and their row shards: nothing made when no session's rows on
+    them changed (each file the last build made has the key it had), made from the changed
+    sessions' rows when the index cache is the last build's (:func:`..archive.update_archive_pages`),
+    else from every session's (:func:`..archive.render_archive_pages`). Their states go in
+    ``fresh``."""
+    tunables = ctx.tunables
+    touched = {
+        n: (old.get(n), new.get(n))
+        for n in new.keys() | old.keys()
+        if n not in old or n not in new or _EVENTS_FIELDS(old[n]) != _EVENTS_FIELDS(new[n])
+    }
+    states = cache.pages if valid else {}
+    archive_files = [rel for rel in made if rel.startswith(f"{EVENTS_FOLDER}/") or rel in _PAGES]
+    if valid and not touched and set(_PAGES) <= set(archive_files):
+        if all(unchanged(rel, made[rel][0]) for rel in archive_files):
+            fresh.pages = dict(states)
+            return
+        for rel in archive_files:  # made again below: their keys are computed there
+            now.pop(rel, None)
+            known.pop(rel, None)
 
     def emit_archive(rel: str, html: str) -> None:
         known.pop(rel, None)
         emit(rel, encode_display(html))
 
+    def last(rel: str) -> bytes | None:
+        """The file the last build wrote, when it is still as written."""
+        try:
+            data = (ctx.out / rel).read_bytes()
+        except OSError:
+            return None
+        digest = previous.extra_outputs.get(rel)
+        return data if digest and hashlib.sha256(data).hexdigest() == digest else None
+
+    def kept(rel: str) -> str | None:
+        """The key a file was made from last time, when it is still as written."""
+        key, digest = made.get(rel, ["", ""])
+        same = digest and previous.extra_outputs.get(rel) == digest
+        return key if same and (ctx.out / rel).is_file() else None
+
+    redaction = (
+        None if redacted is None else describe_counts(Counter(secrets=redacted)).split(" (")[0]
+    )
+    if valid and set(PAGES) <= states.keys() and fresh.overview is not None:
+        updated = update_archive_pages(
+            ctx.renderer,
+            graph,
+            states,
+            touched,
+            kinds=fresh.overview.kinds,
+            roles=fresh.overview.roles,
+            first_rows=tunables.index_first_rows,
+            per_shard=tunables.rows_per_shard,
+            most_shards=tunables.max_row_shards,
+            redaction=redaction,
+            last=last,
+            kept=kept,
+            unchanged=unchanged,
+            emit=emit_archive,
+        )
+        if updated is not None:
+            fresh.pages = updated
+            return
+    loaded: list[ArchiveCache] = []
+
     def archive_cache() -> ArchiveCache:
         loaded.append(ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache())
         return loaded[0]
 
+    made_pages: dict[str, PageState] = {}
     made_archive, archive_fresh = render_archive_pages(
         ctx.renderer,
         graph,
@@ -122,17 +299,34 @@ def index(
         first_rows=tunables.index_first_rows,
         per_shard=tunables.rows_per_shard,
         most_shards=tunables.max_row_shards,
-        redaction=None
-        if redacted is None
-        else describe_counts(Counter(secrets=redacted)).split(" (")[0],
+        redaction=redaction,
         unchanged=unchanged,
         emit=emit_archive,
+        states=made_pages,
     )
     assert not made_archive  # each was written as it was made
+    # A page not made again is as the last build made it: its state carries over.
+    fresh.pages = {
+        page: made_pages.get(page) or states[page]
+        for page in PAGES
+        if page in made_pages or page in states
+    }
     if archive_fresh is not None and (
         changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
     ):
         archive_fresh.save(ctx.cache.archive_cache)
+
+
+def _finish(
+    ctx: BuildContext,
+    made: dict[str, list[str]],
+    now: dict[str, list[str]],
+    known: dict[str, str],
+    produced: dict[str, str],
+    written: int,
+) -> tuple[dict[str, str], int]:
+    """Note the key and hash of each file made of cached pieces; the stage's hashes by path
+    and the files written."""
     for rel, digest in produced.items():
         if rel in now:
             now[rel][1] = digest
@@ -145,6 +339,73 @@ def index(
             [json.dumps(now, sort_keys=True, separators=(",", ":")).encode()],
         )
     return produced, written
+
+
+_UNTRUSTED = "\0"
+"""A journal entry no manifest holds (a session without a name, of that digest)."""
+_FEW_SHARDS = 4
+"""Up to how many row shards are made again each from its own pass over the sessions
+(more: one grouping of every session)."""
+_PAGES = ("errors.html", "decisions.html")
+_DIGEST = operator.itemgetter(Brief._fields.index("digest"))
+_LOADED = operator.itemgetter(Brief._fields.index("loaded"))
+_REDACTED = operator.itemgetter(Brief._fields.index("redacted"))
+_EVENTS_FIELDS = operator.attrgetter(
+    "events_key", "kind", "role", "errors", "decisions", "redacted"
+)
+"""What a session's rows on the archive-wide pages and their keys depend on, of its brief
+(:func:`..archive.render_archive_pages`)."""
+
+
+def _changes(
+    previous: Manifest, briefs: Mapping[str, Brief]
+) -> tuple[dict[str, Brief], dict[str, Brief]] | None:
+    """The sessions published now whose brief is not one of the last build's (new, or
+    read again), and the last build's briefs no session has now (changed or gone), each by
+    session name, found by bulk passes (an unchanged session's brief is the manifest's own
+    object; a few unchanged ones may be among them). None when a session name was
+    published from another file (the briefs do not tell)."""
+    current = list(briefs.values())
+    old = previous.briefs.values()
+    loaded = list(compress(old, map(_LOADED, old)))
+    if len(loaded) == len(current):
+        # Both in file name order: an unchanged session's brief is at the same place.
+        same = list(map(operator.is_, current, loaded))
+        fresh = compress(current, map(operator.not_, same))
+        stale = compress(loaded, map(operator.not_, same))
+    else:  # files came or went: by identity
+        kept = set(map(id, loaded))
+        fresh = compress(current, map(operator.not_, map(kept.__contains__, map(id, current))))
+        ids = set(map(id, current))
+        stale = compress(loaded, map(operator.not_, map(ids.__contains__, map(id, loaded))))
+    new = {b.name: b for b in fresh}
+    gone: dict[str, Brief] = {}
+    for brief in stale:
+        if brief.name in gone or (brief.name in briefs and brief.name not in new):
+            return None
+        gone[brief.name] = brief
+    return new, gone
+
+
+def _journal_holds(
+    journal: Mapping[str, str],
+    briefs: Mapping[str, Brief],
+    new: Mapping[str, Brief],
+    old: Mapping[str, Brief],
+) -> bool:
+    """True when each session the build that made the index cache changed (``journal``:
+    its summary digest then, "" when it was gone) is so in the last build's manifest (it
+    made the cache, not a build that stopped before saving its state)."""
+    for name, digest in journal.items():
+        if name in old:
+            then = old[name].digest
+        elif name in new or name not in briefs:
+            then = ""
+        else:
+            then = briefs[name].digest
+        if then != digest:
+            return False
+    return True
 
 
 def _load_made(path: Path) -> dict[str, list[str]]:
