@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from publisher.site.context import Warm
+from publisher.site.context import Tunables, Warm
 from publisher.site.fragments import SUFFIX as FRAGMENT_SUFFIX
 from tests.helpers import (
     JOB,
@@ -305,6 +305,43 @@ def test_the_fragments_of_a_session_no_longer_published_are_removed(tmp_path: Pa
     build(sessions, out)
     assert JOB not in kept() and SECURITY not in kept()
     assert {MAIN, "sub_20260817_122000_renamed"} <= kept()
+
+
+@pytest.mark.parametrize("stage", ["save_state", "index"])
+def test_a_build_stopped_before_saving_its_state_then_a_file_reverted(
+    tmp_path: Path, monkeypatch: Any, stage: str
+) -> None:
+    """A build that wrote pages, then stopped before saving its manifest (killed, a crash);
+    the file is then put back as it was, stamp and all. The next build must not trust the
+    site's files to hold what the manifest recorded: it equals a fresh build. Index
+    shards from two sessions on, so row shards are written too."""
+    import publisher.site.build as site_build
+
+    tunables = Tunables(index_first_rows=2, rows_per_shard=1)
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out, tunables=tunables)
+    path = sessions / f"{SECURITY}.json"
+    original, stamp = path.read_bytes(), path.stat().st_mtime_ns
+    doc = json.loads(original)
+    doc["role"] = "auditor-of-the-stopped-build"
+    path.write_text(json.dumps(doc))
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("stopped")
+
+    with monkeypatch.context() as patched, pytest.raises(RuntimeError):
+        patched.setattr(site_build, stage, stop)
+        build(sessions, out, tunables=tunables)
+    path.write_bytes(original)
+    os.utime(path, ns=(stamp, stamp))
+    report = build(sessions, out, tunables=tunables)
+    assert report.files_read == 0  # the file is as the manifest has it
+    assert "auditor-of-the-stopped-build" not in "".join(
+        p.read_text(encoding="utf-8") for p in out.rglob("*.html")
+    )
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
+    assert not cache_of(out).building.exists()
 
 
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:

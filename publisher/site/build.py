@@ -107,6 +107,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
     try:
         previous = load_state(ctx, freezer)  # its objects frozen: no collection walks them
         freezer.freeze()  # (when there was no manifest to load)
+        ctx.trust_written = not begin_writing(ctx)
         # A watcher's events tell what changed since its own last build, nothing else's.
         seen, ctx.warm.seen = ctx.warm.seen if previous.remembered else None, None
         scanned = scan(ctx, previous, freezer, crew, seen)
@@ -150,6 +151,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             sources=sources,
             extra_outputs=extra,
         )
+        ctx.cache.building.unlink(missing_ok=True)  # the manifest says what the site holds
         # Made before the thaw: the thawed heap is walked by the next full collection,
         # which then falls to the caller (a CLI exits), not to this build (0.6 s at
         # 20,000 sessions).
@@ -173,6 +175,16 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         if early is not None:  # the build stopped: wait for the Pagefind runs it started
             early.close()
         freezer.thaw()
+
+
+def begin_writing(ctx: BuildContext) -> bool:
+    """Mark the cache as being written from (:attr:`.context.CachePaths.building`); True
+    when the mark was already there: the last build stopped before saving its manifest."""
+    mark = ctx.cache.building
+    stopped = mark.exists()
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.touch()
+    return stopped
 
 
 def settle(sources: Sources, rendered: list[Rendered], scanned: Scan) -> Sources:

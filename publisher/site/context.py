@@ -143,6 +143,13 @@ class CachePaths:
         return self.root / "fragments"
 
     @property
+    def building(self) -> Path:
+        """Present while a build may be writing the site: made before its first write,
+        removed once its manifest is saved. Found at the start of a build, it says the last
+        one stopped in between (:attr:`BuildContext.trust_written`)."""
+        return self.root / "building"
+
+    @property
     def index_cache(self) -> Path:
         """Index rows and the delegation tree (:mod:`.index`)."""
         return self.root / "index-cache"
@@ -224,6 +231,11 @@ class BuildContext:
     """Processes (and Pagefind runs) at a time."""
     warm: Warm
     """What carries over to the next build of a long-running caller."""
+    trust_written: bool = True
+    """False when the last build stopped after writing to the site and before saving its
+    manifest: a file whose recorded hash is the one about to be written may hold that
+    build's bytes instead, so each file is compared with what is there before it is
+    skipped (:func:`.stages.write.write_files`)."""
 
     @property
     def folder(self) -> Path:

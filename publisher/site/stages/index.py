@@ -81,7 +81,8 @@ def index(
     tunables = ctx.tunables
     first_rows = tunables.index_first_rows
     settings = [first_rows, tunables.rows_per_shard, tunables.max_row_shards]
-    made = _load_made(ctx.cache.index_outputs) if same_key else {}
+    # After a build that stopped before saving its state, no file is known to be as made.
+    made = _load_made(ctx.cache.index_outputs) if same_key and ctx.trust_written else {}
     changes = _changes(previous, briefs) if same_key else None
     new, old = changes if changes is not None else ({}, {})
     # The caches describe the last build's sessions (the manifest's) when they were made

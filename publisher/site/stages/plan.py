@@ -38,6 +38,9 @@ class RenderJob:
     reuse_fragments: bool = True
     """False when the build key changed (another theme, other code): the last build's turn
     fragments were made by other templates and are not read."""
+    trust_written: bool = True
+    """:attr:`..context.BuildContext.trust_written`: False when a page with the hash of
+    :attr:`previous_outputs` may hold other bytes (compared before it is skipped)."""
 
 
 @dataclass(slots=True)
@@ -138,7 +141,9 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             # Cannot render it now: render it once it loads again.
             sources[name] = dataclasses.replace(state, facts_key="")
         else:
-            jobs.append(RenderJob(name, state.outputs if same_key else {}, same_key))
+            jobs.append(
+                RenderJob(name, state.outputs if same_key else {}, same_key, ctx.trust_written)
+            )
     return Plan(sources, graph, graph_key, jobs)
 
 

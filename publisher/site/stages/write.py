@@ -37,14 +37,16 @@ def write_files(
     """Write ``files`` (site path → bytes); their hashes, and how many were written.
 
     A file the last build wrote with the same hash (``previous``) and still there is not
-    even read."""
+    even read (unless the last build stopped before saving its state:
+    :attr:`..context.BuildContext.trust_written`)."""
     produced: dict[str, str] = {}
     written = 0
+    trusted = previous if ctx.trust_written else {}
     for rel, data in files.items():
         digest = hashlib.sha256(data).hexdigest()
         produced[rel] = digest
         target = prepare_target(ctx.out, rel)
-        if previous.get(rel) == digest and target.is_file() and not target.is_symlink():
+        if trusted.get(rel) == digest and target.is_file() and not target.is_symlink():
             continue
         if write_if_changed(target, data):
             written += 1
