@@ -21,7 +21,8 @@ import hashlib
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
 
@@ -94,29 +95,8 @@ def index(
         and cache.tunables == settings
         and _journal_holds(cache.journal, briefs, new, old)
     )
-    now: dict[str, list[str]] = {}
-    known: dict[str, str] = {}
-
-    def unchanged(rel: str, key: str) -> bool:
-        """True when ``rel`` was made from ``key`` last time and is still as written."""
-        now[rel] = [key, ""]
-        digest = previous.extra_outputs.get(rel, "")
-        if made.get(rel) == [key, digest] and digest and (ctx.out / rel).is_file():
-            known[rel] = digest
-            return True
-        return False
-
-    produced: dict[str, str] = {}
-    written = 0
-
-    def emit(rel: str, data: bytes) -> None:
-        """Write one file as soon as it is made: a full build does not hold every row
-        shard's bytes at once (peak memory)."""
-        nonlocal written
-        hashes, count = write_files(ctx, {rel: data}, previous.extra_outputs)
-        produced.update(hashes)
-        written += count
-
+    files = _Files(ctx, previous.extra_outputs, made)
+    unchanged, emit = files.unchanged, files.emit
     shards: list[str] = []
     if len(briefs) > first_rows:
         count = row_shard_count(len(briefs), tunables.rows_per_shard, tunables.max_row_shards)
@@ -170,23 +150,7 @@ def index(
             page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
         )
         emit(TREE_PAGE, encode_display(str(tree)))
-    _archive_pages(
-        ctx,
-        previous,
-        graph,
-        cache,
-        fresh,
-        same_key,
-        valid,
-        new,
-        old,
-        redacted,
-        made,
-        unchanged,
-        emit,
-        now,
-        known,
-    )
+    _archive_pages(ctx, graph, files, cache, fresh, _Changes(new, old, valid, same_key), redacted)
     if fresh.made_tree() or (
         fresh.graph,
         fresh.rows.keys(),
@@ -203,25 +167,17 @@ def index(
         cache.journal,
     ):
         fresh.save(ctx.cache.index_cache)
-    return _finish(ctx, made, now, known, produced, written)
+    return files.finish()
 
 
 def _archive_pages(
     ctx: BuildContext,
-    previous: Manifest,
     graph: Graph,
+    files: _Files,
     cache: IndexCache,
     fresh: IndexCache,
-    same_key: bool,
-    valid: bool,
-    new: Mapping[str, Brief],
-    old: Mapping[str, Brief],
+    changes: _Changes,
     redacted: int | None,
-    made: Mapping[str, list[str]],
-    unchanged: Callable[[str, str], bool],
-    emit: Callable[[str, bytes], None],
-    now: dict[str, list[str]],
-    known: dict[str, str],
 ) -> None:
     """The archive-wide pages and their row shards: nothing made when no session's rows on
     them changed (each file the last build made has the key it had), made from the changed
@@ -229,6 +185,7 @@ def _archive_pages(
     else from every session's (:func:`..archive.render_archive_pages`). Their states go in
     ``fresh``."""
     tunables = ctx.tunables
+    new, old, valid, made = changes.new, changes.old, changes.valid, files.made
     touched = {
         n: (old.get(n), new.get(n))
         for n in new.keys() | old.keys()
@@ -237,31 +194,15 @@ def _archive_pages(
     states = cache.pages if valid else {}
     archive_files = [rel for rel in made if rel.startswith(f"{EVENTS_FOLDER}/") or rel in _PAGES]
     if valid and not touched and set(_PAGES) <= set(archive_files):
-        if all(unchanged(rel, made[rel][0]) for rel in archive_files):
+        if all(files.unchanged(rel, made[rel][0]) for rel in archive_files):
             fresh.pages = dict(states)
             return
         for rel in archive_files:  # made again below: their keys are computed there
-            now.pop(rel, None)
-            known.pop(rel, None)
+            files.forget(rel)
 
     def emit_archive(rel: str, html: str) -> None:
-        known.pop(rel, None)
-        emit(rel, encode_display(html))
-
-    def last(rel: str) -> bytes | None:
-        """The file the last build wrote, when it is still as written."""
-        try:
-            data = (ctx.out / rel).read_bytes()
-        except OSError:
-            return None
-        digest = previous.extra_outputs.get(rel)
-        return data if digest and hashlib.sha256(data).hexdigest() == digest else None
-
-    def kept(rel: str) -> str | None:
-        """The key a file was made from last time, when it is still as written."""
-        key, digest = made.get(rel, ["", ""])
-        same = digest and previous.extra_outputs.get(rel) == digest
-        return key if same and (ctx.out / rel).is_file() else None
+        files.known.pop(rel, None)
+        files.emit(rel, encode_display(html))
 
     redaction = (
         None if redacted is None else describe_counts(Counter(secrets=redacted)).split(" (")[0]
@@ -278,9 +219,9 @@ def _archive_pages(
             per_shard=tunables.rows_per_shard,
             most_shards=tunables.max_row_shards,
             redaction=redaction,
-            last=last,
-            kept=kept,
-            unchanged=unchanged,
+            last=files.last,
+            kept=files.kept,
+            unchanged=files.unchanged,
             emit=emit_archive,
         )
         if updated is not None:
@@ -289,6 +230,7 @@ def _archive_pages(
     loaded: list[ArchiveCache] = []
 
     def archive_cache() -> ArchiveCache:
+        same_key = changes.same_key
         loaded.append(ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache())
         return loaded[0]
 
@@ -301,7 +243,7 @@ def _archive_pages(
         per_shard=tunables.rows_per_shard,
         most_shards=tunables.max_row_shards,
         redaction=redaction,
-        unchanged=unchanged,
+        unchanged=files.unchanged,
         emit=emit_archive,
         states=made_pages,
     )
@@ -318,28 +260,91 @@ def _archive_pages(
         archive_fresh.save(ctx.cache.archive_cache)
 
 
-def _finish(
-    ctx: BuildContext,
-    made: dict[str, list[str]],
-    now: dict[str, list[str]],
-    known: dict[str, str],
-    produced: dict[str, str],
-    written: int,
-) -> tuple[dict[str, str], int]:
-    """Note the key and hash of each file made of cached pieces; the stage's hashes by path
-    and the files written."""
-    for rel, digest in produced.items():
-        if rel in now:
+@dataclass(slots=True)
+class _Changes:
+    """What changed since the last build, as the index stage sees it (:func:`_changes`)."""
+
+    new: Mapping[str, Brief]
+    """The sessions published now whose brief is not the last build's, by session name."""
+    old: Mapping[str, Brief]
+    """The last build's briefs no session has now (changed or gone), by session name."""
+    valid: bool
+    """The index cache is the last build's: it may be updated from these alone."""
+    same_key: bool
+    """The build key is the last build's (its caches may be read at all)."""
+
+
+@dataclass(slots=True)
+class _Files:
+    """The stage's files: each written as soon as it is made (a full build does not hold
+    every row shard's bytes at once), and the key each was made from, noted for the next
+    build (:attr:`..context.CachePaths.index_outputs`)."""
+
+    ctx: BuildContext
+    recorded: Mapping[str, str]
+    """The last build's files of no source → sha256 (the manifest's)."""
+    made: dict[str, list[str]]
+    """The key and hash of each file made of cached pieces last time."""
+    now: dict[str, list[str]] = field(default_factory=dict)
+    """The key (and, once known, hash) of each file made this time."""
+    known: dict[str, str] = field(default_factory=dict)
+    """Files found as the last build made them (not made again) → sha256."""
+    produced: dict[str, str] = field(default_factory=dict)
+    """Files written this time → sha256."""
+    written: int = 0
+    """How many of them had new bytes."""
+
+    def unchanged(self, rel: str, key: str) -> bool:
+        """True when ``rel`` was made from ``key`` last time and is still as written."""
+        self.now[rel] = [key, ""]
+        digest = self.recorded.get(rel, "")
+        if self.made.get(rel) == [key, digest] and digest and (self.ctx.out / rel).is_file():
+            self.known[rel] = digest
+            return True
+        return False
+
+    def emit(self, rel: str, data: bytes) -> None:
+        """Write one file now."""
+        hashes, count = write_files(self.ctx, {rel: data}, self.recorded)
+        self.produced.update(hashes)
+        self.written += count
+
+    def forget(self, rel: str) -> None:
+        """``rel`` is made again after all: its key is computed again."""
+        self.now.pop(rel, None)
+        self.known.pop(rel, None)
+
+    def last(self, rel: str) -> bytes | None:
+        """The file the last build wrote, when it is still as written."""
+        try:
+            data = (self.ctx.out / rel).read_bytes()
+        except OSError:
+            return None
+        digest = self.recorded.get(rel)
+        return data if digest and hashlib.sha256(data).hexdigest() == digest else None
+
+    def kept(self, rel: str) -> str | None:
+        """The key a file was made from last time, when it is still as written."""
+        key, digest = self.made.get(rel, ["", ""])
+        same = digest and self.recorded.get(rel) == digest
+        return key if same and (self.ctx.out / rel).is_file() else None
+
+    def finish(self) -> tuple[dict[str, str], int]:
+        """Note the key and hash of each file made of cached pieces; the stage's hashes by
+        path and the files written."""
+        now, produced = self.now, self.produced
+        for rel, digest in produced.items():
+            if rel in now:
+                now[rel][1] = digest
+        produced.update(self.known)
+        for rel, digest in self.known.items():
             now[rel][1] = digest
-    produced.update(known)
-    for rel, digest in known.items():
-        now[rel][1] = digest
-    if now != made:
-        atomic_write(
-            ctx.cache.index_outputs,
-            [json.dumps(now, sort_keys=True, separators=(",", ":")).encode()],
-        )
-    return produced, written
+        if now != self.made:
+            atomic_write(
+                self.ctx.cache.index_outputs,
+                [json.dumps(now, sort_keys=True, separators=(",", ":")).encode()],
+            )
+        return produced, self.written
 
 
 _UNTRUSTED = "\0"
