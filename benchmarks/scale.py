@@ -62,7 +62,7 @@ path = files[len(files) // 2]
 for _ in range(repeat):
     doc = json.loads(path.read_text())
     doc["turns"].append({**doc["turns"][-1], "index": doc["turns"][-1]["index"] + 1})
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    path.write_text(json.dumps(doc, indent=2) + "\\n")
     time.sleep(2.1)
     warm.seen = {path.name}  # as site watch's events tell it
     t, c = time.perf_counter(), time.process_time()
