@@ -8,9 +8,11 @@ what a change invalidates is decided in one module (:mod:`.staleness`).
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain, compress
 
 from ..model import LoadFailure
 from . import urls
@@ -117,11 +119,12 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         crew.close()  # what its workers kept goes with them
         sources = settle(planned.sources, rendered, scanned)
         briefs = sources.briefs()
-        published = {b.name for b in briefs.values() if b.loaded}
+        # Bulk passes over the briefs (in file name order, as scanned.names).
+        loaded = list(map(_LOADED, briefs.values()))
+        published = set(compress(map(_NAME, briefs.values()), loaded))
         failures = [
             LoadFailure(file_name=n, reason=sources[n].failure or "", size=sources[n].size)
-            for n in scanned.names
-            if not briefs[n].loaded
+            for n in compress(briefs, map(operator.not_, loaded))
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
         search_on = ctx.options.search and pagefind_available()
@@ -164,7 +167,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             files_removed=removed,
             search=search_status,
             warnings=[f"{f.file_name}: {f.reason}" for f in failures]
-            + [w for n in scanned.names if briefs[n].loaded for w in briefs[n].warnings],
+            + list(chain.from_iterable(compress(map(_WARNINGS, briefs.values()), loaded))),
             list_outputs=list_outputs,
             changed=changed_outputs(previous, sources, extra, names),
             pending_search=pending,
@@ -175,6 +178,11 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         if early is not None:  # the build stopped: wait for the Pagefind runs it started
             early.close()
         freezer.thaw()
+
+
+_LOADED = operator.attrgetter("loaded")
+_NAME = operator.attrgetter("name")
+_WARNINGS = operator.attrgetter("warnings")
 
 
 def begin_writing(ctx: BuildContext) -> bool:

@@ -297,8 +297,11 @@ class Graph:
     """Parent name → names of the sessions whose parent_id names it, sorted (made on first
     use)."""
     _series: dict[str, dict[str, tuple[str, str]]] = field(init=False, repr=False)
-    """Role → session name → (previous, next) run of its series ("" when none), made for
-    every role in one pass when one is first asked."""
+    """Role → session name → (previous, next) run of its series ("" when none), made for a
+    role on first use."""
+    _runs: dict[str, list[tuple[str, str]]] | None = field(init=False, repr=False, default=None)
+    """Role → (created_at, name) of its sessions, unsorted: one pass over every session
+    the first time a series is asked, not one a role."""
 
     def __post_init__(self) -> None:
         if self.briefs is None:
@@ -343,19 +346,20 @@ class Graph:
         brief = self.all.get(name)
         if brief is None or not brief.role:
             return ("", "")
-        if not self._series:  # every role's runs in one pass, the first time one is asked
-            by_role: dict[str, list[tuple[str, str]]] = {}
-            for b in self.all.values():
-                if b.role:
-                    by_role.setdefault(b.role, []).append((b.created_at, b.name))
-            for role, runs in by_role.items():
-                runs.sort()
-                series = self._series[role] = {}
-                for i, (_, run) in enumerate(runs):
-                    before = runs[i - 1][1] if i else ""
-                    after = runs[i + 1][1] if i + 1 < len(runs) else ""
-                    series[run] = (before, after)
-        return self._series.get(brief.role, {}).get(name, ("", ""))
+        series = self._series.get(brief.role)
+        if series is None:
+            if self._runs is None:  # every role's runs in one pass, the first time
+                self._runs = {}
+                for b in self.all.values():
+                    if b.role:
+                        self._runs.setdefault(b.role, []).append((b.created_at, b.name))
+            runs = sorted(self._runs.get(brief.role, []))
+            series = self._series[brief.role] = {}
+            for i, (_, run) in enumerate(runs):
+                before = runs[i - 1][1] if i else ""
+                after = runs[i + 1][1] if i + 1 < len(runs) else ""
+                series[run] = (before, after)
+        return series.get(name, ("", ""))
 
     def spawned_at(self, name: str) -> str:
         """The call that spawned session ``name`` in its direct parent, relative to the
