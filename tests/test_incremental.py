@@ -182,8 +182,9 @@ class ArchiveMachine(RuleBasedStateMachine):
 
 # Examples: the hypothesis profile's (conftest.py): 25 by default, many more in CI, where
 # the state machine must catch a dropped page dependency every time. Its own timeout: the ci
-# profile's run takes 1.5-3 min, and shrinking a failure up to 5 more (pytest-timeout's 300 s
-# would cut the shrinking short and add a spurious "flaky" report to the real failure).
+# profile's run takes 5-6 min on the CI machine (1 December 2026), and shrinking a failure
+# up to 5 more (pytest-timeout's 300 s would cut the shrinking short and add a spurious
+# "flaky" report to the real failure).
 ArchiveMachine.TestCase.settings = settings(stateful_step_count=12, deadline=None)
 TestIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(ArchiveMachine.TestCase))
 
