@@ -345,6 +345,26 @@ def test_a_build_stopped_before_saving_its_state_then_a_file_reverted(
     assert not cache_of(out).building.exists()
 
 
+def test_stat_passes_where_the_os_cannot_stat_relative_to_a_folder(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Where ``os.stat`` takes no ``dir_fd`` (Windows), the scan's and the plan's passes stat
+    joined paths, with the same results: unchanged files trusted, a changed one read, a
+    page deleted by hand written again."""
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out)
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    page_of(out, JOB).unlink()
+    path = sessions / f"{SECURITY}.json"
+    doc = json.loads(path.read_text())
+    doc["turns"].append(turn(3, part("user", "read through joined paths")))
+    path.write_text(json.dumps(doc))
+    report = build(sessions, out)
+    assert (report.files_read, report.sessions_rendered) == (1, 2)
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
 def test_append_rerenders_one_session_and_its_dependents(tmp_path: Path) -> None:
     sessions = copy_samples(tmp_path / "sessions")
     build(sessions, tmp_path / "site")

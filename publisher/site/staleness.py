@@ -75,11 +75,13 @@ never a wrong page.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import pickle
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,27 +130,45 @@ def untrusted_stamps(
     if seen is not None:
         names = [name for name in names if name in seen or name not in recorded]
     untrusted: list[str] = []
-    stat, last = os.stat, last_scan_ns
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return list(names)
-    try:
+    last = last_scan_ns
+    with _stat_in(folder) as stat:
         for name in names:
             brief = recorded.get(name)
             if brief is None:
                 untrusted.append(name)
                 continue
             try:
-                st = stat(name, dir_fd=fd)
+                st = stat(name)
             except OSError:
                 untrusted.append(name)
                 continue
             if not stamp_trusted((brief.size, brief.mtime_ns), (st.st_size, st.st_mtime_ns), last):
                 untrusted.append(name)
+    return untrusted
+
+
+@contextlib.contextmanager
+def _stat_in(folder: str) -> Iterator[Callable[[str], os.stat_result]]:
+    """``os.stat`` of names in ``folder``: relative to the folder held open where the OS
+    allows it (no path strings made, one lookup each), else of the joined path. A folder
+    that cannot be opened gives a stat that fails for every name."""
+    if os.stat not in os.supports_dir_fd:
+        yield lambda name: os.stat(os.path.join(folder, name))
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        error = exc
+
+        def missing(name: str) -> os.stat_result:
+            raise error
+
+        yield missing
+        return
+    try:
+        yield partial(os.stat, dir_fd=fd)
     finally:
         os.close(fd)
-    return untrusted
 
 
 def theme_key(theme: Theme) -> str:
@@ -292,22 +312,15 @@ def disturbed_folders(
     disturbed: set[str] = set()
     if watched:
         return disturbed
-    stat = os.stat
-    try:
-        fd = os.open(sessions_folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return {name for name, *_ in recorded}
-    try:
+    with _stat_in(sessions_folder) as stat:
         for name, folder, ino, mtime_ns in recorded:
             try:
-                st = stat(folder, dir_fd=fd)
+                st = stat(folder)
             except OSError:
                 disturbed.add(name)
                 continue
             if not _intact((ino, mtime_ns), (st.st_ino, st.st_mtime_ns)):
                 disturbed.add(name)
-    finally:
-        os.close(fd)
     return disturbed
 
 
