@@ -197,6 +197,13 @@ def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:
     assert (again.files_read, again.sessions_rendered, again.files_written) == (0, 0, 0)
 
 
+def append_prompt(path: Path, text: str) -> None:
+    """Append a turn holding the prompt ``text`` to the session file ``path``."""
+    doc = json.loads(path.read_text())
+    doc["turns"].append(turn(len(doc["turns"]) + 1, part("user", text)))
+    path.write_text(json.dumps(doc))
+
+
 def test_noop_build_keeps_the_manifest_and_the_next_change_is_seen(tmp_path: Path) -> None:
     """A build that read nothing and changed nothing leaves the manifest file as it was (not
     rewritten for the scan's time alone); an append after it is read and rendered."""
@@ -208,9 +215,7 @@ def test_noop_build_keeps_the_manifest_and_the_next_change_is_seen(tmp_path: Pat
     assert build(sessions, out).files_read == 0
     assert (manifest.read_bytes(), manifest.stat().st_mtime_ns, manifest.stat().st_ino) == before
     path = sessions / f"{SECURITY}.json"
-    doc = json.loads(path.read_text())
-    doc["turns"].append(turn(3, part("user", "one more after a no-op")))
-    path.write_text(json.dumps(doc))
+    append_prompt(path, "one more after a no-op")
     report = build(sessions, out)
     assert (report.files_read, report.sessions_rendered) == (1, 1)
     assert manifest.read_bytes() != before[0]
@@ -357,9 +362,7 @@ def test_stat_passes_where_the_os_cannot_stat_relative_to_a_folder(
     monkeypatch.setattr(os, "supports_dir_fd", set())
     page_of(out, JOB).unlink()
     path = sessions / f"{SECURITY}.json"
-    doc = json.loads(path.read_text())
-    doc["turns"].append(turn(3, part("user", "read through joined paths")))
-    path.write_text(json.dumps(doc))
+    append_prompt(path, "read through joined paths")
     report = build(sessions, out)
     assert (report.files_read, report.sessions_rendered) == (1, 2)
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
