@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from publisher.site import index as index_module
+from publisher.site import staleness
 from publisher.site.context import Tunables
+from publisher.site.manifest import Brief
 from publisher.site.stages import index as index_stage
 from tests import helpers
 from tests.helpers import (
@@ -250,3 +252,42 @@ ShardedArchiveMachine.TestCase.settings = settings(
     stateful_step_count=12, deadline=None, max_examples=min(settings().max_examples, 80)
 )
 TestShardedIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(ShardedArchiveMachine.TestCase))
+
+
+def _brief(file_name: str, name: str, digest: str = "d", slot: int = 0) -> Brief:
+    """A loaded session's brief, its other fields empty."""
+    empty = dict.fromkeys(Brief._fields, "")
+    fields = {**empty, "size": 0, "mtime_ns": 0, "shard": 0, "slot": slot, "errors": 0,
+              "decisions": 0, "redacted": 0, "site_ino": 0, "site_mtime_ns": 0, "warnings": []}  # fmt: skip
+    return Brief(
+        **{**fields, "file_name": file_name, "loaded": True, "name": name, "digest": digest}
+    )
+
+
+@pytest.mark.unit
+def test_brief_changes_tell_new_gone_and_moved_names() -> None:
+    """The staleness rule the index stage asks (``staleness.brief_changes``): an unchanged
+    session is the last build's own brief; a session read again is new and its old brief
+    gone; a removed file's session is gone; a name published now from another, unchanged
+    file makes what changed unknown (None), and nothing cached by name is trusted."""
+    a, b, c = _brief("a.json", "A", slot=1), _brief("b.json", "B", slot=2), _brief("c.json", "C")
+    before = {"a.json": a, "b.json": b, "c.json": c}
+    same = staleness.brief_changes(before, {"A": a, "B": b, "C": c})
+    assert same is not None and (dict(same.new), dict(same.old)) == ({}, {})
+    b2 = b._replace(digest="d2")  # read again: a new object, equal or not
+    read = staleness.brief_changes(before, {"A": a, "B": b2, "C": c})
+    assert read is not None and (dict(read.new), dict(read.old)) == ({"B": b2}, {"B": b})
+    assert staleness.touched_slots(read, 2) == {0}
+    assert staleness.events_touched(read) == {}  # its rows on the archive pages are as before
+    gone = staleness.brief_changes(before, {"A": a, "C": c})
+    assert gone is not None and (dict(gone.new), dict(gone.old)) == ({}, {"B": b})
+    assert staleness.events_touched(gone) == {"B": (b, None)}
+    journal = staleness.change_journal(read)
+    assert journal == {"B": "d2"}
+    assert staleness.journal_holds(journal, {"A": a, "B": b2, "C": c}, same)
+    assert not staleness.journal_holds(journal, {"A": a, "B": b, "C": c}, same)
+    # Two files named A; the one published goes, the other (unchanged) is published now.
+    twin = _brief("a2.json", "A")
+    moved = staleness.brief_changes({**before, "a2.json": twin}, {"A": twin, "B": b, "C": c})
+    assert moved is None
+    assert not staleness.journal_holds(staleness.change_journal(moved), {"A": a}, same)

@@ -67,6 +67,11 @@ each (:func:`untrusted_stamps`, :func:`disturbed_folders`), except a build that 
 watch`` started on events: it looks only at the files the events named and trusts the
 site's folders, and its rescan looks at everything (:attr:`.context.Warm.seen`).
 
+The index stage asks this module what changed since the last build by comparing briefs
+(:func:`brief_changes`), whether its caches are the last build's (:func:`journal_holds`),
+and which row shards and archive-wide rows a change touches (:func:`touched_slots`,
+:func:`events_touched`).
+
 Hashes of Python values use ``pickle`` (several times faster than JSON or ``repr``): equal
 values pickle alike here because they come from the same decoder in the same order, and
 when two equal values pickle differently (shared strings), the cost is one cache miss,
@@ -78,10 +83,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import operator
 import os
 import pickle
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
+from itertools import chain, compress
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -448,3 +457,109 @@ def session_stale(
         or (not same_graph and facts_now() != facts_then)
         or not outputs_present()
     )
+
+
+# The index stage's rules (:mod:`.stages.index`): which sessions changed since the last
+# build as the index sees them, whether its caches describe the last build, and which of
+# its files those changes touch.
+
+
+@dataclass(slots=True, frozen=True)
+class BriefChanges:
+    """The sessions whose brief is not the last build's (:func:`brief_changes`)."""
+
+    new: Mapping[str, Brief]
+    """The sessions published now whose brief is not one of the last build's (new, or read
+    again), by session name (a few unchanged ones may be among them)."""
+    old: Mapping[str, Brief]
+    """The last build's briefs no session has now (changed or gone), by session name."""
+
+
+_LOADED = attrgetter("loaded")
+
+
+def brief_changes(before: Mapping[str, Brief], now: Mapping[str, Brief]) -> BriefChanges | None:
+    """What changed between the last build's briefs (``before``: the manifest's, by file
+    name) and this build's published ones (``now``: by session name), both in file name
+    order, found by bulk passes: an unchanged session's brief is the manifest's own object, so identity
+    tells. None when a session name was published from another file (the briefs do not
+    tell what changed then: nothing cached by name may be trusted)."""
+    current = list(now.values())
+    old = before.values()
+    loaded = list(compress(old, map(_LOADED, old)))
+    if len(loaded) == len(current):
+        # Both in file name order: an unchanged session's brief is at the same place.
+        same = list(map(operator.is_, current, loaded))
+        fresh = compress(current, map(operator.not_, same))
+        stale = compress(loaded, map(operator.not_, same))
+    else:  # files came or went: by identity
+        kept = set(map(id, loaded))
+        fresh = compress(current, map(operator.not_, map(kept.__contains__, map(id, current))))
+        ids = set(map(id, current))
+        stale = compress(loaded, map(operator.not_, map(ids.__contains__, map(id, loaded))))
+    new = {b.name: b for b in fresh}
+    gone: dict[str, Brief] = {}
+    for brief in stale:
+        if brief.name in gone or (brief.name in now and brief.name not in new):
+            return None
+        gone[brief.name] = brief
+    return BriefChanges(new=new, old=gone)
+
+
+JOURNAL_UNTRUSTED = "\0"
+"""A journal entry no manifest holds (a session without a name, of that digest): the
+journal of a build that did not know what changed, never to be trusted."""
+
+
+def change_journal(changes: BriefChanges | None) -> dict[str, str]:
+    """What the index cache notes of the build that made it: each session it changed, by
+    name → its summary digest then ("" when it was gone); an untrusted entry when what
+    changed was not known (:func:`journal_holds`)."""
+    if changes is None:
+        return {"": JOURNAL_UNTRUSTED}
+    new, old = changes.new, changes.old
+    return {n: new[n].digest if n in new else "" for n in new.keys() | old.keys()}
+
+
+def journal_holds(
+    journal: Mapping[str, str], now: Mapping[str, Brief], changes: BriefChanges
+) -> bool:
+    """True when each session the build that made the index cache changed (``journal``:
+    :func:`change_journal`) is so in the last build's manifest: it made the cache, not a
+    build that stopped before saving its state. ``now``: this build's briefs by session
+    name; ``changes``: since the last build."""
+    new, old = changes.new, changes.old
+    for name, digest in journal.items():
+        if name in old:
+            then = old[name].digest
+        elif name in new or name not in now:
+            then = ""
+        else:
+            then = now[name].digest
+        if then != digest:
+            return False
+    return True
+
+
+def touched_slots(changes: BriefChanges, count: int) -> set[int]:
+    """The row shards (of ``count``) a change touches: a session's shard is its slot's
+    (:attr:`.manifest.Brief.slot`), whatever its version; every other shard's sessions are
+    the last build's, so its key is the one it had."""
+    return {b.slot % count for b in chain(changes.new.values(), changes.old.values())}
+
+
+_EVENTS_FIELDS = attrgetter("events_key", "kind", "role", "errors", "decisions", "redacted")
+"""What a session's rows on the archive-wide pages and their keys depend on, of its brief
+(:func:`.archive.render_archive_pages`)."""
+
+
+def events_touched(changes: BriefChanges) -> dict[str, tuple[Brief | None, Brief | None]]:
+    """The sessions whose rows on the Errors and Decisions pages may have changed, by name
+    → (last build's brief or None, this build's or None): new, gone, or changed in what
+    those rows depend on (:data:`_EVENTS_FIELDS`)."""
+    new, old = changes.new, changes.old
+    return {
+        n: (old.get(n), new.get(n))
+        for n in new.keys() | old.keys()
+        if n not in old or n not in new or _EVENTS_FIELDS(old[n]) != _EVENTS_FIELDS(new[n])
+    }

@@ -7,8 +7,9 @@ append renders one row. A row shard or an archive-wide page whose
 :func:`..staleness.outputs_key` is the last build's is not even made again.
 
 A no-op or an append costs what changed, not a pass over every session: the sessions whose
-brief is not the last build's are found by bulk comparisons (:func:`_changes`), and when the
-index cache is the last build's (:func:`_journal_holds`) only their row shards are made
+brief is not the last build's are found by bulk comparisons
+(:func:`..staleness.brief_changes`), and when the index cache is the last build's
+(:func:`..staleness.journal_holds`) only their row shards are made
 again, the first rows, filters and chart counts are updated from them
 (:meth:`..index.Overview.since`), and so are the archive-wide pages
 (:func:`..archive.update_archive_pages`) when their rows changed at all
@@ -23,7 +24,6 @@ import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import compress
 from pathlib import Path
 
 from markupsafe import Markup
@@ -56,7 +56,15 @@ from ..index import (
     shard_members,
 )
 from ..manifest import Brief, Manifest
-from ..staleness import outputs_key
+from ..staleness import (
+    BriefChanges,
+    brief_changes,
+    change_journal,
+    events_touched,
+    journal_holds,
+    outputs_key,
+    touched_slots,
+)
 from .write import write_files
 
 
@@ -84,8 +92,8 @@ def index(
     settings = [first_rows, tunables.rows_per_shard, tunables.max_row_shards]
     # After a build that stopped before saving its state, no file is known to be as made.
     made = _load_made(ctx.cache.index_outputs) if same_key and ctx.trust_written else {}
-    changes = _changes(previous, briefs) if same_key else None
-    new, old = changes if changes is not None else ({}, {})
+    changes = brief_changes(previous.briefs, briefs) if same_key else None
+    new, old = (changes.new, changes.old) if changes is not None else ({}, {})
     # The caches describe the last build's sessions (the manifest's) when they were made
     # under its graph and tunables, and what they noted as changed is as the manifest has it.
     valid = (
@@ -93,7 +101,7 @@ def index(
         and cache.overview is not None
         and cache.graph == previous.graph != ""
         and cache.tunables == settings
-        and _journal_holds(cache.journal, briefs, new, old)
+        and journal_holds(cache.journal, briefs, changes)
     )
     files = _Files(ctx, previous.extra_outputs, made)
     unchanged, emit = files.unchanged, files.emit
@@ -101,9 +109,7 @@ def index(
     if len(briefs) > first_rows:
         count = row_shard_count(len(briefs), tunables.rows_per_shard, tunables.max_row_shards)
         shards = [row_shard_path(i, count) for i in range(count)]
-        # A shard none of whose sessions changed has the key it had (a changed or removed
-        # session's shard is the one of its name, whatever its version).
-        touched = {b.slot % count for b in [*new.values(), *old.values()]} if valid else None
+        touched = touched_slots(changes, count) if valid and changes is not None else None
         todo = [
             rel
             for i, rel in enumerate(shards)
@@ -136,9 +142,7 @@ def index(
         overview,
     )
     fresh.tunables = settings
-    fresh.journal = {n: new[n].digest if n in new else "" for n in new.keys() | old.keys()}
-    if same_key and changes is None:  # what changed is not known: never to be trusted
-        fresh.journal = {"": _UNTRUSTED}
+    fresh.journal = change_journal(changes) if same_key else {}
     emit("index.html", encode_display(page))
     del page
     if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
@@ -150,7 +154,7 @@ def index(
             page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
         )
         emit(TREE_PAGE, encode_display(str(tree)))
-    _archive_pages(ctx, graph, files, cache, fresh, _Changes(new, old, valid, same_key), redacted)
+    _archive_pages(ctx, graph, files, cache, fresh, _Changes(changes, valid, same_key), redacted)
     if fresh.made_tree() or (
         fresh.graph,
         fresh.rows.keys(),
@@ -185,12 +189,8 @@ def _archive_pages(
     else from every session's (:func:`..archive.render_archive_pages`). Their states go in
     ``fresh``."""
     tunables = ctx.tunables
-    new, old, valid, made = changes.new, changes.old, changes.valid, files.made
-    touched = {
-        n: (old.get(n), new.get(n))
-        for n in new.keys() | old.keys()
-        if n not in old or n not in new or _EVENTS_FIELDS(old[n]) != _EVENTS_FIELDS(new[n])
-    }
+    valid, made = changes.valid, files.made
+    touched = events_touched(changes.since) if changes.since is not None else {}
     states = cache.pages if valid else {}
     archive_files = [rel for rel in made if rel.startswith(f"{EVENTS_FOLDER}/") or rel in _PAGES]
     if valid and not touched and set(_PAGES) <= set(archive_files):
@@ -262,12 +262,10 @@ def _archive_pages(
 
 @dataclass(slots=True)
 class _Changes:
-    """What changed since the last build, as the index stage sees it (:func:`_changes`)."""
+    """What changed since the last build, as the index stage sees it."""
 
-    new: Mapping[str, Brief]
-    """The sessions published now whose brief is not the last build's, by session name."""
-    old: Mapping[str, Brief]
-    """The last build's briefs no session has now (changed or gone), by session name."""
+    since: BriefChanges | None
+    """:func:`..staleness.brief_changes` (None: not known, or another build key)."""
     valid: bool
     """The index cache is the last build's: it may be updated from these alone."""
     same_key: bool
@@ -347,71 +345,12 @@ class _Files:
         return produced, self.written
 
 
-_UNTRUSTED = "\0"
-"""A journal entry no manifest holds (a session without a name, of that digest)."""
 _FEW_SHARDS = 4
 """Up to how many row shards are made again each from its own pass over the sessions
 (more: one grouping of every session)."""
 _PAGES = ("errors.html", "decisions.html")
 _DIGEST = operator.itemgetter(Brief._fields.index("digest"))
-_LOADED = operator.itemgetter(Brief._fields.index("loaded"))
 _REDACTED = operator.itemgetter(Brief._fields.index("redacted"))
-_EVENTS_FIELDS = operator.attrgetter(
-    "events_key", "kind", "role", "errors", "decisions", "redacted"
-)
-"""What a session's rows on the archive-wide pages and their keys depend on, of its brief
-(:func:`..archive.render_archive_pages`)."""
-
-
-def _changes(
-    previous: Manifest, briefs: Mapping[str, Brief]
-) -> tuple[dict[str, Brief], dict[str, Brief]] | None:
-    """The sessions published now whose brief is not one of the last build's (new, or
-    read again), and the last build's briefs no session has now (changed or gone), each by
-    session name, found by bulk passes (an unchanged session's brief is the manifest's own
-    object; a few unchanged ones may be among them). None when a session name was
-    published from another file (the briefs do not tell)."""
-    current = list(briefs.values())
-    old = previous.briefs.values()
-    loaded = list(compress(old, map(_LOADED, old)))
-    if len(loaded) == len(current):
-        # Both in file name order: an unchanged session's brief is at the same place.
-        same = list(map(operator.is_, current, loaded))
-        fresh = compress(current, map(operator.not_, same))
-        stale = compress(loaded, map(operator.not_, same))
-    else:  # files came or went: by identity
-        kept = set(map(id, loaded))
-        fresh = compress(current, map(operator.not_, map(kept.__contains__, map(id, current))))
-        ids = set(map(id, current))
-        stale = compress(loaded, map(operator.not_, map(ids.__contains__, map(id, loaded))))
-    new = {b.name: b for b in fresh}
-    gone: dict[str, Brief] = {}
-    for brief in stale:
-        if brief.name in gone or (brief.name in briefs and brief.name not in new):
-            return None
-        gone[brief.name] = brief
-    return new, gone
-
-
-def _journal_holds(
-    journal: Mapping[str, str],
-    briefs: Mapping[str, Brief],
-    new: Mapping[str, Brief],
-    old: Mapping[str, Brief],
-) -> bool:
-    """True when each session the build that made the index cache changed (``journal``:
-    its summary digest then, "" when it was gone) is so in the last build's manifest (it
-    made the cache, not a build that stopped before saving its state)."""
-    for name, digest in journal.items():
-        if name in old:
-            then = old[name].digest
-        elif name in new or name not in briefs:
-            then = ""
-        else:
-            then = briefs[name].digest
-        if then != digest:
-            return False
-    return True
 
 
 def _load_made(path: Path) -> dict[str, list[str]]:
