@@ -6,9 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from publisher import gate
 from publisher.loader import read_session
+from publisher.site.archive import PAGES, ArchiveCache
 from publisher.site.graph import decision_events, error_events
 from tests.helpers import (
     SAMPLES,
@@ -259,3 +262,28 @@ def test_sharded_index_and_tree_page_are_valid_html(tmp_path: Path) -> None:
     pages = [out / "index.html", out / "tree.html", out / "errors.html", out / "decisions.html"]
     pages += sorted(out.glob("sessions/*/compare.html"))
     assert hv.vnu_errors(pages) == []
+
+
+_texts = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.dictionaries(
+        st.sampled_from(PAGES),
+        st.dictionaries(_texts, st.lists(st.tuples(_texts, _texts), max_size=3), max_size=4),
+    )
+)
+def test_the_archive_cache_is_written_as_one_dump_and_reads_back(
+    tmp_path_factory: pytest.TempPathFactory, rows: dict[str, dict[str, list[tuple[str, str]]]]
+) -> None:
+    """The archive cache is written a session's rows at a time (a large archive's rows are
+    not held twice more as one text), yet its bytes are the one ``json.dumps`` of its pages,
+    lone surrogates included, and it reads back as written."""
+    path = tmp_path_factory.mktemp("cache") / "archive-cache.json"
+    cache = ArchiveCache(rows=rows)
+    cache.save(path)
+    whole = {page: rows.get(page, {}) for page in PAGES}
+    assert path.read_bytes() == json.dumps(whole, sort_keys=True, separators=(",", ":")).encode()
+    assert ArchiveCache.load(path).rows == whole

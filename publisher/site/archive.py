@@ -13,10 +13,11 @@ decision, each group newest first. Events without a readable time come last.
 
 from __future__ import annotations
 
+import heapq
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from pathlib import Path
@@ -67,10 +68,36 @@ class ArchiveCache:
         return cache
 
     def save(self, path: Path) -> None:
-        """Write the cache atomically (deterministic bytes)."""
-        data = {page: self.rows.get(page, {}) for page in PAGES}
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        atomic_write(path, [text.encode("utf-8", "surrogatepass")])
+        """Write the cache atomically (deterministic bytes: ``json.dumps`` of its pages with
+        sorted keys), a session's rows at a time: the text of every row of a large archive
+        is never held twice more (as one string, then as its bytes)."""
+        atomic_write(path, _batched(self._pieces()))
+
+    def _pieces(self) -> Iterator[bytes]:
+        dumps = json.dumps
+        yield b"{"
+        for p, page in enumerate(sorted(PAGES)):
+            yield f"{',' if p else ''}{dumps(page)}:{{".encode()
+            rows = self.rows.get(page, {})
+            for k, key in enumerate(sorted(rows)):
+                text = f"{',' if k else ''}{dumps(key)}:{dumps(rows[key], separators=(',', ':'))}"
+                yield text.encode("utf-8", "surrogatepass")
+            yield b"}"
+        yield b"}"
+
+
+def _batched(pieces: Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """``pieces`` joined into chunks of about ``size`` bytes (fewer, larger writes)."""
+    batch: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        batch.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(batch)
+            batch, held = [], 0
+    if batch:
+        yield b"".join(batch)
 
 
 #: Each printable ASCII character to its mirror (`` `` ↔ ``~``): a text so mapped sorts in
@@ -197,16 +224,20 @@ def render_archive_pages(
     kinds = sorted({b.kind for b in briefs.values()})
     roles = sorted({b.role for b in briefs.values()})
     fresh = ArchiveCache(rows={page: {} for page in PAGES})
-    rendered: dict[str, dict[str, list[Row]]] = {}
+    marked: dict[str, dict[str, list[tuple[str, str]]]] = {}
 
-    made: dict[str, dict[str, list[tuple[str, EventRow]]]] = {}
-
-    def events_of(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
-        """:func:`event_rows` of a session, made once a build."""
-        events = made.get(summary.name)
-        if events is None:
-            events = made[summary.name] = event_rows(summary)
-        return events
+    def marks_of(summary: Summary) -> dict[str, list[tuple[str, str]]]:
+        """Each page's (sort key, filter value) of a session's rows, made once a build (its
+        :func:`event_rows` are made again to render the rows: a full build does not hold
+        every event's row at once)."""
+        marks = marked.get(summary.name)
+        if marks is None:
+            events = event_rows(summary)
+            marks = marked[summary.name] = {
+                page: [(key, _value(page, row)) for key, row in rows]
+                for page, rows in events.items()
+            }
+        return marks
 
     def rows_of(page: str, summary: Summary) -> list[Row]:
         key = keys[summary.name]
@@ -214,9 +245,11 @@ def render_archive_pages(
         if rows is None:
             rows = old_rows().rows.get(page, {}).get(key)
             if rows is None:
-                if summary.name not in rendered:
-                    rendered[summary.name] = _render_rows(renderer, events_of(summary))
-                rows = rendered[summary.name][page]
+                rendered = _render_rows(renderer, event_rows(summary))
+                for other, made in rendered.items():  # both pages' rows are made at once
+                    if made:
+                        fresh.rows[other].setdefault(key, made)
+                rows = rendered[page]
             fresh.rows[page][key] = rows
         return rows
 
@@ -242,7 +275,7 @@ def render_archive_pages(
             key = outputs_key([rel], [keys[b.name] for b in group])
             if not is_unchanged(rel, key):
                 summaries = [graph.summaries[b.name] for b in group]
-                put(rel, _shard_text(page, rel, summaries, rows_of, events_of))
+                put(rel, _shard_text(page, rel, summaries, rows_of, marks_of))
         page_key = outputs_key(
             [page, str(limit), redaction or "-"],
             sorted(keys[b.name] for b in briefs_of),
@@ -253,27 +286,27 @@ def render_archive_pages(
         if is_unchanged(f"{page}.html", page_key):
             continue
         members = [graph.summaries[b.name] for b in briefs_of]
-        events = {s.name: events_of(s)[page] for s in members}
-        values = sorted({_value(page, row) for rows in events.values() for _, row in rows})
+        events = {s.name: marks_of(s)[page] for s in members}
+        counts = Counter(value for marks in events.values() for _, value in marks)
         # The first screen: the first rows in the page's order, their sort keys from the
         # summaries (no HTML), then the HTML of only those rows.
-        ordered = sorted(
-            (key, name, n) for name, rows in events.items() for n, (key, _) in enumerate(rows)
-        )[:limit]
+        ordered = heapq.nsmallest(
+            limit,
+            ((key, name, n) for name, marks in events.items() for n, (key, _) in enumerate(marks)),
+        )
         by_name = {s.name: s for s in members}
         first = [rows_of(page, by_name[name])[n][1] for _, name, n in ordered]
         if states is not None:
             states[page] = PageState(
                 first=[
-                    (key, _value(page, events[name][n][1]), html)
+                    (key, events[name][n][1], html)
                     for (key, name, n), html in zip(ordered, first, strict=True)
                 ],
-                values=dict(
-                    Counter(_value(page, row) for rows in events.values() for _, row in rows)
-                ),
+                values=dict(counts),
                 sessions=len(members),
                 total=total,
             )
+        values = sorted(counts)
         put(
             f"{page}.html",
             str(
@@ -308,16 +341,17 @@ def _shard_text(
     rel: str,
     group: list[Summary],
     rows_of: Callable[[str, Summary], list[Row]],
-    events_of: Callable[[Summary], dict[str, list[tuple[str, EventRow]]]],
+    marks_of: Callable[[Summary], dict[str, list[tuple[str, str]]]],
 ) -> str:
     """A row shard: a script calling ``polyglavEvents(page, index, rows)``, each row
     ``[sort key, kind, role, value, row HTML]`` (it loads from ``file://`` as over HTTP)."""
     index = int(rel.rsplit("/", 1)[1].split("-")[1])
     data = []
     for summary in group:
-        events = events_of(summary)[page]
-        for (key, row), (_, html) in zip(events, rows_of(page, summary), strict=True):
-            data.append([key, row.kind, row.role, _value(page, row), html])
+        marks = marks_of(summary)[page]
+        kind, role = summary.kind, summary.role
+        for (key, value), (_, html) in zip(marks, rows_of(page, summary), strict=True):
+            data.append([key, kind, role, value, html])
     data.sort()
     text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
     return f"polyglavEvents({json.dumps(page)},{index},{text});\n"
