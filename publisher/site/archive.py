@@ -122,14 +122,17 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
         "kind": summary.kind,
         "role": summary.role,
     }
+    keys = {p: [key for key, _ in event_marks(summary, p)] for p in PAGES}
     errors = []
-    for n, (sort, time, turn, anchor, code, message) in enumerate(summary.error_events):
+    for key, (_, time, turn, anchor, code, message) in zip(
+        keys["errors"], summary.error_events, strict=True
+    ):
         url = f"{folder}/{anchor}" if anchor else f"{page}#errors"
         row = EventRow(url=url, time=time, turn=turn, code=code, message=message, **common)
-        errors.append((f"{_descending(sort)}\0{summary.name}\0{n:09d}", row))
+        errors.append((key, row))
     decisions = []
-    for n, event in enumerate(summary.decision_events):
-        sort, time, decision, tool, action, path, turn, anchor = event
+    for key, event in zip(keys["decisions"], summary.decision_events, strict=True):
+        _, time, decision, tool, action, path, turn, anchor = event
         url = f"{folder}/{anchor}" if anchor else f"{page}#permissions"
         row = EventRow(
             url=url,
@@ -141,9 +144,26 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
             path=path,
             **common,
         )
-        group = REFUSALS.index(decision) if decision in REFUSALS else len(REFUSALS)
-        decisions.append((f"{group}{_descending(sort)}\0{summary.name}\0{n:09d}", row))
+        decisions.append((key, row))
     return {"errors": errors, "decisions": decisions}
+
+
+def event_marks(summary: Summary, page: str) -> list[tuple[str, str]]:
+    """The sort key and filter value (an error's code, a decision) of each row a session
+    gives ``page``, in the order of :func:`event_rows`, without making the rows: errors
+    newest first; decisions refusals first (denied, then declined), then newest first."""
+    name = summary.name
+    if page == "errors":
+        return [
+            (f"{_descending(event[0])}\0{name}\0{n:09d}", event[4])
+            for n, event in enumerate(summary.error_events)
+        ]
+    marks = []
+    for n, event in enumerate(summary.decision_events):
+        decision = event[2]
+        group = REFUSALS.index(decision) if decision in REFUSALS else len(REFUSALS)
+        marks.append((f"{group}{_descending(event[0])}\0{name}\0{n:09d}", decision))
+    return marks
 
 
 EVENTS_FOLDER = "events"
@@ -224,20 +244,6 @@ def render_archive_pages(
     kinds = sorted({b.kind for b in briefs.values()})
     roles = sorted({b.role for b in briefs.values()})
     fresh = ArchiveCache(rows={page: {} for page in PAGES})
-    marked: dict[str, dict[str, list[tuple[str, str]]]] = {}
-
-    def marks_of(summary: Summary) -> dict[str, list[tuple[str, str]]]:
-        """Each page's (sort key, filter value) of a session's rows, made once a build (its
-        :func:`event_rows` are made again to render the rows: a full build does not hold
-        every event's row at once)."""
-        marks = marked.get(summary.name)
-        if marks is None:
-            events = event_rows(summary)
-            marks = marked[summary.name] = {
-                page: [(key, _value(page, row)) for key, row in rows]
-                for page, rows in events.items()
-            }
-        return marks
 
     def rows_of(page: str, summary: Summary) -> list[Row]:
         key = keys[summary.name]
@@ -275,7 +281,7 @@ def render_archive_pages(
             key = outputs_key([rel], [keys[b.name] for b in group])
             if not is_unchanged(rel, key):
                 summaries = [graph.summaries[b.name] for b in group]
-                put(rel, _shard_text(page, rel, summaries, rows_of, marks_of))
+                put(rel, _shard_text(page, rel, summaries, rows_of))
         page_key = outputs_key(
             [page, str(limit), redaction or "-"],
             sorted(keys[b.name] for b in briefs_of),
@@ -286,21 +292,25 @@ def render_archive_pages(
         if is_unchanged(f"{page}.html", page_key):
             continue
         members = [graph.summaries[b.name] for b in briefs_of]
-        events = {s.name: marks_of(s)[page] for s in members}
-        counts = Counter(value for marks in events.values() for _, value in marks)
-        # The first screen: the first rows in the page's order, their sort keys from the
-        # summaries (no HTML), then the HTML of only those rows.
+        # Two passes over the rows' keys (made again, not kept: a full build does not hold
+        # every row's key): the filter values' counts, then the first screen (the first
+        # rows in the page's order), then the HTML of only those rows.
+        counts = Counter(value for s in members for _, value in event_marks(s, page))
         ordered = heapq.nsmallest(
             limit,
-            ((key, name, n) for name, marks in events.items() for n, (key, _) in enumerate(marks)),
+            (
+                (key, s.name, n, value)
+                for s in members
+                for n, (key, value) in enumerate(event_marks(s, page))
+            ),
         )
         by_name = {s.name: s for s in members}
-        first = [rows_of(page, by_name[name])[n][1] for _, name, n in ordered]
+        first = [rows_of(page, by_name[name])[n][1] for _, name, n, _ in ordered]
         if states is not None:
             states[page] = PageState(
                 first=[
-                    (key, events[name][n][1], html)
-                    for (key, name, n), html in zip(ordered, first, strict=True)
+                    (key, value, html)
+                    for (key, _, _, value), html in zip(ordered, first, strict=True)
                 ],
                 values=dict(counts),
                 sessions=len(members),
@@ -341,14 +351,13 @@ def _shard_text(
     rel: str,
     group: list[Summary],
     rows_of: Callable[[str, Summary], list[Row]],
-    marks_of: Callable[[Summary], dict[str, list[tuple[str, str]]]],
 ) -> str:
     """A row shard: a script calling ``polyglavEvents(page, index, rows)``, each row
     ``[sort key, kind, role, value, row HTML]`` (it loads from ``file://`` as over HTTP)."""
     index = int(rel.rsplit("/", 1)[1].split("-")[1])
     data = []
     for summary in group:
-        marks = marks_of(summary)[page]
+        marks = event_marks(summary, page)
         kind, role = summary.kind, summary.role
         for (key, value), (_, html) in zip(marks, rows_of(page, summary), strict=True):
             data.append([key, kind, role, value, html])
