@@ -211,9 +211,7 @@ def settle(sources: Sources, rendered: list[Rendered], scanned: Scan) -> Sources
                 state, summary=None, failure=result.error, outputs={}, sha256=""
             )
             continue
-        settled[result.file_name] = replace(
-            state, outputs=result.outputs, facts_key=result.facts_key
-        )
+        settled.amend(result.file_name, outputs=result.outputs, facts_key=result.facts_key)
     return settled
 
 
@@ -241,4 +239,4 @@ def stamp_folders(ctx: BuildContext, sources: Sources, rendered: list[Rendered])
         state = sources[result.file_name]
         if result.error is None and state.summary is not None:
             site = folder_stamp(f"{out}/{urls.session_dir(state.summary.name)}")
-            sources[result.file_name] = replace(state, site=site)
+            sources.amend(result.file_name, site=site)

@@ -26,6 +26,7 @@ raised, and the build starts again without a manifest (:func:`.build.build_site`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import operator
@@ -34,6 +35,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -229,6 +231,13 @@ class Brief(NamedTuple):
         )
 
 
+BRIEF_INPUTS = frozenset(
+    {"size", "mtime_ns", "summary", "digest", "events_key", "slot", "site", "warnings"}
+)
+"""The :class:`SourceState` fields :meth:`Brief.of` reads (a state whose other fields
+change keeps its brief: :meth:`Sources.amend`)."""
+
+
 def brief_of(summary: Summary) -> Brief:
     """The brief of a summary made outside a build (its keys computed here)."""
     from .index import row_slot
@@ -357,6 +366,25 @@ class Sources(Mapping[str, SourceState]):
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def amend(self, name: str, **fields: Any) -> None:
+        """Set ``name``'s state to its state with ``fields`` replaced, keeping the brief
+        made of it when no field of it is one a brief is made of (:data:`BRIEF_INPUTS`;
+        the outputs and facts key a render sets), or sharing its values (the folder's
+        stamp): a full build does not hold every brief twice."""
+        state = dataclasses.replace(self[name], **fields)
+        brief = self._briefs.get(name) if name in self.fresh else None
+        self.fresh[name] = state
+        if brief is None:
+            self.__setitem__(name, state)
+        elif fields.keys() <= {"site"}:
+            ino, mtime_ns = state.site
+            self._briefs[name] = brief._replace(site_ino=ino, site_mtime_ns=mtime_ns)
+            self._all = None
+        elif not fields.keys() & BRIEF_INPUTS:
+            pass  # the brief is the same
+        else:
+            self.__setitem__(name, state)
 
     def copy(self) -> Sources:
         copied = Sources(self.names, self.base, self.fresh)
@@ -635,15 +663,17 @@ def save_manifest(
         if line is None or (brief is not old_briefs.get(name) and brief != old_briefs[name]):
             line = json.dumps(brief, ensure_ascii=True, separators=(",", ":"))
         out_lines[name] = line
-    # One copy of the body at a time (its text, then its bytes), never the header and
-    # body joined: at 20,000 sources each copy is several MB at the build's peak.
-    body = "\n".join(out_lines.values()) + "\n" if out_lines else ""
-    data = body.encode("utf-8", "surrogatepass")
-    del body
-    header["rows_crc32"] = zlib.crc32(data)
+    # The body is never held whole (at 20,000 sources its text and its bytes are 8 MB
+    # each, at the build's peak): its CRC, which the header holds, is found from its bytes
+    # a batch of lines at a time, then the same batches are encoded again as written.
+    lines = list(out_lines.values())
+    crc = 0
+    for chunk in _body_chunks(lines):
+        crc = zlib.crc32(chunk, crc)
+    header["rows_crc32"] = crc
     first = json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
-    atomic_write(path, [(first + "\n").encode("utf-8"), data])
-    del data
+    atomic_write(path, chain([(first + "\n").encode("utf-8")], _body_chunks(lines)))
+    del lines
     _sweep_shards(folder, set(files.values()), set(old.files.values()))
     stamp = _stamp(path)
     if warm is not None and stamp is not None:
@@ -666,6 +696,13 @@ def save_manifest(
             _lines=out_lines,
         )
         warm.manifest = (os.fspath(path), stamp, manifest)
+
+
+def _body_chunks(lines: list[str], per_chunk: int = 2048) -> Iterator[bytes]:
+    """The brief lines' bytes (each line ended by a newline), ``per_chunk`` lines a time."""
+    for start in range(0, len(lines), per_chunk):
+        batch = lines[start : start + per_chunk]
+        yield ("\n".join(batch) + "\n").encode("utf-8", "surrogatepass")
 
 
 def _shard_of(name: str, brief: Brief, count: int) -> int:
