@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 from operator import itemgetter
+from sys import intern
 
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
@@ -44,7 +45,8 @@ def contribution(summary: Summary) -> tuple[str, str, str]:
     parse every session's times again."""
     day = _day(summary.created_at) or _day(summary.updated_at)
     errors = " ".join(event[0][:10] for event in summary.error_events if event[0])
-    return (day.isoformat() if day else "", outcome_of(summary.last_status), errors)
+    # A day is one of few: interned, not a copy in each session's brief.
+    return (intern(day.isoformat()) if day else "", outcome_of(summary.last_status), errors)
 
 
 def activity(summaries: Iterable[Summary], days: int = DAYS) -> Activity | None:
