@@ -163,8 +163,21 @@ def test_a_lost_cache_costs_only_time(tmp_path: Path) -> None:
     build(sessions, out)
     shutil.rmtree(cache_of(out).root)
     (sessions / "sub_20260817_122000_ef56gh.json").unlink()  # its pages must go
+    # Strays in the site's own folders go too (a nested file, a dangling link); a link to
+    # a folder outside the site is neither followed nor touched.
+    (out / "sessions" / "stray" / "deep").mkdir(parents=True)
+    (out / "sessions" / "stray" / "deep" / "x.html").write_text("stray")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the site's")
+    (out / "sessions" / "link").symlink_to(elsewhere, target_is_directory=True)
+    (out / "assets" / "dangling").symlink_to(out / "assets" / "gone.css")
     report = build(sessions, out)
     assert report.files_read == len(list(sessions.glob("*.json")))
+    assert not (out / "sessions" / "stray").exists()
+    assert not (out / "assets" / "dangling").is_symlink()
+    assert (elsewhere / "keep.txt").read_text() == "not the site's"
+    (out / "sessions" / "link").unlink()
     build(sessions, tmp_path / "fresh")
     assert tree_digest(out) == tree_digest(tmp_path / "fresh")
 

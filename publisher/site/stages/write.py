@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -124,10 +125,14 @@ def _sweep(out: Path, produced: set[str]) -> int:
         root = out / folder
         if root.is_symlink() or not root.is_dir():
             continue
-        for path in sorted(root.rglob("*"), reverse=True):
-            rel = path.relative_to(out).as_posix()
-            if (path.is_file() or path.is_symlink()) and rel not in produced:
-                removed += _remove(out, path)
+        # A folder at a time, deepest first, from the names the walk lists (no stat of
+        # each file, and never a list of every path of the site in memory).
+        for here, folders, files in os.walk(root, topdown=False):
+            prefix = Path(here).relative_to(out).as_posix()
+            links = [name for name in folders if os.path.islink(os.path.join(here, name))]
+            for name in sorted(files + links, reverse=True):
+                if f"{prefix}/{name}" not in produced:
+                    removed += _remove(out, Path(here, name))
     return removed
 
 
