@@ -86,7 +86,7 @@ class ArchiveCache:
         yield b"}"
 
 
-def _batched(pieces: Iterable[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+def _batched(pieces: Iterable[bytes], size: int = 1 << 18) -> Iterator[bytes]:
     """``pieces`` joined into chunks of about ``size`` bytes (fewer, larger writes)."""
     batch: list[bytes] = []
     held = 0
