@@ -2,7 +2,8 @@
 
 For each size: a full build, then ``--repeat`` no-op builds and builds after one turn is
 appended to one session (each in a fresh subprocess, search off; wall time and the subprocess's peak RSS),
-the files the append rewrote, the same append under ``site watch`` (builds in one process
+the files the append rewrote, a new session added (tonight's run of a series) and removed
+again, the same append under ``site watch`` (builds in one process
 told which file changed), the stat floor (listing the sessions folder and one
 ``stat`` of each session file and each session's site folder: what any build that notices
 a change pays a session on this machine), then in Chromium the time for the index to show its first
@@ -125,6 +126,23 @@ def append(sessions: Path) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def add_run(sessions: Path, serial: int) -> Path:
+    """Tonight's run: a new session, a copy of the newest with a later time and its own
+    name and id (the new last run of that series). Returns its file."""
+    newest = max(sessions.glob("job_*.json"))
+    doc = json.loads(newest.read_text())
+    day, clock = doc["session_name"].split("_")[1:3]
+    clock = f"{int(clock) + 1 + serial:06d}"  # a second later (each run its own)
+    ident = f"zz{serial:04d}"
+    doc["session_name"], doc["session_id"] = f"job_{day}_{clock}_{ident}", ident
+    doc["created_at"] = doc["updated_at"] = (
+        f"{day[:4]}-{day[4:6]}-{day[6:]}T{clock[:2]}:{clock[2:4]}:{clock[4:]}+00:00"
+    )
+    path = sessions / f"{doc['session_name']}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
 def stat_floor(sessions: Path, site: Path) -> dict[str, float]:
     """What any build that notices changes pays a session, whatever else it does: listing
     the sessions folder and one ``stat`` of each session file (a changed file) and of each
@@ -231,6 +249,20 @@ def bench(n: int, work: Path, repeat: int) -> dict[str, object]:
         result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
     result["append"] = appends
     log(n, "append", appends, result["append_files_rewritten"])
+    # A new session (nightly CI adds runs) and its removal: the archive's shape changes.
+    added, removed = [], []
+    for serial in range(repeat):
+        before = digests(site)
+        path = add_run(sessions, serial)
+        time.sleep(2.1)
+        added.append(build(sessions, site, cache))
+        after = digests(site)
+        result["add_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
+        path.unlink()
+        removed.append(build(sessions, site, cache))
+    result["add_session"], result["remove_session"] = added, removed
+    log(n, "add session", added, len(result["add_files_rewritten"]), "files")
+    log(n, "remove session", removed)
     result["watch_append"] = watch_appends(sessions, site, cache, repeat)
     log(n, "watch append", result["watch_append"])
     result["floor"] = stat_floor(sessions, site)
