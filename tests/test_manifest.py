@@ -330,3 +330,40 @@ def test_summaries_from_the_pool_share_their_few_valued_texts() -> None:
     assert first.decision_events[0][3] is second.decision_events[0][3]
     assert first.error_events[0][4] is second.error_events[0][4]
     assert first.first_prompt is not second.first_prompt
+
+
+def test_a_shard_written_again_keeps_its_unchanged_lines_byte_for_byte(tmp_path: Path) -> None:
+    """The lines a shard is read from are not kept (20 MB at 20,000 sessions once every
+    state is decoded): when a change writes the shard again, its unchanged states are
+    encoded again, and each gives the very line it was read from, hostile texts included
+    (lone surrogates, line separators, control characters, markup)."""
+    path = tmp_path / "manifest.jsonl"
+    hostile = replace(
+        summary("d"),
+        role="night\u2028ly",
+        first_prompt="<script>\x00\x1b[31m\udfff\U0001f600</script>",
+        error_events=(("2026", "t", "1", "turn-1", "E\ud800", 'bad "quote" \\ \n'),),
+        decision_events=(("2026", "t", "denied", "bash", "run", "/p\u00e9", "1.1", "turn-1.1"),),
+    )
+    states = {
+        **sources(),
+        # d and e share a's shard (slot 5 of 16).
+        "d.json": SourceState(40, 9, "h4", hostile, None, ["session:x"], "fk4", {"sessions/d/index.html": "d4"}, "dg4", [], "ek4", COUNT * 2 + 5, (1, 2)),
+        "e.json": SourceState(50, 9, "h5", summary("e"), None, [], "fk5", {}, "dg5", slot=5),
+    }  # fmt: skip
+    save(path, Manifest(), states)
+    (before,) = [v for n, v in shard_files(path).items() if n.startswith("0005-")]
+    loaded = Manifest.load(path)
+    # What a build holds of them: the states as decoded from the manifest.
+    changed = {name: loaded.sources[name] for name in states}
+    assert changed == states
+    changed["e.json"] = replace(changed["e.json"], facts_key="changed")
+    save(path, loaded, changed, fresh={"e.json": changed["e.json"]})
+    (after,) = [v for n, v in shard_files(path).items() if n.startswith("0005-")]
+    assert before != after
+    old_lines, new_lines = before.splitlines(), after.splitlines()
+    assert [line for line in new_lines if b'"e.json"' not in line] == [
+        line for line in old_lines if b'"e.json"' not in line
+    ]
+    assert len(new_lines) == 3
+    assert Manifest.load(path).sources == changed

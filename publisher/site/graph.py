@@ -139,7 +139,7 @@ class Summary:
         values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
         for index in _NESTED.values():
             values[index] = tuple(map(tuple, values[index]))
-        return cls(*values)
+        return _shared(values)
 
 
 MESSAGE_CHARS = 300
@@ -275,11 +275,16 @@ _DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS = (
 
 
 def _unpickled(*values: Any) -> Summary:
-    """A summary from its pickled values (:meth:`Summary.__reduce__`), its few-valued texts
-    (kind, role, version, status, origin, decisions, error codes, tools and actions)
-    interned: every session's would otherwise be a copy of its own, which at 20,000
-    sessions is about 14 MB of a full build's memory."""
-    row = list(values)
+    """A summary from its pickled values (:meth:`Summary.__reduce__`)."""
+    return _shared(list(values))
+
+
+def _shared(row: list[Any]) -> Summary:
+    """A summary from its values in field order (tuples where it holds tuples), its
+    few-valued texts (kind, role, version, status, origin, decisions, error codes, tools and
+    actions) interned: every session's would otherwise be a copy of its own, which at 20,000
+    sessions is about 8 MB of a full build's memory (from the pool) or of a build that
+    decodes every state (from the manifest)."""
     for index in _SHARED:
         row[index] = intern(row[index])
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
