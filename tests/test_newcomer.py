@@ -241,3 +241,28 @@ def test_the_default_cache_follows_xdg_and_the_site_path(
     assert default_cache_dir(tmp_path / "a").parent == home / ".cache" / "polyglav"
     named = BuildOptions(sessions_dir=tmp_path, out_dir=tmp_path / "a", cache_dir=tmp_path / "c")
     assert CachePaths.of(named).root == tmp_path / "c"
+
+
+def test_a_build_under_another_key_removes_a_gone_sessions_pages_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """A build whose key changed (here: redaction turned on) reads every file again and
+    finds the last build's pages a shard of its manifest at a time, without keeping them
+    (``States.outputs_of``): the pages of a session deleted meanwhile are removed and
+    reported changed, and the build does not fall back to starting over (which would report
+    every asset as changed and not the gone pages)."""
+    from publisher.redact import Redactor
+
+    sessions = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, sessions)
+    out = tmp_path / "site"
+    build(sessions, out)
+    gone = "sub_20260817_122000_ef56gh"
+    (sessions / f"{gone}.json").unlink()
+    report = build(sessions, out, redactor=Redactor.create(["never-in-these-files"]))
+    assert not (out / "sessions" / gone).exists()
+    assert f"sessions/{gone}/index.html" in report.changed
+    assert not any(rel.startswith("assets/") for rel in report.changed)
+    assert report.files_removed >= 1
+    build(sessions, tmp_path / "fresh", redactor=Redactor.create(["never-in-these-files"]))
+    assert tree_digest(out) == tree_digest(tmp_path / "fresh")

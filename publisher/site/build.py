@@ -17,7 +17,7 @@ from itertools import chain, compress
 from ..model import LoadFailure
 from . import urls
 from .context import BuildContext, BuildOptions, CachePaths, Warm
-from .manifest import Manifest, ManifestDamaged, Sources
+from .manifest import ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
 from .pool import Crew
 from .stages.index import index
@@ -33,7 +33,7 @@ from .stages.search import (
     start_search,
 )
 from .stages.state import load_state, save_state
-from .stages.write import assets, remove_stale, write_files
+from .stages.write import assets, last_outputs, remove_stale, write_files
 from .staleness import folder_stamp
 
 __all__ = ["BuildOptions", "BuildReport", "PendingSearch", "Warm", "build_site", "finish_search"]
@@ -132,7 +132,8 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             ctx, previous, planned.graph, planned.graph_key, failures, search_on
         )
         extra = {**asset_hashes, **index_hashes}
-        removed = remove_stale(ctx, previous, sources, extra, published)
+        last = last_outputs(previous, sources)  # before the manifest's files are replaced
+        removed = remove_stale(ctx, previous, sources, extra, published, last)
         names = scanned.names
 
         def list_outputs() -> dict[str, str]:
@@ -169,7 +170,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             warnings=[f"{f.file_name}: {f.reason}" for f in failures]
             + list(chain.from_iterable(compress(map(_WARNINGS, briefs.values()), loaded))),
             list_outputs=list_outputs,
-            changed=changed_outputs(previous, sources, extra, names),
+            changed=changed_outputs(last, sources, extra),
             pending_search=pending,
             held=scanned.holds.failures,
         )
@@ -216,19 +217,15 @@ def settle(sources: Sources, rendered: list[Rendered], scanned: Scan) -> Sources
 
 
 def changed_outputs(
-    previous: Manifest, sources: Sources, extra: Mapping[str, str], names: list[str]
+    last: Mapping[str, str], sources: Sources, extra: Mapping[str, str]
 ) -> list[str]:
-    """:attr:`BuildReport.changed`: the outputs of the sources set this build and of the
-    gone ones, and the files of no source, against the last build's. An unchanged source
-    produced what it produced last time (its state is the last build's)."""
-    gone = previous.briefs.keys() - set(names)
-    before, after = dict(previous.extra_outputs), dict(extra)
-    for name in sorted(sources.fresh.keys() | gone):
-        if name in previous.briefs:
-            before.update(previous.sources[name].outputs)
-        if name in sources.fresh:
-            after.update(sources.fresh[name].outputs)
-    return sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+    """:attr:`BuildReport.changed`: the outputs of the sources set this build and the files
+    of no source, against the last build's that these may have changed
+    (:func:`.stages.write.last_outputs`)."""
+    after = dict(extra)
+    for name in sources.fresh:
+        after.update(sources.fresh[name].outputs)
+    return sorted(rel for rel in last.keys() | after.keys() if last.get(rel) != after.get(rel))
 
 
 def stamp_folders(ctx: BuildContext, sources: Sources, rendered: list[Rendered]) -> None:

@@ -59,29 +59,45 @@ def assets(ctx: BuildContext) -> dict[str, bytes]:
     return {f"assets/{rel}": path.read_bytes() for rel, path in ctx.theme.assets().items()}
 
 
+def last_outputs(previous: Manifest, sources: Sources) -> dict[str, str]:
+    """The last build's files that this build may have changed or made stale (path →
+    sha256): those of the sources set this build and of the gone ones, and its files of no
+    source. An unchanged source produced what it produced last time (its state is the last
+    build's), and no two sessions share a page (their folders are their names'). Made once,
+    before the manifest is saved (its shard files are then replaced)."""
+    last = dict(previous.extra_outputs)
+    # When this build's states are read over the last build's (the same key), the shards
+    # decoded stay decoded: their unchanged members are read after the manifest is saved
+    # (``BuildReport.outputs``), when the files they were read from may be gone.
+    reused = sources.base is previous.sources
+    for _, outputs in previous.sources.outputs_of(_touched(previous, sources), keep=reused):
+        last.update(outputs)
+    return last
+
+
+def _touched(previous: Manifest, sources: Sources) -> list[str]:
+    """The last build's sources set this build or gone (the others are unchanged)."""
+    old = previous.briefs
+    gone = old.keys() - set(sources.names)
+    return [name for name in sources.fresh if name in old] + sorted(gone)
+
+
 def remove_stale(
     ctx: BuildContext,
     previous: Manifest,
     sources: Sources,
     extra: Mapping[str, str],
     published: set[str],
+    last: Mapping[str, str],
 ) -> int:
-    """Remove what the last build published and this one does not, and the fragment files
-    of sessions no longer published (``published``: session names); the number of files
-    removed from the site.
-
-    Only the sources whose state was set this build (``sources.fresh``) and those that are
-    gone are looked at: an unchanged source produced what it produced last time, and no
-    two sessions share a page (their folders are their names'), so nothing of theirs is
-    stale."""
+    """Remove what the last build published and this one does not (``last``:
+    :func:`last_outputs`), and the fragment files of sessions no longer published
+    (``published``: session names); the number of files removed from the site."""
     out = ctx.out
     removed = 0
     old = previous.sources
-    gone = old.briefs.keys() - set(sources.names)
-    touched = [name for name in sources.fresh if name in old.briefs] + sorted(gone)
-    old_outputs = set(previous.extra_outputs)
-    for name in touched:
-        old_outputs.update(old[name].outputs)
+    touched = _touched(previous, sources)
+    old_outputs = set(last)
     kept = set(extra)
     for name in sources.fresh:
         kept.update(sources[name].outputs)
