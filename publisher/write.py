@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import AnyStr
 
 _TEMP_FLAGS = os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
@@ -54,6 +55,22 @@ def move_into_place(source: Path, target: Path) -> None:
     with open(source, "rb") as handle:
         atomic_write(target, iter(lambda: handle.read(1 << 20), b""))
     os.unlink(source)
+
+
+def batches(pieces: Iterable[AnyStr], size: int) -> Iterator[list[AnyStr]]:
+    """``pieces`` in runs of at least ``size`` characters or bytes (the last may be
+    shorter), to be joined and written a run at a time: fewer, larger writes, and never the
+    whole text at once."""
+    batch: list[AnyStr] = []
+    held = 0
+    for piece in pieces:
+        batch.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 def atomic_write(

@@ -17,7 +17,7 @@ import heapq
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from pathlib import Path
@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
-from ..write import atomic_write
+from ..write import atomic_write, batches
 from . import urls
 from .graph import Graph, Summary
 from .manifest import Brief
@@ -71,7 +71,7 @@ class ArchiveCache:
         """Write the cache atomically (deterministic bytes: ``json.dumps`` of its pages with
         sorted keys), a session's rows at a time: the text of every row of a large archive
         is never held twice more (as one string, then as its bytes)."""
-        atomic_write(path, _batched(self._pieces()))
+        atomic_write(path, map(b"".join, batches(self._pieces(), 1 << 18)))
 
     def _pieces(self) -> Iterator[bytes]:
         dumps = json.dumps
@@ -84,20 +84,6 @@ class ArchiveCache:
                 yield text.encode("utf-8", "surrogatepass")
             yield b"}"
         yield b"}"
-
-
-def _batched(pieces: Iterable[bytes], size: int = 1 << 18) -> Iterator[bytes]:
-    """``pieces`` joined into chunks of about ``size`` bytes (fewer, larger writes)."""
-    batch: list[bytes] = []
-    held = 0
-    for piece in pieces:
-        batch.append(piece)
-        held += len(piece)
-        if held >= size:
-            yield b"".join(batch)
-            batch, held = [], 0
-    if batch:
-        yield b"".join(batch)
 
 
 #: Each printable ASCII character to its mirror (`` `` ↔ ``~``): a text so mapped sorts in

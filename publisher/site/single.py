@@ -22,6 +22,7 @@ from ..render.contexts import PageLink, SessionLink, SessionPage, SinglePage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from ..theme import Theme
+from ..write import batches
 from .render import decision_counts_of
 from .urls import single_file_ids
 
@@ -133,15 +134,8 @@ def export_html(
             missing=missing,
         )
     )
-    buffer: list[str] = []
-    size = 0
-    for part in parts:
-        buffer.append(part)
-        size += len(part)
-        if size >= CHUNK_CHARS:
-            yield encode_display("".join(buffer)).decode("utf-8")
-            buffer, size = [], 0
-    yield encode_display("".join(buffer)).decode("utf-8")
+    for batch in batches(parts, CHUNK_CHARS):
+        yield encode_display("".join(batch)).decode("utf-8")
 
 
 def _calls(session: Session, prefix: str) -> dict[str, str]:
