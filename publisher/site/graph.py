@@ -135,11 +135,7 @@ class Summary:
     def from_trusted_row(cls, row: list[Any]) -> Summary:
         """The summary of :meth:`to_row`'s list, as this publisher wrote it (the manifest's
         checksum vouches for it)."""
-        values = list(row)
-        values[_SUB_SESSIONS] = tuple(values[_SUB_SESSIONS])
-        for index in _NESTED.values():
-            values[index] = tuple(map(tuple, values[index]))
-        return _shared(values)
+        return _shared(list(row))
 
 
 MESSAGE_CHARS = 300
@@ -269,8 +265,9 @@ _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _SHARED = [
     SUMMARY_FIELDS.index(name) for name in ("kind", "role", "version", "last_status", "origin")
 ]
-_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS = (
-    SUMMARY_FIELDS.index(name) for name in ("decisions", "error_events", "decision_events")
+_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS = (
+    SUMMARY_FIELDS.index(name)
+    for name in ("decisions", "error_events", "decision_events", "spawns")
 )
 
 
@@ -280,13 +277,15 @@ def _unpickled(*values: Any) -> Summary:
 
 
 def _shared(row: list[Any]) -> Summary:
-    """A summary from its values in field order (tuples where it holds tuples), its
-    few-valued texts (kind, role, version, status, origin, decisions, error codes, tools and
+    """A summary from its values in field order (lists or tuples where it holds tuples:
+    made tuples here, a tuple kept as it is), its few-valued texts (kind, role, version, status, origin, decisions, error codes, tools and
     actions) interned: every session's would otherwise be a copy of its own, which at 20,000
     sessions is about 8 MB of a full build's memory (from the pool) or of a build that
     decodes every state (from the manifest)."""
     for index in _SHARED:
         row[index] = intern(row[index])
+    row[_SUB_SESSIONS] = tuple(row[_SUB_SESSIONS])
+    row[_SPAWNS] = tuple(map(tuple, row[_SPAWNS]))
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
     row[_ERROR_EVENTS] = tuple(
         (sort, time, turn, anchor, intern(code), message)

@@ -39,7 +39,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..write import atomic_write
+from ..write import atomic_write, batches
 from .activity import contribution
 from .graph import Summary
 from .staleness import MANIFEST_FORMAT as FORMAT
@@ -370,7 +370,7 @@ class States(Mapping[str, SourceState]):
         with _gc_paused():
             try:
                 rows = json.loads("[" + ",".join(lines) + "]")
-                del lines  # (the lines are not kept: a shard written again encodes its states)
+                del lines  # (not kept: a save copies them from the file, :meth:`lines_of`)
                 for row in rows:
                     name, state = SourceState.from_trusted_row(row)
                     decoded.setdefault(name, state)
@@ -425,17 +425,14 @@ class Sources(Mapping[str, SourceState]):
         stamp): a full build does not hold every brief twice."""
         state = dataclasses.replace(self[name], **fields)
         brief = self._briefs.get(name) if name in self.fresh else None
+        if brief is None or fields.keys() & (BRIEF_INPUTS - {"site"}):
+            self[name] = state
+            return
         self.fresh[name] = state
-        if brief is None:
-            self.__setitem__(name, state)
-        elif fields.keys() <= {"site"}:
+        if "site" in fields:
             ino, mtime_ns = state.site
             self._briefs[name] = brief._replace(site_ino=ino, site_mtime_ns=mtime_ns)
             self._all = None
-        elif not fields.keys() & BRIEF_INPUTS:
-            pass  # the brief is the same
-        else:
-            self.__setitem__(name, state)
 
     def copy(self) -> Sources:
         copied = Sources(self.names, self.base, self.fresh)
@@ -720,7 +717,10 @@ def save_manifest(
     # The body is held once, as bytes in batches of lines (never also as one text: at
     # 20,000 sources each copy is 8 MB, at the build's peak); its CRC, which the header
     # holds, is found from the batches before they are written.
-    chunks = list(_body_chunks(list(out_lines.values())))
+    chunks = [
+        ("\n".join(batch) + "\n").encode("utf-8", "surrogatepass")
+        for batch in batches(out_lines.values(), 1 << 20)
+    ]
     crc = 0
     for chunk in chunks:
         crc = zlib.crc32(chunk, crc)
@@ -749,13 +749,6 @@ def save_manifest(
             _lines=out_lines,
         )
         warm.manifest = (os.fspath(path), stamp, manifest)
-
-
-def _body_chunks(lines: list[str], per_chunk: int = 2048) -> Iterator[bytes]:
-    """The brief lines' bytes (each line ended by a newline), ``per_chunk`` lines a time."""
-    for start in range(0, len(lines), per_chunk):
-        batch = lines[start : start + per_chunk]
-        yield ("\n".join(batch) + "\n").encode("utf-8", "surrogatepass")
 
 
 def _shard_of(name: str, brief: Brief, count: int) -> int:
