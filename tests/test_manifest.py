@@ -100,11 +100,28 @@ def shard_files(path: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in shard_folder(path).iterdir()}
 
 
+def brief_lines(path: Path) -> dict[str, str]:
+    """Every brief line of the manifest at ``path``, by file name."""
+    found = {}
+    for name, data in shard_files(path).items():
+        if name.startswith("briefs-"):
+            for line in data.decode("ascii").splitlines():
+                found[json.loads(line)[0]] = line
+    return found
+
+
 def test_unchanged_sources_keep_their_lines_and_shards(tmp_path: Path) -> None:
+    """A save writes again only the files of the shards whose lines changed: the state
+    file of a source whose render set only its outputs, but not its brief file; both
+    files of an appended source; neither of an untouched one."""
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
-    first, first_shards = path.read_text().splitlines(), shard_files(path)
-    assert len(first_shards) == 3 and any(n.startswith("0009-") for n in first_shards)
+    first_shards, first_lines = shard_files(path), brief_lines(path)
+    assert len(path.read_text().splitlines()) == 1  # the header alone
+    assert sorted(n[:4] for n in first_shards if not n.startswith("briefs-")) == sorted(
+        n[7:11] for n in first_shards if n.startswith("briefs-")
+    )
+    assert len(first_shards) == 6 and "briefs-0009" in {n[:11] for n in first_shards}
     loaded = Manifest.load(path)
     assert loaded.sources.decoded("a.json") is None  # nothing decoded until used
     states = {name: loaded.sources[name] for name in ("a.json", "b.json")}
@@ -113,12 +130,13 @@ def test_unchanged_sources_keep_their_lines_and_shards(tmp_path: Path) -> None:
     )
     states["a.json"] = replace(states["a.json"], facts_key="changed in place")
     save(path, loaded, states)
-    second, second_shards = path.read_text().splitlines(), shard_files(path)
-    assert second[2] == first[2]  # b.json: untouched, the very line
-    assert second[1] == first[1]  # a.json: its brief did not change
-    assert second[3] != first[3] and json.loads(second[3])[1] == 31
+    second_shards, second_lines = shard_files(path), brief_lines(path)
+    assert second_lines["b.json"] == first_lines["b.json"]  # untouched, the very line
+    assert second_lines["a.json"] == first_lines["a.json"]  # its brief did not change
+    assert json.loads(second_lines["c.json"])[1] == 31
     kept = sorted(first_shards.keys() & second_shards.keys())
-    assert kept == [n for n in first_shards if not n.startswith(("0005-", "0009-"))]  # b's
+    written = ("0005-", "0009-", "briefs-0009-")
+    assert kept == sorted(n for n in first_shards if not n.startswith(written))  # b's, a's briefs
     assert b"changed in place" in next(v for n, v in second_shards.items() if n.startswith("0005-"))
     assert Manifest.load(path).sources == states
 
@@ -128,43 +146,83 @@ def test_an_append_decodes_one_shard(tmp_path: Path) -> None:
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
     loaded = Manifest.load(path)
+    assert list(loaded.briefs) == ["a.json", "b.json", "c.json"]  # by file name
     assert loaded.briefs["a.json"].name == "a" and loaded.briefs["b.json"].loaded is False
     assert loaded.sources["c.json"].summary == summary("c")
     assert loaded.sources.decoded("a.json") is None and loaded.sources.decoded("b.json") is None
 
 
-def damaged(lines: list[str]) -> list[str]:
-    header, a, b, c = lines
-    row = json.loads(a)
-    bad_rows = [json.dumps(row[:-1]), json.dumps([*row, 1]), json.dumps({"name": "a.json"})]
-    bad_rows.append(a[: len(a) // 2])
-    bad_rows.append(json.dumps([row[0], row[1], row[2], 77, *row[4:]]))  # no such shard
-    bad_headers = [
+def damaged_headers(header: str) -> list[str]:
+    fields = json.loads(header)
+    other = {**fields["briefs"], "5": fields["briefs"]["9"]}  # another shard's file
+    return [
         "",
         "[]",
-        json.dumps({**json.loads(header), "format": FORMAT - 1}),
-        json.dumps({**json.loads(header), "scanned_at_ns": "soon"}),
-        json.dumps({**json.loads(header), "shards": []}),
-        json.dumps({k: v for k, v in json.loads(header).items() if k != "key"}),
         "{not json",
-    ]
-    return [
-        *("\n".join([header, bad, b, c]) for bad in bad_rows),
-        *("\n".join([bad, a, b, c]) for bad in bad_headers),
-        "",
         "\x00\x01",
+        json.dumps({**fields, "format": FORMAT - 1}),
+        json.dumps({**fields, "scanned_at_ns": "soon"}),
+        json.dumps({**fields, "shards": []}),
+        json.dumps({**fields, "briefs": []}),
+        json.dumps({**fields, "briefs": {"5": fields["briefs"]["5"]}}),  # a shard left out
+        json.dumps({**fields, "briefs": other}),
+        json.dumps({**fields, "shard_count": 0}),
+        json.dumps({k: v for k, v in fields.items() if k != "key"}),
+        json.dumps({k: v for k, v in fields.items() if k != "briefs"}),
+    ]
+
+
+def damaged_briefs(data: bytes) -> list[bytes]:
+    """A brief file of one line (a's) damaged in each way."""
+    row = json.loads(data)
+    return [
+        b"",
+        data[: len(data) // 2],
+        *(
+            (json.dumps(bad, separators=(",", ":")) + "\n").encode()
+            for bad in (row[:-1], [*row, 1], {"name": "a.json"}, [*row[:3], 9, *row[4:]])
+        ),
     ]
 
 
 def test_every_damaged_manifest_is_a_fresh_start(tmp_path: Path) -> None:
+    """A header or a brief file that is not as written: the build starts from nothing. A
+    brief file made to match its checksum again (re-named after an edit) must still hold
+    well-formed lines of its own shard."""
+    from publisher.site.manifest import brief_file
+
     path = tmp_path / "manifest.jsonl"
     save(path, Manifest(), sources())
-    cases = damaged(path.read_text().splitlines())
+    header = path.read_text()
+    cases = damaged_headers(header.strip())
     assert len(cases) > 10
     for text in cases:
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         loaded = Manifest.load(path)
         assert loaded.sources == {} and loaded.key == "", text[:200]
+    path.write_text(header)
+    folder = shard_folder(path)
+    (own,) = [p for p in folder.iterdir() if p.name.startswith("briefs-0005-")]
+    data = own.read_bytes()
+    own.write_bytes(data.replace(b"writer", b"reader"))  # edited: not its checksum
+    assert Manifest.load(path).sources == {}
+    for bad in damaged_briefs(data):
+        own.write_bytes(bad)
+        assert Manifest.load(path).sources == {}, bad[:200]
+        # The same content under the name its checksum gives, the header updated.
+        renamed = folder / brief_file(5, bad)
+        own.rename(renamed)
+        fields = json.loads(header)
+        fields["briefs"]["5"] = renamed.name
+        path.write_text(json.dumps(fields))
+        if bad:
+            assert Manifest.load(path).sources == {}, bad[:200]
+        renamed.rename(own)
+        path.write_text(header)
+    own.write_bytes(data)
+    assert Manifest.load(path).sources == sources()
+    own.unlink()
+    assert Manifest.load(path).sources == {}
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncated", "edited"])
@@ -259,7 +317,9 @@ def test_a_new_shard_count_moves_every_source(tmp_path: Path) -> None:
     save(path, loaded, dict(loaded.sources), extra_outputs={}, shard_count=2)
     again = Manifest.load(path)
     assert again.sources == sources() and again.sources.count == 2
-    assert sorted(n[:4] for n in shard_files(path)) == ["0000", "0001"]  # the old ones gone
+    names = sorted(shard_files(path))
+    assert [n[:4] for n in names] == ["0000", "0001", "brie", "brie"]  # the old ones gone
+    assert [n[:11] for n in names[2:]] == ["briefs-0000", "briefs-0001"]
     assert {b.shard for b in again.briefs.values()} == {0, 1}
 
 

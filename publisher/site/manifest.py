@@ -1,26 +1,32 @@
 """The build manifest: what the last build read and wrote, kept in the cache folder.
 
 It is read and written by every build, so its cost must not grow with what an append
-touches: it is two parts.
+touches. It is three kinds of file:
 
-- ``manifest.jsonl``: a header line, then one short line per source file (sorted by file
-  name), its :class:`Brief`: the stamp, the shard, and the few facts of its summary that
-  every build needs of every session (name, kind, role, times, the keys of its index row
-  and archive rows, its activity on the chart, the stamp of its folder in the site). The
-  header names the shard files and holds a checksum of the lines.
+- ``manifest.jsonl``: one header line: the build key, the graph's key, when the last scan
+  began, the outputs of no source, and the names of the shard files below.
+- ``manifest.d/briefs-<shard>-<crc32>.jsonl``: one short line per source file of a shard
+  (sorted by file name), its :class:`Brief`: the stamp, the shard, and the few facts of its
+  summary that every build needs of every session (name, kind, role, times, the keys of
+  its index row and archive rows, its activity on the chart, the stamp of its folder in
+  the site). Every build reads them all (a ``site build`` compares every stamp).
 - ``manifest.d/<shard>-<crc32>.jsonl``: the full states (:class:`SourceState`: summary,
-  references, outputs...) of the sources of one shard, named by the checksum of their
-  content. There are as many shards as the index has row shards (the build says how many:
-  :func:`.index.row_shard_count`), and a session's shard is its row shard (its row slot
-  modulo the count), so the sessions whose rows an append makes again are one shard file. A shard is decoded only when one of its states is used
-  (:class:`States`), and written again only when one of its states changed: an append
-  decodes and writes one or two shard files, whatever the archive's size.
+  references, outputs...) of the sources of one shard. A shard is decoded only when one of
+  its states is used (:class:`States`).
 
-Any brief line that does not parse, or a header whose ``rows_crc32`` is not the checksum
-of the lines, makes the whole manifest unusable: the build then starts from nothing (reads
-every file), which is always correct. A shard file that is missing or does not match its
-checksum is found only when it is decoded, during a build: :class:`ManifestDamaged` is
-raised, and the build starts again without a manifest (:func:`.build.build_site`).
+There are as many shards as the index has row shards (the build says how many:
+:func:`.index.row_shard_count`), and a session's shard is its row shard (its row slot
+modulo the count), so the sessions whose rows an append makes again are one shard. Each
+shard file is named by the checksum of its content and written again only when one of its
+lines changed: an append writes one brief file, one or two state files and the header,
+whatever the archive's size.
+
+A header that does not parse, or a brief file that is missing, does not match its
+checksum or holds a line that does not parse, makes the whole manifest unusable: the build
+then starts from nothing (reads every file), which is always correct. A state file that is
+missing or does not match its checksum is found only when it is decoded, during a build:
+:class:`ManifestDamaged` is raised, and the build starts again without a manifest
+(:func:`.build.build_site`).
 """
 
 from __future__ import annotations
@@ -35,11 +41,10 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..write import atomic_write, batches
+from ..write import atomic_write
 from .activity import contribution
 from .graph import Summary
 from .staleness import MANIFEST_FORMAT as FORMAT
@@ -384,7 +389,11 @@ class Sources(Mapping[str, SourceState]):
     over the last build's (``base``, decoded a shard at a time when used)."""
 
     def __init__(
-        self, names: list[str], base: States, fresh: Mapping[str, SourceState] | None = None
+        self,
+        names: list[str],
+        base: States,
+        fresh: Mapping[str, SourceState] | None = None,
+        known: frozenset[str] | None = None,
     ) -> None:
         self.names = names
         """Every source file, sorted."""
@@ -392,7 +401,9 @@ class Sources(Mapping[str, SourceState]):
         """The last build's states (those of another build key: none)."""
         self.fresh: dict[str, SourceState] = dict(fresh or {})
         """The states set this build, by file name."""
-        self._known = set(names)
+        self.known = frozenset(names) if known is None else known
+        """:attr:`names` as a set (given when the caller has it: ``site watch`` keeps the
+        listing of its last build)."""
         self._briefs: dict[str, Brief] = {}
         self._all: dict[str, Brief] | None = None
 
@@ -400,7 +411,7 @@ class Sources(Mapping[str, SourceState]):
         state = self.fresh.get(name)
         if state is not None:
             return state
-        if name not in self._known:
+        if name not in self.known:
             raise KeyError(name)
         return self.base[name]
 
@@ -410,7 +421,7 @@ class Sources(Mapping[str, SourceState]):
         self._all = None
 
     def __contains__(self, name: object) -> bool:
-        return name in self._known
+        return name in self.known
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -435,8 +446,7 @@ class Sources(Mapping[str, SourceState]):
             self._all = None
 
     def copy(self) -> Sources:
-        copied = Sources(self.names, self.base, self.fresh)
-        copied._known = self._known
+        copied = Sources(self.names, self.base, self.fresh, self.known)
         copied._briefs = dict(self._briefs)
         copied._all = self._all
         return copied
@@ -482,22 +492,11 @@ class Manifest:
     """Every source file by name (decoded a shard at a time, when used)."""
     extra_outputs: dict[str, str] = field(default_factory=dict)
     """Outputs of no source (the index, the theme's assets) → sha256."""
-    _lines: dict[str, str] | None = field(default=None, repr=False)
-    """The line each source's brief was read from, to write again unchanged (split from
-    ``_body`` when first asked: a no-op build writes no line)."""
-    _body: str = field(default="", repr=False)
-    """The brief lines as read, in the order of :attr:`briefs`."""
+    brief_files: dict[int, str] = field(default_factory=dict)
+    """Shard → the name of its file of brief lines (:func:`brief_file`)."""
     remembered: bool = field(default=False, repr=False)
     """Handed out from a long-running caller's memory (:class:`.context.Warm`): the
     manifest its own last build wrote, not read from the file."""
-
-    def lines(self) -> dict[str, str]:
-        """The line each source's brief was read from, by file name."""
-        if self._lines is None:
-            lines = self._body.split("\n")[:-1]  # each line ends with a newline
-            self._lines = dict(zip(self.sources.briefs, lines, strict=True))
-            self._body = ""
-        return self._lines
 
     @property
     def briefs(self) -> Mapping[str, Brief]:
@@ -543,44 +542,63 @@ class Manifest:
     @classmethod
     def _read(cls, path: Path) -> Manifest:
         try:
-            data = path.read_bytes()
-            first, _, raw = data.partition(b"\n")
-            header = json.loads(first)
+            header = json.loads(path.read_bytes())
             if not isinstance(header, dict) or header.get("format") != FORMAT:
                 return cls()
-            # A CRC-32 of the brief lines detects damage (a truncated or partly written
-            # file, an edited line); a cryptographic hash would add nothing (whoever can
-            # edit the cache can recompute any unkeyed hash).
-            if header.get("rows_crc32") != zlib.crc32(raw):
-                return cls()  # damaged or edited: a fresh start
-            del data
-            body = raw.decode("utf-8", "surrogatepass")
-            del raw
-            files = {int(k): str(v) for k, v in dict(header["shards"]).items()}
+            files = _named_shards(header["shards"])
+            brief_files = _named_shards(header["briefs"])
             count = int(header["shard_count"])
-            if count < 1:
+            if count < 1 or brief_files.keys() != files.keys():
                 return cls()
-            # One decode for all lines (a JSON array of them): far cheaper than one each.
-            # Each line ends with a newline, and none holds one (JSON, ASCII).
-            rows = json.loads("[" + body[:-1].replace("\n", ",") + "]")
-            # The checksum matched: the rows are as written (not checked one by one).
-            made = map(partial(tuple.__new__, Brief), rows)
-            briefs = dict(zip(map(_NAME, rows), made, strict=True))
-            if len(briefs) != len(rows) or set(map(len, rows)) - {_FIELDS}:
+            folder = shard_folder(path)
+            found: dict[str, Brief] = {}
+            rows = 0
+            for shard, file in brief_files.items():
+                data = (folder / file).read_bytes()
+                # A CRC-32 detects damage (a truncated or partly written file, an edited
+                # line); a cryptographic hash would add nothing (whoever can edit the cache
+                # can recompute any unkeyed hash).
+                if brief_file(shard, data) != file:
+                    return cls()  # damaged or edited: a fresh start
+                # One decode for all of a file's lines (a JSON array of them): far cheaper
+                # than one each. Each line ends with a newline, and none holds one (ASCII).
+                body = data.decode("ascii")
+                del data
+                shard_rows = json.loads("[" + body[:-1].replace("\n", ",") + "]")
+                del body
+                # The checksum matched: the rows are as written (not checked one by one).
+                if set(map(len, shard_rows)) - {_FIELDS} or set(map(_SHARD, shard_rows)) - {shard}:
+                    return cls()
+                found.update(zip(map(_NAME, shard_rows), map(_BRIEF, shard_rows), strict=True))
+                rows += len(shard_rows)
+            if len(found) != rows:
                 return cls()
-            if not set(files).issuperset(map(_SHARD, rows)):
-                return cls()
+            # By file name, as a build lists them.
+            briefs = {name: found[name] for name in sorted(found)}
+            del found
             return cls(
                 key=str(header["key"]),
                 site=str(header["site"]),
                 graph=str(header["graph"]),
                 scanned_at_ns=int(header["scanned_at_ns"]),
-                sources=States(briefs, shard_folder(path), files, count=count),
+                sources=States(briefs, folder, files, count=count),
                 extra_outputs={str(k): str(v) for k, v in dict(header["extra_outputs"]).items()},
-                _body=body,
+                brief_files=brief_files,
             )
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return cls()
+
+
+def _named_shards(value: object) -> dict[int, str]:
+    """A header's shard → file name mapping, in shard order (TypeError when it is not one)."""
+    if not isinstance(value, dict):
+        raise TypeError("not a mapping of shards")
+    return {int(k): str(v) for k, v in sorted(value.items(), key=lambda item: int(item[0]))}
+
+
+def brief_file(shard: int, data: bytes) -> str:
+    """The name of the file of brief lines ``data`` of ``shard``: its shard and checksum."""
+    return f"briefs-{shard:04d}-{zlib.crc32(data):08x}.jsonl"
 
 
 def shard_folder(path: Path) -> Path:
@@ -651,27 +669,38 @@ def save_manifest(
     if moved:
         briefs = {**briefs, **moved}
     # Only the shards of the sources set this build and of the gone ones are written (an
-    # append: one), and only their members are looked up.
+    # append: one), and only their members are looked up. A shard's brief file is written
+    # again only when one of its briefs changed (a render that set only outputs does not).
+    old_briefs = old.briefs
+    gone = old_briefs.keys() - briefs.keys()
     dirty = {briefs[name].shard for name in fresh}
-    dirty.update(old.briefs[name].shard for name in fresh if name in old.briefs)
-    dirty.update(old.briefs[name].shard for name in old.briefs.keys() - briefs.keys())
-    members: dict[int, list[str]] = {shard: [] for shard in dirty}
-    if dirty:
-        for name in sorted(name for name, brief in briefs.items() if brief.shard in dirty):
-            members[briefs[name].shard].append(name)
+    dirty.update(old_briefs[name].shard for name in fresh if name in old_briefs)
+    dirty.update(old_briefs[name].shard for name in gone)
+    changed = [
+        name
+        for name in fresh
+        if (was := old_briefs.get(name)) is None
+        or (was is not briefs[name] and was != briefs[name])
+    ]
+    brief_dirty = {briefs[name].shard for name in changed}
+    brief_dirty.update(old_briefs[name].shard for name in changed if name in old_briefs)
+    brief_dirty.update(old_briefs[name].shard for name in gone)
     folder = shard_folder(path)
     folder.mkdir(parents=True, exist_ok=True)
-    files = {shard: file for shard, file in old.files.items() if shard not in dirty}
     reshard = old.folder != folder or old.count != shard_count
     if reshard:  # none is reused
         briefs = {
             name: brief._replace(shard=_shard_of(name, brief, shard_count))
             for name, brief in briefs.items()
         }
-        files = {}
-        dirty = {brief.shard for brief in briefs.values()}
-        members = {shard: [] for shard in dirty}
-        for name in sorted(briefs):
+        dirty = brief_dirty = {brief.shard for brief in briefs.values()}
+    files = {} if reshard else {k: v for k, v in old.files.items() if k not in dirty}
+    brief_files = (
+        {} if reshard else {k: v for k, v in previous.brief_files.items() if k not in brief_dirty}
+    )
+    members: dict[int, list[str]] = {shard: [] for shard in dirty}
+    if dirty:
+        for name in sorted(name for name, brief in briefs.items() if brief.shard in dirty):
             members[briefs[name].shard].append(name)
     for shard, shard_names in sorted(members.items()):
         if not shard_names:
@@ -692,6 +721,17 @@ def save_manifest(
         if not (folder / file).is_file():
             atomic_write(folder / file, [data])
         files[shard] = file
+        if shard in brief_dirty:
+            # Every brief of the shard encoded (a few hundred): a brief read from a line
+            # encodes to that very line.
+            data = "".join(
+                json.dumps(briefs[name], ensure_ascii=True, separators=(",", ":")) + "\n"
+                for name in shard_names
+            ).encode("ascii")
+            file = brief_file(shard, data)
+            if not (folder / file).is_file():
+                atomic_write(folder / file, [data])
+            brief_files[shard] = file
     header = {
         "format": FORMAT,
         "key": key,
@@ -701,34 +741,16 @@ def save_manifest(
         "publisher": publisher,
         "extra_outputs": dict(sorted(extra_outputs.items())),
         "shards": {str(k): v for k, v in sorted(files.items())},
+        "briefs": {str(k): v for k, v in sorted(brief_files.items())},
         "shard_count": shard_count,
     }
-    kept, old_briefs = previous.lines(), old.briefs
-    # The same sources as read, in the same (sorted) order: every line as read but those of
-    # the sources set this build (the others' briefs are the very ones read).
-    same = not reshard and kept.keys() == briefs.keys()
-    out_lines: dict[str, str] = dict(kept) if same else {}
-    for name in fresh if same else sorted(briefs):
-        brief = briefs[name]
-        line = kept.get(name)
-        if line is None or (brief is not old_briefs.get(name) and brief != old_briefs[name]):
-            line = json.dumps(brief, ensure_ascii=True, separators=(",", ":"))
-        out_lines[name] = line
-    # The body is held once, as bytes in batches of lines (never also as one text: at
-    # 20,000 sources each copy is 8 MB, at the build's peak); its CRC, which the header
-    # holds, is found from the batches before they are written.
-    chunks = [
-        ("\n".join(batch) + "\n").encode("utf-8", "surrogatepass")
-        for batch in batches(out_lines.values(), 1 << 20)
-    ]
-    crc = 0
-    for chunk in chunks:
-        crc = zlib.crc32(chunk, crc)
-    header["rows_crc32"] = crc
     first = json.dumps(header, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
-    atomic_write(path, chain([(first + "\n").encode("utf-8")], chunks))
-    del chunks
-    _sweep_shards(folder, set(files.values()), set(old.files.values()))
+    atomic_write(path, [(first + "\n").encode("utf-8")])
+    _sweep_shards(
+        folder,
+        {*files.values(), *brief_files.values()},
+        {*old.files.values(), *previous.brief_files.values()},
+    )
     stamp = _stamp(path)
     if warm is not None and stamp is not None:
         states = States(dict(briefs), folder, files, count=shard_count)
@@ -746,7 +768,7 @@ def save_manifest(
             scanned_at_ns=scanned_at_ns,
             sources=states,
             extra_outputs=dict(extra_outputs),
-            _lines=out_lines,
+            brief_files=brief_files,
         )
         warm.manifest = (os.fspath(path), stamp, manifest)
 
@@ -797,3 +819,4 @@ def _gc_paused() -> Iterator[None]:
 assert len(Brief._fields) == _FIELDS
 _SHARD = operator.itemgetter(Brief._fields.index("shard"))
 _NAME = operator.itemgetter(Brief._fields.index("file_name"))
+_BRIEF = partial(tuple.__new__, Brief)
