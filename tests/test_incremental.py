@@ -180,6 +180,36 @@ class ArchiveMachine(RuleBasedStateMachine):
         assert tree_digest(self.out) == tree_digest(fresh)
 
 
+class WatchedArchiveMachine(ArchiveMachine):
+    """The same steps, each built as ``site watch`` builds: one :class:`Warm` kept from
+    build to build, told which files changed (``seen``) and whether one was created,
+    deleted or moved (``relist``), as a watcher that drops no event tells it. What it
+    keeps (the listing, the census of published files, the graph's whole-archive tables)
+    must make the same site as a fresh build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warm = Warm()
+        self.stamps: dict[str, tuple[int, int, int]] = {}
+
+    def build(self) -> None:
+        now = {}
+        for path in self.sessions.iterdir():
+            st = path.stat()
+            now[path.name] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        before, self.stamps = self.stamps, now
+        self.warm.seen = {n for n in before.keys() | now.keys() if before.get(n) != now.get(n)}
+        self.warm.relist = before.keys() != now.keys()
+        report = build(self.sessions, self.out, self.warm)
+        before_outputs, after = self.outputs, report.outputs
+        assert report.changed == sorted(
+            rel
+            for rel in before_outputs.keys() | after.keys()
+            if before_outputs.get(rel) != after.get(rel)
+        )
+        self.outputs = after
+
+
 # Examples: the hypothesis profile's (conftest.py): 25 by default, many more in CI, where
 # the state machine must catch a dropped page dependency every time. Its own timeout: the ci
 # profile's run takes 5-6 min on the CI machine (1 December 2026), and shrinking a failure
@@ -187,6 +217,11 @@ class ArchiveMachine(RuleBasedStateMachine):
 # "flaky" report to the real failure).
 ArchiveMachine.TestCase.settings = settings(stateful_step_count=12, deadline=None)
 TestIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(ArchiveMachine.TestCase))
+# Fewer examples: most of what it exercises is the machine above's.
+WatchedArchiveMachine.TestCase.settings = settings(
+    stateful_step_count=12, deadline=None, max_examples=25
+)
+TestWatchedIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(WatchedArchiveMachine.TestCase))
 
 
 def test_noop_build_reads_no_session_file(tmp_path: Path) -> None:

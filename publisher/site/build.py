@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import chain, compress
 
@@ -21,7 +21,7 @@ from .manifest import ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
 from .pool import Crew
 from .stages.index import index
-from .stages.plan import plan
+from .stages.plan import Census, plan
 from .stages.render import Rendered, render
 from .stages.scan import Scan, scan
 from .stages.search import (
@@ -118,18 +118,28 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         rendered = render(ctx, planned, scanned, crew, early.rendered if early else None)
         crew.close()  # what its workers kept goes with them
         sources = settle(planned.sources, rendered, scanned)
-        briefs = sources.briefs()
-        # Bulk passes over the briefs (in file name order, as scanned.names).
-        loaded = list(map(_LOADED, briefs.values()))
-        published = set(compress(map(_NAME, briefs.values()), loaded))
+        census: Census | None = planned.census
+        if any(result.error is not None for result in rendered):
+            census = ctx.warm.census = None  # a session failed: the census must be made again
+        if census is not None:
+            published = set(census.published)
+            failed: Iterable[str] = census.failed
+            warnings = list(chain.from_iterable(census.warned.values()))
+        else:
+            # Bulk passes over the briefs (in file name order, as scanned.names).
+            briefs = sources.briefs()
+            loaded = list(map(_LOADED, briefs.values()))
+            published = set(compress(map(_NAME, briefs.values()), loaded))
+            failed = compress(briefs, map(operator.not_, loaded))
+            warnings = list(chain.from_iterable(compress(map(_WARNINGS, briefs.values()), loaded)))
         failures = [
             LoadFailure(file_name=n, reason=sources[n].failure or "", size=sources[n].size)
-            for n in compress(briefs, map(operator.not_, loaded))
+            for n in failed
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
         search_on = ctx.options.search and pagefind_available()
         index_hashes, index_written = index(
-            ctx, previous, planned.graph, planned.graph_key, failures, search_on
+            ctx, previous, planned.graph, planned.graph_key, failures, search_on, planned.census
         )
         extra = {**asset_hashes, **index_hashes}
         last = last_outputs(previous, sources)  # before the manifest's files are replaced
@@ -154,8 +164,11 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             scanned_at_ns=scanned.started_ns,
             sources=sources,
             extra_outputs=extra,
+            loaded=len(published),
         )
         ctx.cache.building.unlink(missing_ok=True)  # the manifest says what the site holds
+        if census is not None:
+            census.settle(sources)
         # Made before the thaw: the thawed heap is walked by the next full collection,
         # which then falls to the caller (a CLI exits), not to this build (0.6 s at
         # 20,000 sessions).
@@ -167,8 +180,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             files_written=sum(r.written for r in rendered) + assets_written + index_written,
             files_removed=removed,
             search=search_status,
-            warnings=[f"{f.file_name}: {f.reason}" for f in failures]
-            + list(chain.from_iterable(compress(map(_WARNINGS, briefs.values()), loaded))),
+            warnings=[f"{f.file_name}: {f.reason}" for f in failures] + warnings,
             list_outputs=list_outputs,
             changed=changed_outputs(last, sources, extra),
             pending_search=pending,

@@ -31,7 +31,9 @@ from . import staleness
 
 if TYPE_CHECKING:
     from ..render.html import HtmlRenderer
+    from .graph import ShapeMemo
     from .manifest import Manifest
+    from .stages.plan import Census
 
 ProgressHook = Callable[[str, int, int], None]
 """Called with (stage, done, total) as work proceeds."""
@@ -200,6 +202,26 @@ class Warm:
     manifest is the one kept here (:attr:`.manifest.Manifest.remembered`): then only these
     files are stat'ed and the site's folders are trusted
     (:func:`.staleness.untrusted_stamps`)."""
+    relist: bool = True
+    """Set with :attr:`seen` by a watcher: False when no session file was created, deleted
+    or moved since the last build began, so the build takes the last build's listing
+    (:attr:`listing`) instead of listing the folder again."""
+    listing: tuple[list[str], frozenset[str]] | None = None
+    """The session files the last build listed: sorted, and as a set (kept by the scan)."""
+    census: Census | None = None
+    """Which files the last build published (:class:`.stages.plan.Census`), brought up to
+    date by the next build from the briefs that changed."""
+    shape: ShapeMemo | None = None
+    """The whole-archive tables of the last build's graph (:meth:`shape_memo`)."""
+
+    def shape_memo(self, key: str) -> ShapeMemo:
+        """The tables of a graph of shape ``key``: the last build's when its shape was
+        the same (an append), else new ones, kept for the next build."""
+        from .graph import ShapeMemo
+
+        if self.shape is None or self.shape.key != key:
+            self.shape = ShapeMemo(key)
+        return self.shape
 
     def renderer(self, theme: Theme, theme_key: str) -> HtmlRenderer:
         """The renderer of ``theme`` in the state ``theme_key``; a changed theme file gives
@@ -231,6 +253,9 @@ class BuildContext:
     """Processes (and Pagefind runs) at a time."""
     warm: Warm
     """What carries over to the next build of a long-running caller."""
+    lasting: bool = False
+    """True when a long-running caller gave :attr:`warm` (``site watch``): it is kept for
+    its next build, so whole-archive tables are worth making once and keeping there."""
     trust_written: bool = True
     """False when the last build stopped after writing to the site and before saving its
     manifest: a file whose recorded hash is the one about to be written may hold that
@@ -270,6 +295,7 @@ class BuildContext:
             )
         theme = Theme.load(options.theme)
         theme_key = staleness.theme_key(theme)
+        lasting = warm is not None
         warm = warm if warm is not None else Warm()
         warm.code = warm.code or staleness.code_key()
         return cls(
@@ -282,4 +308,5 @@ class BuildContext:
             cache=CachePaths(cache),
             workers=options.workers or os.cpu_count() or 1,
             warm=warm,
+            lasting=lasting,
         )

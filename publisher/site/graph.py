@@ -309,6 +309,30 @@ _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
 
 
 @dataclass(slots=True)
+class ShapeMemo:
+    """What a :class:`Graph` makes of every session that depends only on the archive's
+    shape (:func:`.staleness.graph_key`: names, files, parents, roles, creation times): a
+    graph of the same shape may use it as it is."""
+
+    key: str = ""
+    """The graph key of the shape it was made for ("" until a build says it)."""
+    refs: RefIndex | None = None
+    """:attr:`Graph.refs`, made on first use (an append whose session makes no reference
+    never needs it: it costs a pass over every file name)."""
+    found_children: dict[str, list[str]] | None = None
+    """Parent name → names of the sessions whose parent_id names it, sorted."""
+    series: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    """Role → session name → (previous, next) run of its series ("" when none), made for a
+    role on first use."""
+    runs: dict[str, list[tuple[str, str]]] | None = None
+    """Role → (created_at, name) of its sessions, unsorted: one pass over every session
+    the first time a series is asked, not one a role."""
+    row_groups: dict[int, list[list[str]]] = field(default_factory=dict)
+    """Shard count → the session names of each row shard of the index, sorted (made by
+    the index stage)."""
+
+
+@dataclass(slots=True)
 class Graph:
     """The archive's sessions by name, with parent/child links and reference lookup.
 
@@ -323,25 +347,16 @@ class Graph:
     briefs: Mapping[str, Brief] | None = None
     """Each published session's brief, by session name (made from ``summaries`` when
     None)."""
-    _refs: RefIndex | None = field(init=False, repr=False, default=None)
-    """:attr:`refs`, made on first use (an append whose session makes no reference, with
-    the archive's shape unchanged, never needs it: it costs a pass over every file name)."""
-    _found_children: dict[str, list[str]] | None = field(init=False, repr=False, default=None)
-    """Parent name → names of the sessions whose parent_id names it, sorted (made on first
-    use)."""
-    _series: dict[str, dict[str, tuple[str, str]]] = field(init=False, repr=False)
-    """Role → session name → (previous, next) run of its series ("" when none), made for a
-    role on first use."""
-    _runs: dict[str, list[tuple[str, str]]] | None = field(init=False, repr=False, default=None)
-    """Role → (created_at, name) of its sessions, unsorted: one pass over every session
-    the first time a series is asked, not one a role."""
+    memo: ShapeMemo = field(default_factory=lambda: ShapeMemo())
+    """The tables made of every session (reference lookup, children found by parent,
+    series), each made on first use; one of a graph of the same shape may be given
+    (``site watch`` keeps it from build to build: :meth:`.context.Warm.shape_memo`)."""
 
     def __post_init__(self) -> None:
         if self.briefs is None:
             from .manifest import brief_of
 
             self.briefs = {name: brief_of(s) for name, s in self.summaries.items()}
-        self._series = {}
 
     @property
     def all(self) -> Mapping[str, Brief]:
@@ -352,9 +367,10 @@ class Graph:
     @property
     def refs(self) -> RefIndex:
         """Resolves ``#id`` and ``session:name`` as the CLI does."""
-        if self._refs is None:
-            self._refs = RefIndex(self.file_names, {b.file_name: b.name for b in self.all.values()})
-        return self._refs
+        memo = self.memo
+        if memo.refs is None:
+            memo.refs = RefIndex(self.file_names, {b.file_name: b.name for b in self.all.values()})
+        return memo.refs
 
     def key(self) -> str:
         """:func:`.staleness.graph_key` of this graph: equal keys, equal page facts."""
@@ -364,13 +380,14 @@ class Graph:
         """Sub-sessions: declared ones first, then any session whose parent_id names it."""
         summary = self.summaries.get(name)
         declared = list(summary.sub_sessions) if summary else []
-        if self._found_children is None:
+        memo = self.memo
+        if memo.found_children is None:
             found: dict[str, list[str]] = {}
             with_parent = [brief for brief in self.all.values() if brief.parent_id]
             for brief in sorted(with_parent, key=_NAME):
                 found.setdefault(brief.parent_id, []).append(brief.name)
-            self._found_children = found
-        return list(dict.fromkeys([*declared, *self._found_children.get(name, [])]))
+            memo.found_children = found
+        return list(dict.fromkeys([*declared, *memo.found_children.get(name, [])]))
 
     def series(self, name: str) -> tuple[str, str]:
         """The previous and next run of a session's series: the sessions of its role, in
@@ -379,15 +396,16 @@ class Graph:
         brief = self.all.get(name)
         if brief is None or not brief.role:
             return ("", "")
-        series = self._series.get(brief.role)
+        memo = self.memo
+        series = memo.series.get(brief.role)
         if series is None:
-            if self._runs is None:  # every role's runs in one pass, the first time
-                self._runs = {}
+            if memo.runs is None:  # every role's runs in one pass, the first time
+                memo.runs = {}
                 for b in self.all.values():
                     if b.role:
-                        self._runs.setdefault(b.role, []).append((b.created_at, b.name))
-            runs = sorted(self._runs.get(brief.role, []))
-            series = self._series[brief.role] = {}
+                        memo.runs.setdefault(b.role, []).append((b.created_at, b.name))
+            runs = sorted(memo.runs.get(brief.role, []))
+            series = memo.series[brief.role] = {}
             for i, (_, run) in enumerate(runs):
                 before = runs[i - 1][1] if i else ""
                 after = runs[i + 1][1] if i + 1 < len(runs) else ""

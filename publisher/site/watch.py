@@ -177,6 +177,8 @@ class Change:
     """A watched folder that was itself deleted: its watch is dead and must be renewed."""
     paths: tuple[Path, ...] = ()
     """The paths it concerns (a move: both)."""
+    relist: bool = False
+    """A file was created, deleted or moved (a write alone leaves the listing as it was)."""
 
 
 class _Forward(FileSystemEventHandler):
@@ -195,7 +197,8 @@ class _Forward(FileSystemEventHandler):
         if isinstance(event, DirDeletedEvent) and self.root in paths:
             self.changes.put(Change(now, lost_root=self.root))
         elif any(self.accept(p) for p in paths):
-            self.changes.put(Change(now, paths=tuple(paths)))
+            relist = event.event_type not in ("modified", "closed")
+            self.changes.put(Change(now, paths=tuple(paths), relist=relist))
 
 
 @dataclass(slots=True)
@@ -278,6 +281,8 @@ class Watcher:
         self.seen: set[str] | None = None
         """Session files with events since the last build began (None: unknown, so the
         next build stats every file and checks every site folder)."""
+        self.relist = True
+        """Whether one of those events created, deleted or moved a file (:attr:`.Warm.relist`)."""
         self.next_full = 0.0
         """When a build next checks everything whatever the events said (the rescan)."""
         self.next_rescan = 0.0
@@ -333,6 +338,7 @@ class Watcher:
             self.pending.note(change.at)
             if self.seen is not None:
                 self.seen.update(p.name for p in change.paths if p.parent == self.sessions)
+                self.relist = self.relist or change.relist
             for root in self.roots:
                 if root.path == change.lost_root:
                     root.identity = None  # renewed by _check_roots
@@ -387,12 +393,13 @@ class Watcher:
         # deleted by hand) and when followed logs are imported (their writes' events may
         # not have arrived yet). Files kept at their last good page are read again.
         seen, self.seen = self.seen, set()
+        relist, self.relist = self.relist, False
         if seen is None or self.next_full <= now or self.watch.imports:
             seen = None
             self.next_full = now + self.watch.rescan_interval
         else:
             seen |= self.held
-        self.warm.seen = seen
+        self.warm.seen, self.warm.relist = seen, relist or seen is None
         self._import()
         if not self.roots[0].path.is_dir():
             self.seen = None

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
@@ -67,6 +68,9 @@ from ..staleness import (
 )
 from .write import write_files
 
+if TYPE_CHECKING:
+    from .plan import Census
+
 
 def index(
     ctx: BuildContext,
@@ -75,9 +79,11 @@ def index(
     graph_key: str,
     failures: list[LoadFailure],
     search: bool,
+    census: Census | None = None,
 ) -> tuple[dict[str, str], int]:
     """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
-    the files written.
+    the files written. ``census``: the plan's, which may know what changed since the last
+    build (:attr:`.plan.Census.changes`).
 
     Every session is seen through its brief (:class:`..manifest.Brief`: the keys and shard
     slot computed when its summary was made); a summary is read only for a row to render
@@ -92,7 +98,12 @@ def index(
     settings = [first_rows, tunables.rows_per_shard, tunables.max_row_shards]
     # After a build that stopped before saving its state, no file is known to be as made.
     made = _load_made(ctx.cache.index_outputs) if same_key and ctx.trust_written else {}
-    changes = brief_changes(previous.briefs, briefs) if same_key else None
+    if not same_key:
+        changes = None
+    elif census is not None and census.changes is not None and census.briefs is briefs:
+        changes = census.changes
+    else:
+        changes = brief_changes(previous.briefs, briefs)
     new, old = (changes.new, changes.old) if changes is not None else ({}, {})
     # The caches describe the last build's sessions (the manifest's) when they were made
     # under its graph and tunables, and what they noted as changed is as the manifest has it.
@@ -118,11 +129,19 @@ def index(
             or rel not in made
             or not unchanged(rel, made[rel][0])
         ]
-        groups: dict[str, list[Brief]] = {}
-        if len(todo) > _FEW_SHARDS:
-            groups = row_shard_groups(list(values), tunables.rows_per_shard, count)
+        # Each shard's members: from one grouping of every session when many shards are
+        # made or the grouping is kept for the next build (``site watch``), else from a
+        # bulk pass each (an append of ``site build``).
+        members = graph.memo.row_groups.get(count)
+        if members is None and (len(todo) > _FEW_SHARDS or ctx.lasting):
+            members = _shard_names(graph, tunables.rows_per_shard, count)
         for rel in todo:
-            group = groups[rel] if groups else shard_members(values, shards.index(rel), count)
+            i = shards.index(rel)
+            group = (
+                [briefs[name] for name in members[i]]
+                if members is not None
+                else shard_members(values, i, count)
+            )
             if not unchanged(rel, outputs_key([rel], map(_DIGEST, group))):
                 emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
     kept = cache.overview if valid else None
@@ -366,3 +385,15 @@ def _load_made(path: Path) -> dict[str, list[str]]:
         for k, v in data.items()
         if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
     }
+
+
+def _shard_names(graph: Graph, per_shard: int, count: int) -> list[list[str]]:
+    """The session names of each row shard (:func:`..index.row_shard_groups`), made in one
+    pass the first time and kept with the graph's shape (:class:`..graph.ShapeMemo`): an
+    append under ``site watch`` looks up its shard's members, not every session's slot."""
+    memo = graph.memo
+    names = memo.row_groups.get(count)
+    if names is None:
+        groups = row_shard_groups(list(graph.all.values()), per_shard, count)
+        names = memo.row_groups[count] = [[b.name for b in group] for group in groups.values()]
+    return names

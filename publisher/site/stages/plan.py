@@ -20,9 +20,15 @@ from itertools import chain
 from .. import urls
 from ..context import BuildContext
 from ..graph import Graph, Summary
-from ..manifest import Manifest, Sources, SourceState
+from ..manifest import Brief, Manifest, Sources, SourceState
 from ..render import PageFacts
-from ..staleness import disturbed_folders, graph_unchanged, session_stale, stale_candidates
+from ..staleness import (
+    BriefChanges,
+    disturbed_folders,
+    graph_unchanged,
+    session_stale,
+    stale_candidates,
+)
 from .scan import Scan
 
 
@@ -55,28 +61,110 @@ class Plan:
     """:func:`.staleness.graph_key` of :attr:`graph`."""
     jobs: list[RenderJob]
     """The sessions to render, by file name."""
+    census: Census
+    """Which files are published and which fail (before the render)."""
+
+
+@dataclass(slots=True)
+class Census:
+    """Which files are published and which fail, from every source's brief: made in one
+    pass, or (``site watch``) from the last build's by the briefs that changed."""
+
+    names: list[str]
+    """The listing it was made for (the scan's :attr:`.scan.Scan.names`)."""
+    published: dict[str, str]
+    """Session name → file name, in file name order (the first file of a name wins)."""
+    briefs: dict[str, Brief]
+    """Each published session's brief, by session name, in the same order."""
+    failed: list[str]
+    """The files that do not load, in file name order (a second file of a session name
+    included)."""
+    warned: dict[str, list[str]]
+    """A published file → what its user is told each build (only those with warnings),
+    in file name order."""
+    changes: BriefChanges | None = None
+    """What changed since the last build's briefs (:func:`.staleness.brief_changes`), when
+    it was brought up to date from them (:meth:`update`); None: not known here."""
+
+    @classmethod
+    def of(cls, sources: Sources, names: list[str]) -> Census:
+        """Every source looked at once; a second file of a session name becomes a failure
+        in ``sources``."""
+        published: dict[str, str] = {}
+        failed: list[str] = []
+        warned: dict[str, list[str]] = {}
+        for name, brief in sources.briefs().items():
+            if not brief.loaded:
+                failed.append(name)
+                continue
+            if brief.name in published:
+                state = sources[name]
+                sources[name] = SourceState(
+                    state.size,
+                    state.mtime_ns,
+                    state.sha256,
+                    None,
+                    f"same session_name as {published[brief.name]}; not published twice",
+                )
+                failed.append(name)
+                continue
+            published[brief.name] = name
+            if brief.warnings:
+                warned[name] = brief.warnings
+        all_briefs = sources.briefs()
+        briefs = {session: all_briefs[name] for session, name in published.items()}
+        return cls(names, published, briefs, failed, warned)
+
+    def update(self, sources: Sources, previous: Manifest) -> Census | None:
+        """This census brought to ``sources``, a build over the very files it was made
+        for whose changed briefs (:attr:`.manifest.Sources.fresh`) each keep their file's
+        "loads" and session name, else None (then :meth:`of`). ``previous``: the manifest
+        of the build it was made by."""
+        if sources.names is not self.names or sources.base is not previous.sources:
+            return None
+        old = previous.briefs
+        briefs, warned = dict(self.briefs), dict(self.warned)
+        new: dict[str, Brief] = {}
+        gone: dict[str, Brief] = {}
+        for name in sources.fresh:
+            brief, was = sources.brief(name), old.get(name)
+            if was is None or (brief.loaded, brief.name) != (was.loaded, was.name):
+                return None
+            if not brief.loaded:
+                continue
+            if briefs[brief.name] is not was:  # (not settled by the last build)
+                return None
+            briefs[brief.name] = brief
+            if brief is not was:
+                new[brief.name], gone[brief.name] = brief, was
+            if brief.warnings:
+                warned[name] = brief.warnings
+            else:
+                warned.pop(name, None)
+        if warned.keys() != self.warned.keys():
+            warned = dict(sorted(warned.items()))
+        changes = BriefChanges(new=new, old=gone)
+        return Census(self.names, self.published, briefs, self.failed, warned, changes)
+
+    def settle(self, sources: Sources) -> None:
+        """Take the final briefs of the sources set this build (their folders' stamps
+        recorded after the render): each published session's brief is then the very one
+        the manifest saved, as :meth:`update` requires."""
+        for name in sources.fresh:
+            brief = sources.brief(name)
+            if brief.loaded and self.published.get(brief.name) == name:
+                self.briefs[brief.name] = brief
 
 
 def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     """Stage 2 (see the module docstring)."""
     sources = scanned.sources.copy()
-    all_briefs = sources.briefs()
-    published: dict[str, str] = {}  # session name → file name (the first file wins)
-    for name, brief in all_briefs.items():
-        if not brief.loaded:
-            continue
-        if brief.name in published:
-            state = sources[name]
-            sources[name] = SourceState(
-                state.size,
-                state.mtime_ns,
-                state.sha256,
-                None,
-                f"same session_name as {published[brief.name]}; not published twice",
-            )
-            continue
-        published[brief.name] = name
-    briefs = {session: all_briefs[name] for session, name in published.items()}
+    kept = ctx.warm.census if previous.remembered else None
+    census = kept.update(sources, previous) if kept is not None else None
+    if census is None:
+        census = Census.of(sources, scanned.names)
+    ctx.warm.census = census  # dropped by the build when a render fails (:func:`.build.settle`)
+    published, briefs = census.published, census.briefs
     graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
     old = previous.sources
@@ -87,13 +175,14 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     if graph_unchanged(
         same_key=same_key,
         last_graph=previous.graph,
-        same_files=previous.briefs.keys() == all_briefs.keys(),
+        same_files=previous.briefs.keys() == sources.known,
         changes=changes,
     ):
         graph_key = previous.graph
     else:
         graph_key = graph.key()  # a pass over every summary (each decoded)
     same_graph = same_key and previous.graph == graph_key
+    graph.memo = ctx.warm.shape_memo(graph_key)  # nothing of it was made yet
     # Runs whose previous run changed: their comparison pages show it.
     next_of_changed = set()
     for name in scanned.changed:
@@ -122,9 +211,15 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
         ),
     )
     jobs: list[RenderJob] = []
-    for session, name in published.items():
-        if candidates is not None and session not in candidates:
-            continue
+    # Those the rule may find stale, in file name order (an append: a few, not a pass).
+    asked = (
+        published.items()
+        if candidates is None
+        else sorted(
+            ((s, published[s]) for s in candidates if s in published), key=operator.itemgetter(1)
+        )
+    )
+    for session, name in asked:
         stale = session_stale(
             same_key=same_key,
             content_changed=name in scanned.changed,
@@ -144,7 +239,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             jobs.append(
                 RenderJob(name, state.outputs if same_key else {}, same_key, ctx.trust_written)
             )
-    return Plan(sources, graph, graph_key, jobs)
+    return Plan(sources, graph, graph_key, jobs, census)
 
 
 class Published(Mapping[str, Summary]):

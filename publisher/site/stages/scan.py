@@ -112,10 +112,25 @@ def scan(
     # States made under another key (e.g. without redaction) are not reused.
     old: States = previous.sources if same_key else States({}, count=previous.sources.count)
     briefs = old.briefs
-    names = session_file_names(ctx.folder)
-    sources = Sources(names, old)
+    # A watcher that saw no file created, deleted or moved: the last build's listing,
+    # whose every file has a brief (when the key is the same), and only the files it saw
+    # written are looked at.
+    warm = ctx.warm
+    listing = warm.listing if not warm.relist else None
+    warm.relist = True  # taken, as ``seen`` is: a caller sets both before each build
+    if seen is None or listing is None:
+        names = session_file_names(ctx.folder)
+        sources = Sources(names, old)
+        looked_at = names
+    else:
+        names, known = listing
+        sources = Sources(names, old, known=known)
+        looked_at = sorted(seen & known) if same_key else names
+    warm.listing = (names, sources.known)
     # The state of an unchanged file stays in the manifest, not even decoded.
-    to_read = untrusted_stamps(os.fspath(ctx.folder), names, briefs, previous.scanned_at_ns, seen)
+    to_read = untrusted_stamps(
+        os.fspath(ctx.folder), looked_at, briefs, previous.scanned_at_ns, seen
+    )
     scanned, kept, homes = _read(ctx, to_read, crew)
     freezer.freeze()  # the kept sessions too: later collections need not walk them
     holds = Holds(old, ctx.options.hold)

@@ -38,8 +38,10 @@ def save_state(
     scanned_at_ns: int,
     sources: Sources,
     extra_outputs: Mapping[str, str],
+    loaded: int,
 ) -> None:
-    """Write this build's manifest (the shards and lines of unchanged sources reused)."""
+    """Write this build's manifest (the shards and lines of unchanged sources reused).
+    ``loaded``: how many of the sources load (their sessions are published)."""
     briefs = sources.briefs()
     save_manifest(
         ctx.cache.manifest,
@@ -55,7 +57,7 @@ def save_state(
         fresh=sources.fresh,
         # As many shards as the index has row shards: an append's are one file.
         shard_count=row_shard_count(
-            sum(b.loaded for b in briefs.values()),
+            loaded,
             ctx.tunables.rows_per_shard,
             ctx.tunables.max_row_shards,
         ),

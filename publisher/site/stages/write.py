@@ -77,9 +77,9 @@ def last_outputs(previous: Manifest, sources: Sources) -> dict[str, str]:
 
 def _touched(previous: Manifest, sources: Sources) -> list[str]:
     """The last build's sources set this build or gone (the others are unchanged)."""
-    old = previous.briefs
-    gone = old.keys() - set(sources.names)
-    return [name for name in sources.fresh if name in old] + sorted(gone)
+    old, known = previous.briefs, sources.known
+    gone = [] if known.issuperset(old) else sorted(old.keys() - known)  # (no set made)
+    return [name for name in sources.fresh if name in old] + gone
 
 
 def remove_stale(
