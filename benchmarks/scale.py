@@ -68,7 +68,8 @@ for _ in range(repeat):
     doc["turns"].append({**doc["turns"][-1], "index": doc["turns"][-1]["index"] + 1})
     path.write_text(json.dumps(doc, indent=2) + "\\n")
     time.sleep(2.1)
-    warm.seen = {path.name}  # as site watch's events tell it
+    warm.seen = {path.name}  # as site watch's events tell it: a write, no file created
+    warm.relist = False
     t, c = time.perf_counter(), time.process_time()
     report = build_site(options, warm)
     print(json.dumps({"inside_cpu_s": round(time.process_time() - c, 3),

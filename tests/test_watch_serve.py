@@ -718,3 +718,40 @@ def test_watch_follows_another_agents_logs_through_the_importer(
     bad = start("watch", "--project", str(project), "--out", str(out), "--import", "nobody:x")
     assert bad.proc.wait(timeout=20) == 2
     assert "unknown agent 'nobody'" in "".join(bad.err)
+
+
+@pytest.mark.unit
+def test_only_a_created_deleted_or_moved_file_makes_the_next_build_list_the_folder(
+    tmp_path: Path,
+) -> None:
+    """A write to a session file keeps the last build's listing (``Warm.relist`` False);
+    a file created, deleted or moved (an editor's atomic save included) lists it again."""
+    import queue
+
+    from watchdog.events import (
+        FileClosedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+    )
+
+    from publisher.site.watch import Change, _Forward
+
+    changes: queue.SimpleQueue[Change] = queue.SimpleQueue()
+    forward = _Forward(tmp_path, lambda path: path.suffix == ".json", changes)
+    a, b = str(tmp_path / "a.json"), str(tmp_path / "b.json")
+    expected = {
+        FileModifiedEvent(a): False,
+        FileClosedEvent(a): False,
+        FileCreatedEvent(a): True,
+        FileDeletedEvent(a): True,
+        FileMovedEvent(str(tmp_path / ".a.json.tmp"), a): True,
+        FileMovedEvent(a, b): True,
+    }
+    for event, relist in expected.items():
+        forward.on_any_event(event)
+        change = changes.get_nowait()
+        assert change.relist is relist, event
+    forward.on_any_event(FileModifiedEvent(str(tmp_path / "notes.txt")))  # not a session file
+    assert changes.empty()
