@@ -163,7 +163,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     census = kept.update(sources, previous) if kept is not None else None
     if census is None:
         census = Census.of(sources, scanned.names)
-    ctx.warm.census = census  # dropped by the build when a render fails (:func:`.build.settle`)
+    ctx.warm.census = census  # dropped by the build when a render fails (:mod:`..build`)
     published, briefs = census.published, census.briefs
     graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
