@@ -288,8 +288,9 @@ def test_a_page_deleted_from_the_site_by_hand_is_written_again(tmp_path: Path, d
 
 def test_a_watched_build_looks_only_at_the_files_the_watcher_saw(tmp_path: Path) -> None:
     """``site watch`` tells each build which session files had events since its last build
-    (``Warm.seen``): only those are stat'ed and read, and no site folder is checked. A
-    change it did not report (dropped by the OS), and a page deleted by hand, wait for the
+    (``Warm.seen``): only those are stat'ed and read, and no file of the site is checked
+    (a session's folder, the index stage's files). A change it did not report (dropped by
+    the OS), and a page deleted by hand, wait for the
     next build without hints (its rescan). Hints are ignored when the manifest is not the
     one this caller's own last build wrote."""
     sessions = copy_samples(tmp_path / "sessions")
@@ -303,6 +304,7 @@ def test_a_watched_build_looks_only_at_the_files_the_watcher_saw(tmp_path: Path)
         path.write_text(json.dumps(doc))
     age(reported, unreported)  # past the racy window: a read file is trusted next time
     page_of(out, JOB).unlink()
+    (out / "decisions.html").unlink()  # a file of the index stage, as trusted
     warm.seen = {reported.name}
     report = build(sessions, out, warm)
     assert (report.files_read, report.sessions_rendered) == (1, 1)
@@ -310,11 +312,12 @@ def test_a_watched_build_looks_only_at_the_files_the_watcher_saw(tmp_path: Path)
     assert "seen by the watcher" in page_of(out, SECURITY).read_text(encoding="utf-8")
     assert "an event dropped" not in page_of(out, MAIN).read_text(encoding="utf-8")
     assert not page_of(out, JOB).exists()
+    assert not (out / "decisions.html").exists()
     assert set(report.changed) >= {page_of(out, SECURITY).relative_to(out).as_posix()}
     rescan = build(sessions, out, warm)  # no hints: every file stat'ed, every folder checked
     assert rescan.files_read == 1 and rescan.sessions_rendered == 2
     assert "an event dropped" in page_of(out, MAIN).read_text(encoding="utf-8")
-    assert page_of(out, JOB).is_file()
+    assert page_of(out, JOB).is_file() and (out / "decisions.html").is_file()
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
     # A caller whose hints are not about the build that wrote the manifest (here, one that
     # has not built yet): they are not used, so a change it did not report is still read.

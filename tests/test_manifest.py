@@ -434,3 +434,31 @@ def test_a_shard_written_again_keeps_its_unchanged_lines_byte_for_byte(tmp_path:
             loaded.sources[name].to_row(name), ensure_ascii=True, separators=(",", ":")
         )
         assert row.encode() == line
+
+
+def test_a_shard_written_again_takes_its_members_from_its_last_files(tmp_path: Path) -> None:
+    """A save finds a dirty shard's members from the last build's file of that shard (not a
+    pass over every brief): a source gone, one added and one changed in the same shard all
+    land where a fresh save puts them, and the unchanged member's brief line is the very
+    line it was."""
+    path = tmp_path / "manifest.jsonl"
+    first = {
+        **sources(),
+        "d.json": SourceState(40, 9, "h4", summary("d"), None, slot=COUNT * 2 + 5),
+        "e.json": SourceState(50, 9, "h5", summary("e"), None, slot=5),
+    }
+    save(path, Manifest(), first)
+    before = brief_lines(path)
+    loaded = Manifest.load(path)
+    second = {name: loaded.sources[name] for name in ("a.json", "b.json", "c.json")}
+    second["d.json"] = replace(loaded.sources["d.json"], size=41)  # changed, same shard
+    second["f.json"] = SourceState(60, 9, "h6", summary("f"), None, slot=COUNT + 5)  # added
+    save(path, loaded, second)  # e.json gone
+    after = brief_lines(path)
+    assert after["a.json"] == before["a.json"]
+    assert sorted(after) == ["a.json", "b.json", "c.json", "d.json", "f.json"]
+    assert Manifest.load(path).sources == second
+    fresh_path = tmp_path / "fresh" / "manifest.jsonl"
+    fresh_path.parent.mkdir()
+    save(fresh_path, Manifest(), second)
+    assert shard_files(fresh_path) == shard_files(path)  # the same files, byte for byte

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import chain, compress
 
@@ -121,8 +121,9 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         census: Census | None = planned.census
         if any(result.error is not None for result in rendered):
             census = ctx.warm.census = None  # a session failed: the census must be made again
+        published: Collection[str]
         if census is not None:
-            published = set(census.published)
+            published = census.published.keys()
             failed: Iterable[str] = census.failed
             warnings = list(chain.from_iterable(census.warned.values()))
         else:
@@ -139,7 +140,14 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
         search_on = ctx.options.search and pagefind_available()
         index_hashes, index_written = index(
-            ctx, previous, planned.graph, planned.graph_key, failures, search_on, planned.census
+            ctx,
+            previous,
+            planned.graph,
+            planned.graph_key,
+            failures,
+            search_on,
+            planned.census,
+            watched=scanned.watched,
         )
         extra = {**asset_hashes, **index_hashes}
         last = last_outputs(previous, sources)  # before the manifest's files are replaced

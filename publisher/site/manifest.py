@@ -394,6 +394,7 @@ class Sources(Mapping[str, SourceState]):
         base: States,
         fresh: Mapping[str, SourceState] | None = None,
         known: frozenset[str] | None = None,
+        same_names: bool = False,
     ) -> None:
         self.names = names
         """Every source file, sorted."""
@@ -404,6 +405,10 @@ class Sources(Mapping[str, SourceState]):
         self.known = frozenset(names) if known is None else known
         """:attr:`names` as a set (given when the caller has it: ``site watch`` keeps the
         listing of its last build)."""
+        self.same_names = same_names
+        """True when :attr:`names` are known to be the names of ``base``'s briefs, in the
+        same order (``site watch``'s kept listing: no file came or went), so that no pass
+        over them is made to find out."""
         self._briefs: dict[str, Brief] = {}
         self._all: dict[str, Brief] | None = None
 
@@ -446,7 +451,7 @@ class Sources(Mapping[str, SourceState]):
             self._all = None
 
     def copy(self) -> Sources:
-        copied = Sources(self.names, self.base, self.fresh, self.known)
+        copied = Sources(self.names, self.base, self.fresh, self.known, self.same_names)
         copied._briefs = dict(self._briefs)
         copied._all = self._all
         return copied
@@ -466,7 +471,7 @@ class Sources(Mapping[str, SourceState]):
         (callers only read it)."""
         if self._all is None:
             old, brief, fresh = self.base.briefs, self.brief, self.fresh
-            if list(old) == self.names:  # the last build's files: a copy, the fresh replaced
+            if self.same_names or list(old) == self.names:  # the last build's files: a copy
                 made = dict(old)
                 for name in fresh:
                     made[name] = brief(name)
@@ -621,6 +626,7 @@ def save_manifest(
     fresh: Mapping[str, SourceState] | None = None,
     shard_count: int = 1,
     warm: Warm | None = None,
+    same_names: bool = False,
 ) -> None:
     """Write the manifest of a build: the shard files whose states changed, then the brief
     lines (unchanged ones as read) and the header naming the shards, atomically; kept in
@@ -631,7 +637,8 @@ def save_manifest(
     the states that are not the very ones of ``previous`` (the others are not looked at:
     their shards are kept unless a neighbour changed). ``shard_count``: how many shard
     files (when it is not the last manifest's, every brief moves and every shard is
-    written)."""
+    written). ``same_names``: the sources are known to be those of ``previous`` (no file
+    came or went: none is looked for)."""
     if fresh is None:
         fresh = {
             name: state
@@ -672,7 +679,7 @@ def save_manifest(
     # append: one), and only their members are looked up. A shard's brief file is written
     # again only when one of its briefs changed (a render that set only outputs does not).
     old_briefs = old.briefs
-    gone = old_briefs.keys() - briefs.keys()
+    gone = () if same_names else old_briefs.keys() - briefs.keys()
     dirty = {briefs[name].shard for name in fresh}
     dirty.update(old_briefs[name].shard for name in fresh if name in old_briefs)
     dirty.update(old_briefs[name].shard for name in gone)
@@ -698,16 +705,29 @@ def save_manifest(
     brief_files = (
         {} if reshard else {k: v for k, v in previous.brief_files.items() if k not in brief_dirty}
     )
+    # The unchanged states' lines as the last build wrote them (an append: the one shard
+    # file read again, not its states encoded); their names are the shard's members then.
+    last_lines = {} if reshard else {k: old.lines_of(k) for k in dirty if k in old.files}
     members: dict[int, list[str]] = {shard: [] for shard in dirty}
-    if dirty:
+    if dirty and len(last_lines) == len(dirty):
+        # Each shard's members: the last build's, moved by the sources set or gone (a
+        # shard's brief and state files always have the same members).
+        grouped = {shard: set(lines) for shard, lines in last_lines.items()}
+        for name in gone:
+            grouped[old_briefs[name].shard].discard(name)
+        for name in fresh:
+            if name in old_briefs:
+                grouped[old_briefs[name].shard].discard(name)
+            grouped[briefs[name].shard].add(name)
+        members = {shard: sorted(names) for shard, names in grouped.items()}
+    elif dirty:  # a shard new this build, or every one (another count): one pass
         for name in sorted(name for name, brief in briefs.items() if brief.shard in dirty):
             members[briefs[name].shard].append(name)
+    changed_names = set(changed)
     for shard, shard_names in sorted(members.items()):
         if not shard_names:
             continue
-        # The unchanged states' lines as the last build wrote them (an append: the one
-        # shard file read again, not its states encoded).
-        reusable = {} if reshard or shard not in old.files else old.lines_of(shard)
+        reusable = last_lines.get(shard, {})
         lines = []
         for name in shard_names:
             state = fresh.get(name)
@@ -722,10 +742,13 @@ def save_manifest(
             atomic_write(folder / file, [data])
         files[shard] = file
         if shard in brief_dirty:
-            # Every brief of the shard encoded (a few hundred): a brief read from a line
-            # encodes to that very line.
+            # The lines of unchanged briefs as the last build wrote them (its brief file
+            # holds its members' lines in the same order), the others encoded.
+            kept_briefs = _brief_lines(folder, previous.brief_files.get(shard), reusable)
             data = "".join(
-                json.dumps(briefs[name], ensure_ascii=True, separators=(",", ":")) + "\n"
+                line + "\n"
+                if name not in changed_names and (line := kept_briefs.get(name)) is not None
+                else json.dumps(briefs[name], ensure_ascii=True, separators=(",", ":")) + "\n"
                 for name in shard_names
             ).encode("ascii")
             file = brief_file(shard, data)
@@ -771,6 +794,24 @@ def save_manifest(
             brief_files=brief_files,
         )
         warm.manifest = (os.fspath(path), stamp, manifest)
+
+
+def _brief_lines(folder: Path, file: str | None, members: Mapping[str, str]) -> dict[str, str]:
+    """The lines of a shard's last brief file ``file`` by file name, from its last
+    ``members`` (in the file's order); {} when it cannot be read or does not match them
+    (then every brief is encoded)."""
+    if file is None or not members:
+        return {}
+    try:
+        lines = (folder / file).read_bytes().decode("ascii").split("\n")[:-1]
+    except (OSError, ValueError):
+        return {}
+    names = list(members)
+    if len(lines) != len(names) or not all(
+        lines[i].startswith(json.dumps([names[i]], ensure_ascii=True)[:-1] + ",") for i in (0, -1)
+    ):
+        return {}
+    return dict(zip(names, lines, strict=True))
 
 
 def _shard_of(name: str, brief: Brief, count: int) -> int:

@@ -80,10 +80,13 @@ def index(
     failures: list[LoadFailure],
     search: bool,
     census: Census | None = None,
+    watched: bool = False,
 ) -> tuple[dict[str, str], int]:
     """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
     the files written. ``census``: the plan's, which may know what changed since the last
-    build (:attr:`.plan.Census.changes`).
+    build (:attr:`.plan.Census.changes`). ``watched``: a build told by a watcher what
+    changed (:attr:`.scan.Scan.watched`) trusts that the files it made last time are still
+    there, as it trusts the sessions' folders (its rescan checks them).
 
     Every session is seen through its brief (:class:`..manifest.Brief`: the keys and shard
     slot computed when its summary was made); a summary is read only for a row to render
@@ -114,7 +117,7 @@ def index(
         and cache.tunables == settings
         and journal_holds(cache.journal, briefs, changes)
     )
-    files = _Files(ctx, previous.extra_outputs, made)
+    files = _Files(ctx, previous.extra_outputs, made, trust_site=watched)
     unchanged, emit = files.unchanged, files.emit
     shards: list[str] = []
     if len(briefs) > first_rows:
@@ -310,12 +313,18 @@ class _Files:
     """Files written this time → sha256."""
     written: int = 0
     """How many of them had new bytes."""
+    trust_site: bool = False
+    """A file made last time is taken to be still there (no ``stat``: ``site watch``)."""
 
     def unchanged(self, rel: str, key: str) -> bool:
         """True when ``rel`` was made from ``key`` last time and is still as written."""
         self.now[rel] = [key, ""]
         digest = self.recorded.get(rel, "")
-        if self.made.get(rel) == [key, digest] and digest and (self.ctx.out / rel).is_file():
+        if (
+            self.made.get(rel) == [key, digest]
+            and digest
+            and (self.trust_site or (self.ctx.out / rel).is_file())
+        ):
             self.known[rel] = digest
             return True
         return False

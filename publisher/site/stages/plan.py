@@ -175,7 +175,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     if graph_unchanged(
         same_key=same_key,
         last_graph=previous.graph,
-        same_files=previous.briefs.keys() == sources.known,
+        same_files=sources.same_names or previous.briefs.keys() == sources.known,
         changes=changes,
     ):
         graph_key = previous.graph

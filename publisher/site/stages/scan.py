@@ -124,7 +124,8 @@ def scan(
         looked_at = names
     else:
         names, known = listing
-        sources = Sources(names, old, known=known)
+        # (When the key is the same, the last manifest's sources are the listing's.)
+        sources = Sources(names, old, known=known, same_names=same_key)
         looked_at = sorted(seen & known) if same_key else names
     warm.listing = (names, sources.known)
     # The state of an unchanged file stays in the manifest, not even decoded.

@@ -62,4 +62,5 @@ def save_state(
             ctx.tunables.max_row_shards,
         ),
         warm=ctx.warm,
+        same_names=sources.same_names,
     )

@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from ...write import is_inside, prepare_target, write_if_changed
@@ -78,7 +78,8 @@ def last_outputs(previous: Manifest, sources: Sources) -> dict[str, str]:
 def _touched(previous: Manifest, sources: Sources) -> list[str]:
     """The last build's sources set this build or gone (the others are unchanged)."""
     old, known = previous.briefs, sources.known
-    gone = [] if known.issuperset(old) else sorted(old.keys() - known)  # (no set made)
+    # (the last build's names kept by ``site watch``: none is gone, no pass to find out)
+    gone = [] if sources.same_names else sorted(old.keys() - known)
     return [name for name in sources.fresh if name in old] + gone
 
 
@@ -87,7 +88,7 @@ def remove_stale(
     previous: Manifest,
     sources: Sources,
     extra: Mapping[str, str],
-    published: set[str],
+    published: Collection[str],
     last: Mapping[str, str],
 ) -> int:
     """Remove what the last build published and this one does not (``last``:
@@ -111,7 +112,7 @@ def remove_stale(
         removed += _sweep(out, produced)
     # A session name no longer published was published by a file set this build or gone.
     old_names = {old.briefs[n].name for n in touched if old.briefs[n].loaded}
-    for name in sorted(old_names - published):
+    for name in sorted(name for name in old_names if name not in published):
         with contextlib.suppress(OSError):
             (ctx.cache.fragments / f"{urls.slug(name)}{FRAGMENT_SUFFIX}").unlink()
     _remove_legacy_state(out)
