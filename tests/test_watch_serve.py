@@ -755,3 +755,15 @@ def test_only_a_created_deleted_or_moved_file_makes_the_next_build_list_the_fold
         assert change.relist is relist, event
     forward.on_any_event(FileModifiedEvent(str(tmp_path / "notes.txt")))  # not a session file
     assert changes.empty()
+
+
+@pytest.mark.unit
+def test_full_checks_take_a_bounded_share_of_the_watchers_time() -> None:
+    """The periodic full check (dropped events, pages deleted by hand) runs at the interval
+    asked, or less often when it is slow: at most RESCAN_SHARE of the time."""
+    from publisher.site.watch import RESCAN_SHARE, rescan_interval
+
+    assert rescan_interval(5.0, 0.02) == 5.0  # a small archive: as asked
+    assert rescan_interval(5.0, 0.4) == pytest.approx(0.4 / RESCAN_SHARE)  # 20,000 sessions
+    assert rescan_interval(0.5, 2.0) / 2.0 == pytest.approx(1 / RESCAN_SHARE)
+    assert rescan_interval(60.0, 2.0) == 60.0
