@@ -85,3 +85,21 @@ def test_more_jobs_than_the_window_come_back_in_order() -> None:
     assert seen == [n * n for n in range(count)]
     assert progress[-1] == ("test", count, count) and len(progress) == count
     assert os.getpid() not in {pid for _, pid in results}  # they ran in the pool
+
+
+def test_a_workers_ctrl_c_is_left_to_the_builds_process() -> None:
+    """Ctrl-C in a terminal reaches every process of its group: a worker ignores it (no
+    traceback of its own, no broken build); the build's process decides what stops."""
+    import signal
+
+    crew = Crew(2)
+    try:
+        crew.start()
+        results, _ = crew.run(_pid_and, [(1,), (2,)], home=[0, 1], progress=None, stage="t")
+        for pid, _ in results:
+            os.kill(pid, signal.SIGINT)
+        again, _ = crew.run(_pid_and, [(3,), (4,)], home=[0, 1], progress=None, stage="t")
+        assert [value for _, value in again] == [6, 8]
+        assert {pid for pid, _ in again} == {pid for pid, _ in results}  # the same workers
+    finally:
+        crew.close()

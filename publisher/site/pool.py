@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -68,8 +69,7 @@ def run_jobs(
     kwargs: dict[str, Any] = {"max_workers": min(workers, len(jobs))}
     if not forking():
         kwargs["mp_context"] = multiprocessing.get_context("forkserver")
-    if initializer is not None:
-        kwargs.update(initializer=initializer, initargs=initargs)
+    kwargs.update(initializer=_start_worker, initargs=(initializer, initargs))
     with ProcessPoolExecutor(**kwargs) as pool:
         # A bounded window of jobs in flight, each future dropped once its result is
         # taken: 20,000 sessions are not 20,000 futures held at once (peak memory).
@@ -97,13 +97,22 @@ class CrewBroken(RuntimeError):
     """A crew's worker process died (or its result could not be sent back)."""
 
 
+def _start_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+    """A worker process's start: Ctrl-C is left to the build's own process. A terminal
+    sends it to the whole process group: each worker would otherwise die with a traceback
+    of its own, and break the build that ``site watch`` stops after (its first Ctrl-C
+    finishes the build; the build's process stops the workers when it is done)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
+
+
 def _serve(
     conn: Connection, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
 ) -> None:
     """A crew worker's loop: ``(func, args)`` in, ``(ok, result or exception)`` out, in order,
     until ``None`` or the pipe closes."""
-    if initializer is not None:
-        initializer(*initargs)
+    _start_worker(initializer, initargs)
     while True:
         try:
             message = conn.recv()
