@@ -28,16 +28,21 @@ def open_temp(path: Path, *, readable: bool = False) -> tuple[int, str]:
     ordinary permissions of a new file (0644 under umask 022) without the process reading
     or caching its umask. ``readable``: opened for reading too."""
     flags = _TEMP_FLAGS | (os.O_RDWR if readable else os.O_WRONLY)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriteError(f"{path.parent}: cannot create: {exc.strerror or exc}") from exc
+    made = False  # the folder is made when the first try finds it missing, not asked first
     for _ in range(100):
         tmp = os.path.join(path.parent, f".{path.name[:40]}.{os.urandom(4).hex()}.tmp")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
             continue
+        except FileNotFoundError as exc:
+            if made:
+                raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise WriteError(f"{path.parent}: cannot create: {err.strerror or err}") from err
+            made = True
         except OSError as exc:
             raise WriteError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     raise WriteError(f"{path}: cannot write: no free temporary name")

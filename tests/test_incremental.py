@@ -286,6 +286,48 @@ def test_a_page_deleted_from_the_site_by_hand_is_written_again(tmp_path: Path, d
     assert build(sessions, out).sessions_rendered == 0  # the folder's new stamp is kept
 
 
+def test_a_build_without_its_cache_sweeps_only_a_site_that_was_there(tmp_path: Path) -> None:
+    """With no manifest to say what the site holds, a build removes the files of ours it
+    did not write (a session deleted while the cache was lost) only when our folders were
+    there before it wrote: a first build into a new folder has nothing to sweep and does
+    not list the folders it made; a folder of someone else's keeps its files."""
+    from publisher.site.context import BuildContext, BuildOptions
+    from publisher.site.manifest import Manifest
+    from publisher.site.stages.write import must_sweep
+
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    ctx = BuildContext.open(BuildOptions(sessions_dir=sessions, out_dir=out), None)
+    assert not must_sweep(ctx, Manifest())  # nothing there yet
+    build(sessions, out)
+    gone = page_of(out, SECURITY)
+    assert gone.is_file()
+    (sessions / f"{SECURITY}.json").unlink()
+    shutil.rmtree(cache_of(out).root)
+    assert must_sweep(ctx, Manifest())
+    report = build(sessions, out)
+    assert not gone.exists() and report.files_removed >= 1
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+    # Someone else's folder: no index page of ours, so nothing of it is removed.
+    theirs = tmp_path / "theirs"
+    (theirs / "sessions").mkdir(parents=True)
+    (theirs / "sessions" / "notes.txt").write_text("mine")
+    build(sessions, theirs)
+    assert (theirs / "sessions" / "notes.txt").read_text() == "mine"
+
+    # A first build stopped before its index page: the cache's mark says the folder is ours.
+    stopped = tmp_path / "stopped"
+    stray = stopped / "sessions" / "gone_session" / "index.html"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("a page of a session deleted since")
+    cache_of(stopped).root.mkdir(parents=True)
+    cache_of(stopped).building.touch()
+    build(sessions, stopped)
+    assert not stray.exists()
+    assert tree_digest(stopped) == tree_digest(tmp_path / "fresh")
+
+
 def test_a_watched_build_looks_only_at_the_files_the_watcher_saw(tmp_path: Path) -> None:
     """``site watch`` tells each build which session files had events since its last build
     (``Warm.seen``): only those are stat'ed and read, and no file of the site is checked

@@ -33,7 +33,7 @@ from .stages.search import (
     start_search,
 )
 from .stages.state import load_state, save_state
-from .stages.write import assets, last_outputs, remove_stale, write_files
+from .stages.write import assets, last_outputs, must_sweep, remove_stale, write_files
 from .staleness import folder_stamp
 
 __all__ = ["BuildOptions", "BuildReport", "PendingSearch", "Warm", "build_site", "finish_search"]
@@ -110,6 +110,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         previous = load_state(ctx, freezer)  # its objects frozen: no collection walks them
         freezer.freeze()  # (when there was no manifest to load)
         ctx.trust_written = not begin_writing(ctx)
+        sweep = must_sweep(ctx, previous)  # before the build writes in the site
         # A watcher's events tell what changed since its own last build, nothing else's.
         seen, ctx.warm.seen = ctx.warm.seen if previous.remembered else None, None
         scanned = scan(ctx, previous, freezer, crew, seen)
@@ -151,7 +152,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         )
         extra = {**asset_hashes, **index_hashes}
         last = last_outputs(previous, sources)  # before the manifest's files are replaced
-        removed = remove_stale(ctx, previous, sources, extra, published, last)
+        removed = remove_stale(ctx, previous, sources, extra, published, last, sweep=sweep)
         names = scanned.names
 
         def list_outputs() -> dict[str, str]:

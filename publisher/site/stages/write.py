@@ -83,6 +83,24 @@ def _touched(previous: Manifest, sources: Sources) -> list[str]:
     return [name for name in sources.fresh if name in old] + gone
 
 
+def must_sweep(ctx: BuildContext, previous: Manifest) -> bool:
+    """Whether :func:`remove_stale` must sweep the site, asked before the build writes
+    there: no manifest says what the site holds, and the folder holds a site of ours (its
+    index page has our mark) or one a build of ours stopped writing (the cache's
+    :attr:`..context.CachePaths.building` mark: ``ctx.trust_written`` is False). A folder
+    of someone else's keeps its files, and a first build does not list every folder it made
+    (0.4 s at 20,000 sessions)."""
+    if previous.sources.briefs or previous.extra_outputs:
+        return False
+    if not ctx.trust_written:
+        return True
+    try:
+        with open(ctx.out / "index.html", "rb") as handle:
+            return GENERATOR_MARK in handle.read(4096)
+    except OSError:
+        return False
+
+
 def remove_stale(
     ctx: BuildContext,
     previous: Manifest,
@@ -90,10 +108,13 @@ def remove_stale(
     extra: Mapping[str, str],
     published: Collection[str],
     last: Mapping[str, str],
+    *,
+    sweep: bool,
 ) -> int:
     """Remove what the last build published and this one does not (``last``:
     :func:`last_outputs`), and the fragment files of sessions no longer published
-    (``published``: session names); the number of files removed from the site."""
+    (``published``: session names); the number of files removed from the site.
+    ``sweep``: :func:`must_sweep`, asked before the build wrote."""
     out = ctx.out
     removed = 0
     old = previous.sources
@@ -104,7 +125,7 @@ def remove_stale(
         kept.update(sources[name].outputs)
     for rel in sorted(old_outputs - kept):
         removed += _remove(out, out / rel)
-    if not old.briefs and not previous.extra_outputs:
+    if sweep:
         produced = {
             rel for name in sources if name not in sources.fresh for rel in sources[name].outputs
         }
@@ -128,15 +149,8 @@ def _remove(out: Path, target: Path) -> int:
 
 
 def _sweep(out: Path, produced: set[str]) -> int:
-    """Remove files under :data:`OWN_FOLDERS` that ``produced`` does not name, when the
-    folder holds a site of ours."""
-    try:
-        with open(out / "index.html", "rb") as handle:
-            ours = GENERATOR_MARK in handle.read(4096)
-    except OSError:
-        ours = False
-    if not ours:
-        return 0
+    """Remove files under :data:`OWN_FOLDERS` that ``produced`` does not name (the folder
+    holds a site of ours: :func:`must_sweep`)."""
     removed = 0
     for folder in OWN_FOLDERS:
         root = out / folder
