@@ -118,6 +118,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         early = start_search(ctx, planned)  # indexes finished shards during the render
         rendered = render(ctx, planned, scanned, crew, early.rendered if early else None)
         crew.close()  # what its workers kept goes with them
+        planned.jobs = []  # done with (two objects a session rendered)
         sources = settle(planned.sources, rendered, scanned)
         census: Census | None = planned.census
         if any(result.error is not None for result in rendered):

@@ -176,6 +176,7 @@ def index(
             page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
         )
         emit(TREE_PAGE, encode_display(str(tree)))
+        del tree, tree_html  # the archive pages come next (the tree's text is in ``fresh``)
     _archive_pages(ctx, graph, files, cache, fresh, _Changes(changes, valid, same_key), redacted)
     if fresh.made_tree() or (
         fresh.graph,
