@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from publisher import gate
 from publisher.loader import read_session
-from publisher.site.archive import PAGES, ArchiveCache
+from publisher.site.archive import ArchiveCache
 from publisher.site.graph import decision_events, error_events
 from tests.helpers import (
     SAMPLES,
@@ -269,21 +269,58 @@ _texts = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
 
 @pytest.mark.unit
 @settings(max_examples=60, deadline=None)
-@given(
-    rows=st.dictionaries(
-        st.sampled_from(PAGES),
-        st.dictionaries(_texts, st.lists(st.tuples(_texts, _texts), max_size=3), max_size=4),
-    )
-)
-def test_the_archive_cache_is_written_as_one_dump_and_reads_back(
-    tmp_path_factory: pytest.TempPathFactory, rows: dict[str, dict[str, list[tuple[str, str]]]]
+@given(rows=st.dictionaries(_texts, st.lists(st.tuples(_texts, _texts), max_size=3), max_size=4))
+def test_the_archive_cache_keeps_a_shards_rows_in_a_file_and_reads_them_back(
+    tmp_path_factory: pytest.TempPathFactory, rows: dict[str, list[tuple[str, str]]]
 ) -> None:
-    """The archive cache is written a session's rows at a time (a large archive's rows are
-    not held twice more as one text), yet its bytes are the one ``json.dumps`` of its pages,
-    lone surrogates included, and it reads back as written."""
-    path = tmp_path_factory.mktemp("cache") / "archive-cache.json"
-    cache = ArchiveCache(rows=rows)
-    cache.save(path)
-    whole = {page: rows.get(page, {}) for page in PAGES}
-    assert path.read_bytes() == json.dumps(whole, sort_keys=True, separators=(",", ":")).encode()
-    assert ArchiveCache.load(path).rows == whole
+    """A row shard's rows are one file of the cache (deterministic bytes, lone surrogates
+    included) and read back as written; under another build key nothing is read."""
+    folder = tmp_path_factory.mktemp("cache") / "archive-rows"
+    cache = ArchiveCache(folder)
+    rel = "events/errors-0001-of-0004.js"
+    cache.save(rel, rows)
+    path = folder / "errors-0001-of-0004.json"
+    assert path.read_bytes() == json.dumps(rows, sort_keys=True, separators=(",", ":")).encode()
+    assert cache.load(rel) == rows
+    assert cache.load("events/errors-0002-of-0004.js") == {}
+    assert ArchiveCache(folder, readable=False).load(rel) == {}
+    cache.sweep(["events/decisions-0001-of-0004.js"])
+    assert not path.exists()
+
+
+def test_a_full_build_keeps_one_rows_file_a_shard_and_drops_those_of_gone_shards(
+    tmp_path: Path,
+) -> None:
+    """The archive rows' cache is a file a row shard, made as each shard is: the build
+    never holds every session's rows. Another shard count leaves only the new shards'
+    files; the one-file cache of earlier versions is removed; the pages are the fresh
+    build's either way."""
+    from publisher.site.context import Tunables
+
+    def rows_files(site: Path) -> list[str]:
+        """The cache file each row shard with rows should have (an empty one has none)."""
+        shards = sorted((site / "events").glob("*.js"))
+        return [p.stem + ".json" for p in shards if not p.read_text().endswith(",[]);\n")]
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(12):
+        name = f"job_2026081{i % 10}_0{i:05d}_ab{i:04d}"
+        error = {"code": f"E{i % 3}", "message": f"failed {i}", "timestamp": "2026-08-10T00:00:00Z"}
+        doc = session_doc(
+            name, role="nightly", turns=[turn(1, part("user", f"hello {i}"))], errors=[error]
+        )
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    (cache).mkdir()
+    (cache / "archive-cache.json").write_text("{}")
+    build(sessions, out, cache_dir=cache, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
+    kept = sorted(p.name for p in (cache / "archive-rows").iterdir())
+    assert kept == rows_files(out) and kept
+    assert not (cache / "archive-cache.json").exists()
+    build(sessions, out, cache_dir=cache, tunables=Tunables(index_first_rows=3, rows_per_shard=4))
+    kept = sorted(p.name for p in (cache / "archive-rows").iterdir())
+    assert kept == rows_files(out) and kept
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, tunables=Tunables(index_first_rows=3, rows_per_shard=4))
+    assert tree_digest(out) == tree_digest(fresh)

@@ -13,12 +13,14 @@ decision, each group newest first. Events without a readable time come last.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import operator
+import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from itertools import compress, repeat
 from pathlib import Path
 
@@ -26,14 +28,12 @@ from markupsafe import Markup
 
 from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
-from ..write import atomic_write, batches
+from ..write import atomic_write
 from . import urls
 from .graph import Graph, Summary
 from .manifest import Brief
 from .staleness import outputs_key
 
-ARCHIVE_CACHE = "archive-cache.json"
-"""File name of the cache in the build state folder."""
 PAGES = ("errors", "decisions")
 """The archive-wide pages (``<name>.html``, rows by ``<name>_row.html``)."""
 REFUSALS = ("denied", "declined")
@@ -45,45 +45,54 @@ Row = tuple[str, str]
 
 @dataclass(slots=True)
 class ArchiveCache:
-    """Each session's rendered rows of each page, by :func:`.staleness.archive_rows_key`."""
+    """The rendered rows of each row shard of the archive-wide pages, one file a shard in
+    :attr:`folder` (``<page>-<i>-of-<n>.json``: row key, :func:`.staleness.archive_rows_key`
+    → that session's rows, keys sorted). A build reads a shard's file when it makes that
+    shard again and writes it once the shard is made, so it holds one shard's rows at a
+    time, never every session's (21 MB of rows at 20,000 small sessions). A session whose
+    rows were in another shard of the last build (the shards' count changed) has them
+    rendered again."""
 
-    rows: dict[str, dict[str, list[Row]]] = field(default_factory=dict)
-    """Page name → row key → the session's rows."""
+    folder: Path
+    """The cache's folder (:attr:`..context.CachePaths.archive_rows`)."""
+    readable: bool = True
+    """False when the last build had another key: its rows were made by other templates and
+    are not read (each shard's file is written again when the shard is made)."""
 
-    @classmethod
-    def load(cls, path: Path) -> ArchiveCache:
-        """The cache at ``path``, empty when it is missing or not one."""
+    def load(self, rel: str) -> dict[str, list[Row]]:
+        """The rows kept for the shard ``rel`` (its site path), empty when there are none."""
+        if not self.readable:
+            return {}
         try:
-            data = json.loads(path.read_bytes())
-            cache = cls()
-            for page in PAGES:
-                by_key = data[page]
-                if not isinstance(by_key, dict):
-                    return cls()
-                cache.rows[page] = {
-                    str(key): [(str(k), str(h)) for k, h in rows] for key, rows in by_key.items()
-                }
-        except (OSError, ValueError, KeyError, TypeError):
-            return cls()
-        return cache
+            data = json.loads((self.folder / self.file_of(rel)).read_bytes())
+            return {str(key): [(str(k), str(h)) for k, h in rows] for key, rows in data.items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
 
-    def save(self, path: Path) -> None:
-        """Write the cache atomically (deterministic bytes: ``json.dumps`` of its pages with
-        sorted keys), a session's rows at a time: the text of every row of a large archive
-        is never held twice more (as one string, then as its bytes)."""
-        atomic_write(path, map(b"".join, batches(self._pieces(), 1 << 18)))
+    def save(self, rel: str, rows: Mapping[str, list[Row]]) -> None:
+        """Write the rows of the shard ``rel`` atomically (deterministic bytes: keys
+        sorted; ASCII, lone surrogates escaped)."""
+        text = json.dumps(rows, sort_keys=True, separators=(",", ":"))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.folder / self.file_of(rel), [text.encode("ascii")])
 
-    def _pieces(self) -> Iterator[bytes]:
-        dumps = json.dumps
-        yield b"{"
-        for p, page in enumerate(sorted(PAGES)):
-            yield f"{',' if p else ''}{dumps(page)}:{{".encode()
-            rows = self.rows.get(page, {})
-            for k, key in enumerate(sorted(rows)):
-                text = f"{',' if k else ''}{dumps(key)}:{dumps(rows[key], separators=(',', ':'))}"
-                yield text.encode("utf-8", "surrogatepass")
-            yield b"}"
-        yield b"}"
+    def sweep(self, shards: Collection[str]) -> None:
+        """Remove the files of shards that are not among ``shards`` (site paths)."""
+        keep = {self.file_of(rel) for rel in shards}
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return
+        for name in names:
+            if name.endswith(".json") and name not in keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.folder / name)
+
+    @staticmethod
+    def file_of(rel: str) -> str:
+        """The cache file of the shard ``rel`` (``events/errors-0001-of-0004.js`` →
+        ``errors-0001-of-0004.json``)."""
+        return rel.rsplit("/", 1)[-1].removesuffix(".js") + ".json"
 
 
 #: Each printable ASCII character to its mirror (`` `` ↔ ``~``): a text so mapped sorts in
@@ -185,7 +194,7 @@ def _value(page: str, row: EventRow) -> str:
 def render_archive_pages(
     renderer: HtmlRenderer,
     graph: Graph,
-    cache: ArchiveCache | Callable[[], ArchiveCache] | None = None,
+    cache: ArchiveCache | None = None,
     *,
     first_rows: int | None = None,
     per_shard: int = 500,
@@ -196,31 +205,22 @@ def render_archive_pages(
     slots: Mapping[str, int] | None = None,
     emit: Callable[[str, str], object] | None = None,
     states: dict[str, PageState] | None = None,
-) -> tuple[dict[str, str], ArchiveCache | None]:
-    """The archive-wide pages and their row shards by site path, and the cache for the next
-    build (``cache`` comes from a build with the same key, else None; a function giving it
-    is called only when a row is needed; None is returned for the cache then when it was
-    not).
+) -> dict[str, str]:
+    """The archive-wide pages and their row shards by site path.
 
     A page holds its first ``first_rows`` rows (all when None) as HTML; when it has more,
     every row is in ``events/<page>-*-of-*.js`` shards (a session's rows in the shard of its
     name's hash), which ``archive.js`` loads for filters and "Load all". ``unchanged(rel,
     key)`` says a file made from ``key`` (:func:`.staleness.outputs_key`) is still as
-    written: it is not made again (None: make every file). ``redaction``: the archive's
-    redaction note when redaction is on. ``row_keys`` and ``slots``: each session's
-    :func:`.staleness.archive_rows_key` and :func:`.index.row_slot` by name, when the caller
-    has them (kept in the manifest: not computed again for every session each build).
-    ``emit(rel, text)``: called with each file as soon as it is made, instead of returning
-    it (a full build does not hold every shard's text at once); the files returned are then
-    none. ``states``: filled with the :class:`PageState` of each page made (for
-    :func:`update_archive_pages` next time)."""
-    loaded: list[ArchiveCache] = [cache] if isinstance(cache, ArchiveCache) else []
-
-    def old_rows() -> ArchiveCache:
-        if not loaded:
-            loaded.append(cache() if callable(cache) else ArchiveCache())
-        return loaded[0]
-
+    written: it is not made again (None: make every file). ``cache``: the shards' rows
+    (:class:`ArchiveCache`), read and written a shard at a time (None: none kept).
+    ``redaction``: the archive's redaction note when redaction is on. ``row_keys`` and
+    ``slots``: each session's :func:`.staleness.archive_rows_key` and
+    :func:`.index.row_slot` by name, when the caller has them (kept in the manifest: not
+    computed again for every session each build). ``emit(rel, text)``: called with each
+    file as soon as it is made, instead of returning it (a full build does not hold every
+    shard's text at once); the files returned are then none. ``states``: filled with the
+    :class:`PageState` of each page made (for :func:`update_archive_pages` next time)."""
     briefs = graph.all
     with_errors = [b for b in briefs.values() if b.errors]
     with_decisions = [b for b in briefs.values() if b.decisions]
@@ -229,21 +229,6 @@ def render_archive_pages(
     keys = {b.name: known(b.name) or b.events_key for b in with_events}
     kinds = sorted({b.kind for b in briefs.values()})
     roles = sorted({b.role for b in briefs.values()})
-    fresh = ArchiveCache(rows={page: {} for page in PAGES})
-
-    def rows_of(page: str, summary: Summary) -> list[Row]:
-        key = keys[summary.name]
-        rows = fresh.rows[page].get(key)
-        if rows is None:
-            rows = old_rows().rows.get(page, {}).get(key)
-            if rows is None:
-                rendered = _render_rows(renderer, event_rows(summary))
-                for other, made in rendered.items():  # both pages' rows are made at once
-                    if made:
-                        fresh.rows[other].setdefault(key, made)
-                rows = rendered[page]
-            fresh.rows[page][key] = rows
-        return rows
 
     def is_unchanged(rel: str, key: str) -> bool:
         return unchanged is not None and unchanged(rel, key)
@@ -256,6 +241,7 @@ def render_archive_pages(
         else:
             emit(rel, text)
 
+    every_shard: list[str] = []
     for page in PAGES:
         briefs_of = with_errors if page == "errors" else with_decisions
         total = sum(map(operator.attrgetter(page), briefs_of))
@@ -263,11 +249,7 @@ def render_archive_pages(
         shards: dict[str, list[Brief]] = {}
         if total > limit:
             shards = event_shard_groups(page, briefs_of, per_shard, most_shards, slots)
-        for rel, group in shards.items():
-            key = outputs_key([rel], [keys[b.name] for b in group])
-            if not is_unchanged(rel, key):
-                summaries = [graph.summaries[b.name] for b in group]
-                put(rel, _shard_text(page, rel, summaries, rows_of))
+        every_shard.extend(shards)
         page_key = outputs_key(
             [page, str(limit), redaction or "-"],
             sorted(keys[b.name] for b in briefs_of),
@@ -275,12 +257,12 @@ def render_archive_pages(
             roles,
             list(shards),
         )
-        if is_unchanged(f"{page}.html", page_key):
-            continue
-        members = [graph.summaries[b.name] for b in briefs_of]
+        make_page = not is_unchanged(f"{page}.html", page_key)
+        members = [graph.summaries[b.name] for b in briefs_of] if make_page else []
         # Two passes over the rows' keys (made again, not kept: a full build does not hold
         # every row's key): the filter values' counts, then the first screen (the first
-        # rows in the page's order), then the HTML of only those rows.
+        # rows in the page's order), picked before the shards so that their sessions' rows
+        # are kept as the shards are made; then the HTML of only those rows.
         counts = Counter(value for s in members for _, value in event_marks(s, page))
         ordered = heapq.nsmallest(
             limit,
@@ -290,8 +272,38 @@ def render_archive_pages(
                 for n, (key, value) in enumerate(event_marks(s, page))
             ),
         )
+        wanted = {name for _, name, _, _ in ordered}
+        first_of: dict[str, list[Row]] = {}
+        for rel, group in shards.items():
+            shard_key = outputs_key([rel], [keys[b.name] for b in group])
+            if is_unchanged(rel, shard_key):
+                continue
+            old = cache.load(rel) if cache is not None else {}
+            made: dict[str, list[Row]] = {}
+            summaries = [graph.summaries[b.name] for b in group]
+            for summary in summaries:
+                key = keys[summary.name]
+                rows = made.get(key) or old.get(key)
+                if rows is None:
+                    rows = _render_rows(renderer, page, event_rows(summary)[page])
+                made[key] = rows
+                if summary.name in wanted:
+                    first_of[summary.name] = rows
+            rows_each = [made[keys[summary.name]] for summary in summaries]
+            put(rel, _shard_text(page, rel, summaries, rows_each))
+            if cache is not None and made != old:
+                cache.save(rel, made)
+        if not make_page:
+            continue
         by_name = {s.name: s for s in members}
-        first = [rows_of(page, by_name[name])[n][1] for _, name, n, _ in ordered]
+        first = []
+        for _, name, n, _ in ordered:
+            rows = first_of.get(name)
+            if rows is None:  # in a shard not made again, or on a page without shards
+                rows = first_of[name] = _render_rows(
+                    renderer, page, event_rows(by_name[name])[page]
+                )
+            first.append(rows[n][1])
         if states is not None:
             states[page] = PageState(
                 first=[
@@ -320,32 +332,26 @@ def render_archive_pages(
                 )
             ),
         )
-    if not loaded:
-        return files, None
-    # The cache keeps every current session's rows: those not needed this build carry over.
-    for page in PAGES:
-        old = loaded[0].rows.get(page, {})
-        for b in with_events:
-            key = keys[b.name]
-            if key not in fresh.rows[page] and key in old:
-                fresh.rows[page][key] = old[key]
-    return files, fresh
+    if cache is not None:
+        cache.sweep(every_shard)
+    return files
 
 
 def _shard_text(
     page: str,
     rel: str,
     group: list[Summary],
-    rows_of: Callable[[str, Summary], list[Row]],
+    rows: list[list[Row]],
 ) -> str:
     """A row shard: a script calling ``polyglavEvents(page, index, rows)``, each row
-    ``[sort key, kind, role, value, row HTML]`` (it loads from ``file://`` as over HTTP)."""
+    ``[sort key, kind, role, value, row HTML]`` (it loads from ``file://`` as over HTTP).
+    ``rows``: the rendered rows of each session of ``group``, in its order."""
     index = int(rel.rsplit("/", 1)[1].split("-")[1])
     data = []
-    for summary in group:
+    for summary, rows_of_it in zip(group, rows, strict=True):
         marks = event_marks(summary, page)
         kind, role = summary.kind, summary.role
-        for (key, value), (_, html) in zip(marks, rows_of(page, summary), strict=True):
+        for (key, value), (_, html) in zip(marks, rows_of_it, strict=True):
             data.append([key, kind, role, value, html])
     data.sort()
     text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
@@ -353,19 +359,11 @@ def _shard_text(
 
 
 def _render_rows(
-    renderer: HtmlRenderer, events: dict[str, list[tuple[str, EventRow]]]
-) -> dict[str, list[Row]]:
-    """The rows' HTML of a session's :func:`event_rows`."""
-    out: dict[str, list[Row]] = {}
-    for page, rows in events.items():
-        template = renderer.template(f"{page}_row.html")
-        out[page] = [(key, str(template.render(row=row)).strip("\n")) for key, row in rows]
-    return out
-
-
-def changed(old: ArchiveCache, new: ArchiveCache) -> bool:
-    """True when ``new`` holds other row keys than ``old`` (the cache file needs writing)."""
-    return any(old.rows.get(p, {}).keys() != new.rows.get(p, {}).keys() for p in PAGES)
+    renderer: HtmlRenderer, page: str, events: list[tuple[str, EventRow]]
+) -> list[Row]:
+    """The HTML of a session's rows on ``page`` (its :func:`event_rows` of the page)."""
+    template = renderer.template(f"{page}_row.html")
+    return [(key, str(template.render(row=row)).strip("\n")) for key, row in events]
 
 
 @dataclass(slots=True)
@@ -463,10 +461,10 @@ def update_archive_pages(
         new_rows: list[tuple[str, EventRow, str]] = []
         for name, (_, now) in sorted(moved.items()):
             if now is not None and count_of(now):
-                events = event_rows(graph.summaries[name])
-                rendered = _render_rows(renderer, events)[page]
+                events = event_rows(graph.summaries[name])[page]
+                rendered = _render_rows(renderer, page, events)
                 new_rows += [
-                    (k, event, h) for (k, event), (_, h) in zip(events[page], rendered, strict=True)
+                    (k, event, h) for (k, event), (_, h) in zip(events, rendered, strict=True)
                 ]
         # The rows the changed sessions had: from the shards they were in (or the page,
         # when it held every row).

@@ -163,9 +163,10 @@ class CachePaths:
         return self.root / "index-outputs.json"
 
     @property
-    def archive_cache(self) -> Path:
-        """Rows of the archive-wide Errors and Decisions pages (:mod:`.archive`)."""
-        return self.root / "archive-cache.json"
+    def archive_rows(self) -> Path:
+        """The rendered rows of the archive-wide Errors and Decisions pages, a file each
+        row shard (:class:`.archive.ArchiveCache`)."""
+        return self.root / "archive-rows"
 
     @property
     def search_state(self) -> Path:

@@ -18,6 +18,7 @@ again, the first rows, filters and chart counts are updated from them
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import operator
@@ -39,7 +40,6 @@ from ..archive import (
     PAGES,
     ArchiveCache,
     PageState,
-    changed,
     render_archive_pages,
     update_archive_pages,
 )
@@ -250,18 +250,11 @@ def _archive_pages(
         if updated is not None:
             fresh.pages = updated
             return
-    loaded: list[ArchiveCache] = []
-
-    def archive_cache() -> ArchiveCache:
-        same_key = changes.same_key
-        loaded.append(ArchiveCache.load(ctx.cache.archive_cache) if same_key else ArchiveCache())
-        return loaded[0]
-
     made_pages: dict[str, PageState] = {}
-    made_archive, archive_fresh = render_archive_pages(
+    made_archive = render_archive_pages(
         ctx.renderer,
         graph,
-        archive_cache,
+        ArchiveCache(ctx.cache.archive_rows, readable=changes.same_key),
         first_rows=tunables.index_first_rows,
         per_shard=tunables.rows_per_shard,
         most_shards=tunables.max_row_shards,
@@ -277,10 +270,8 @@ def _archive_pages(
         for page in PAGES
         if page in made_pages or page in states
     }
-    if archive_fresh is not None and (
-        changed(loaded[0], archive_fresh) or not ctx.cache.archive_cache.exists()
-    ):
-        archive_fresh.save(ctx.cache.archive_cache)
+    with contextlib.suppress(OSError):  # the one-file cache of earlier versions
+        (ctx.cache.root / "archive-cache.json").unlink()
 
 
 @dataclass(slots=True)
