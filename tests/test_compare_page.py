@@ -161,3 +161,34 @@ def test_a_run_kept_from_its_render_compares_as_one_read_again(tmp_path: Path) -
     )
     compare = (tmp_path / "broken-read" / "sessions" / RUNS[1] / "compare.html").read_text()
     assert "The previous run could not be read" in compare
+
+
+def test_a_kept_run_goes_once_a_later_file_is_rendered_here(tmp_path: Path) -> None:
+    """A worker keeps a rendered run for its series' next run only until it renders a file
+    that sorts after that next run's file: a worker gets its jobs in file-name order, so
+    that next run went to another worker, and the kept run would only hold memory (7,700
+    small sessions a worker at 20,000). The next run's own file is not past it."""
+    from publisher.site.render import PageLimits
+    from publisher.site.stages import worker
+    from publisher.site.stages.render import RenderSetup, SessionRenderer
+
+    theme = Theme.load(None)
+    setup = RenderSetup(
+        theme=theme,
+        folder=tmp_path,
+        out=tmp_path,
+        fragments=tmp_path,
+        redactor=None,
+        limits=PageLimits(100, 1 << 20),
+        sizes={"a.json": 10, "b.json": 10, "c.json": 10},
+        keep_runs_bytes=1 << 20,
+    )
+    here = SessionRenderer(setup, HtmlRenderer(theme), worker.Kept(0))
+    run: Any = object()  # what is kept is not looked into
+    here._keep_run("a", "a.json", run, "c.json")  # its next run: c
+    here._keep_run("b", "b.json", run, "")  # the last of its series: not kept
+    assert list(here.runs) == ["a"] and here.runs_bytes == 10
+    here._forget_runs("c.json")  # rendering c: a is asked for now
+    assert list(here.runs) == ["a"]
+    here._forget_runs("d.json")  # past c: c was rendered elsewhere
+    assert here.runs == {} and here.runs_bytes == 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,8 @@ class GraphFacts:
     """What its pages show of other sessions."""
     previous_file: str
     """The file of the previous run of its series ("" when none)."""
+    next_file: str = ""
+    """The file of the next run of its series ("" when none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,9 @@ class SessionRenderer:
         """Sessions rendered here whose series has a next run, by session name (oldest
         first), with their file's size: that run's previous run is not read again."""
         self.runs_bytes = 0
+        self.runs_next: list[tuple[str, str]] = []
+        """(the next run's file, the kept run's session name) of each run kept, a heap:
+        see :meth:`_forget_runs`."""
 
     def __call__(self, job: RenderJob, told: GraphFacts) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
@@ -138,22 +144,37 @@ class SessionRenderer:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
 
-    def _keep_run(self, name: str, file_name: str, prepared: Prepared, has_next: bool) -> None:
-        """Keep a rendered session for the comparison page of its series' next run (in a
-        full build, runs render in file-name order: mostly their series' order), within
-        :attr:`RenderSetup.keep_runs_bytes`."""
+    def _keep_run(self, name: str, file_name: str, prepared: Prepared, next_file: str) -> None:
+        """Keep a rendered session for the comparison page of its series' next run (in
+        ``next_file``; in a full build, runs render in file-name order: mostly their
+        series' order), within :attr:`RenderSetup.keep_runs_bytes`."""
         setup = self.setup
         size = setup.sizes.get(file_name)
-        if size is None or size > setup.keep_runs_bytes or not has_next:
+        if size is None or size > setup.keep_runs_bytes or not next_file:
             return
         self.runs[name] = (prepared, size)
         self.runs_bytes += size
+        heapq.heappush(self.runs_next, (next_file, name))
         while self.runs_bytes > setup.keep_runs_bytes:
             _, dropped = self.runs.pop(next(iter(self.runs)))
             self.runs_bytes -= dropped
 
+    def _forget_runs(self, file_name: str) -> None:
+        """Drop the kept runs whose next run's file sorts before ``file_name``, the job
+        this process renders now: a process gets its jobs in file-name order, so that run
+        was rendered by another worker and will not be asked for here (with two workers,
+        about half the kept runs; at 20,000 small sessions they filled the budget with
+        7,700 sessions a worker that no page would use)."""
+        heap = self.runs_next
+        while heap and heap[0][0] < file_name:
+            _, name = heapq.heappop(heap)
+            kept = self.runs.pop(name, None)
+            if kept is not None:
+                self.runs_bytes -= kept[1]
+
     def _render(self, job: RenderJob, told: GraphFacts) -> Rendered:
         setup = self.setup
+        self._forget_runs(job.file_name)
         prepared = self.kept.take(job.file_name)
         if prepared is None:
             prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
@@ -212,7 +233,7 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
-        self._keep_run(session.session_name, job.file_name, prepared, bool(facts.series[1]))
+        self._keep_run(session.session_name, job.file_name, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
             spool.commit()
@@ -286,9 +307,10 @@ def graph_facts(planned: Plan, file_name: str) -> GraphFacts:
     name = state.summary.name
     candidates = frozenset(state.refs)
     facts = PageFacts.from_graph(planned.graph, name, set(candidates))
-    before = facts.series[0]
+    before, after = facts.series
     previous_file = planned.graph.summaries[before].file_name if before else ""
-    return GraphFacts(name, candidates, facts, previous_file)
+    next_file = planned.graph.summaries[after].file_name if after else ""
+    return GraphFacts(name, candidates, facts, previous_file, next_file)
 
 
 _worker: SessionRenderer | None = None
