@@ -73,7 +73,6 @@ class ArchiveCache:
         """Write the rows of the shard ``rel`` atomically (deterministic bytes: keys
         sorted; ASCII, lone surrogates escaped)."""
         text = json.dumps(rows, sort_keys=True, separators=(",", ":"))
-        self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(self.folder / self.file_of(rel), [text.encode("ascii")])
 
     def sweep(self, shards: Collection[str]) -> None:
@@ -233,6 +232,9 @@ def render_archive_pages(
     def is_unchanged(rel: str, key: str) -> bool:
         return unchanged is not None and unchanged(rel, key)
 
+    def rows_of(page: str, summary: Summary) -> list[Row]:
+        return _render_rows(renderer, page, event_rows(summary)[page])
+
     files: dict[str, str] = {}
 
     def put(rel: str, text: str) -> None:
@@ -285,7 +287,7 @@ def render_archive_pages(
                 key = keys[summary.name]
                 rows = made.get(key) or old.get(key)
                 if rows is None:
-                    rows = _render_rows(renderer, page, event_rows(summary)[page])
+                    rows = rows_of(page, summary)
                 made[key] = rows
                 if summary.name in wanted:
                     first_of[summary.name] = rows
@@ -300,9 +302,7 @@ def render_archive_pages(
         for _, name, n, _ in ordered:
             rows = first_of.get(name)
             if rows is None:  # in a shard not made again, or on a page without shards
-                rows = first_of[name] = _render_rows(
-                    renderer, page, event_rows(by_name[name])[page]
-                )
+                rows = first_of[name] = rows_of(page, by_name[name])
             first.append(rows[n][1])
         if states is not None:
             states[page] = PageState(

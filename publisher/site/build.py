@@ -8,11 +8,10 @@ what a change invalidates is decided in one module (:mod:`.staleness`).
 from __future__ import annotations
 
 import contextlib
-import operator
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from itertools import chain, compress
+from itertools import chain
 
 from ..model import LoadFailure
 from . import urls
@@ -123,21 +122,14 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         census: Census | None = planned.census
         if any(result.error is not None for result in rendered):
             census = ctx.warm.census = None  # a session failed: the census must be made again
-        published: Collection[str]
-        if census is not None:
-            published = census.published.keys()
-            failed: Iterable[str] = census.failed
-            warnings = list(chain.from_iterable(census.warned.values()))
-        else:
-            # Bulk passes over the briefs (in file name order, as scanned.names).
-            briefs = sources.briefs()
-            loaded = list(map(_LOADED, briefs.values()))
-            published = set(compress(map(_NAME, briefs.values()), loaded))
-            failed = compress(briefs, map(operator.not_, loaded))
-            warnings = list(chain.from_iterable(compress(map(_WARNINGS, briefs.values()), loaded)))
+        # What the report and the index list: the plan's census, or one made again of the
+        # settled sources (a session that failed its render is a failure now).
+        listed = census if census is not None else Census.of(sources, scanned.names)
+        published: Collection[str] = listed.published.keys()
+        warnings = list(chain.from_iterable(listed.warned.values()))
         failures = [
             LoadFailure(file_name=n, reason=sources[n].failure or "", size=sources[n].size)
-            for n in failed
+            for n in listed.failed
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
         search_on = ctx.options.search and pagefind_available()
@@ -201,11 +193,6 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         if early is not None:  # the build stopped: wait for the Pagefind runs it started
             early.close()
         freezer.thaw()
-
-
-_LOADED = operator.attrgetter("loaded")
-_NAME = operator.attrgetter("name")
-_WARNINGS = operator.attrgetter("warnings")
 
 
 def begin_writing(ctx: BuildContext) -> bool:
