@@ -685,7 +685,8 @@ def test_many_files_in_one_process_are_kept_within_the_worker_budget(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     """A one-process build scanning many files keeps the first that fit
-    ``Tunables.worker_keep_bytes`` for the render, and reads only the others again."""
+    ``Tunables.worker_keep_bytes`` for the render, and reads only the others again (and
+    the files smaller than ``Tunables.worker_keep_min_bytes``)."""
     from publisher.site.context import Tunables
 
     sessions = tmp_path / "sessions"
@@ -693,17 +694,25 @@ def test_many_files_in_one_process_are_kept_within_the_worker_budget(
     files = sorted(f"{n}.json" for n in docs)
     sizes = [(sessions / f).stat().st_size for f in files]
     reads = count_session_reads(monkeypatch)
-    everything = Tunables(worker_keep_bytes=sum(sizes))
+    everything = Tunables(worker_keep_bytes=sum(sizes), worker_keep_min_bytes=0)
     assert build(sessions, tmp_path / "all", tunables=everything).sessions_rendered == 10
     assert reads == []
-    three = Tunables(worker_keep_bytes=sum(sizes[:3]))
+    three = Tunables(worker_keep_bytes=sum(sizes[:3]), worker_keep_min_bytes=0)
     assert build(sessions, tmp_path / "three", tunables=three).sessions_rendered == 10
     assert sorted(reads) == files[3:]
     reads.clear()
     assert build(sessions, tmp_path / "none", tunables=Tunables(worker_keep_bytes=0)).sessions == 10
     assert sorted(reads) == files
+    reads.clear()
+    # Files smaller than the least size are read again, whatever the budget.
+    least = sorted(sizes)[5]
+    small = Tunables(worker_keep_bytes=sum(sizes), worker_keep_min_bytes=least)
+    assert build(sessions, tmp_path / "small", tunables=small).sessions == 10
+    assert sorted(reads) == sorted(f for f, size in zip(files, sizes) if size < least)
+    assert 0 < len(reads) < 10
     digest = tree_digest(tmp_path / "none")
     assert tree_digest(tmp_path / "all") == digest == tree_digest(tmp_path / "three")
+    assert tree_digest(tmp_path / "small") == digest
 
 
 def test_pool_builds_with_links_are_the_one_process_builds(tmp_path: Path) -> None:
@@ -729,7 +738,7 @@ def test_pool_builds_with_links_are_the_one_process_builds(tmp_path: Path) -> No
         write_json(sessions / f"{name}.json", docs[name], OLD_NS)
     sizes = sum((sessions / f"{n}.json").stat().st_size for n in names)
     for keep in (0, sizes // 4, sizes):
-        tunables = Tunables(worker_keep_bytes=keep)
+        tunables = Tunables(worker_keep_bytes=keep, worker_keep_min_bytes=0)
         site = tmp_path / f"site-{keep}"
         build(sessions, site, workers=2, tunables=tunables)
         assert tree_digest(site) == fresh_digest(sessions, tmp_path / f"one-{keep}")
@@ -768,7 +777,7 @@ def test_pool_workers_render_the_sessions_they_scanned(tmp_path: Path) -> None:
             sessions,
             tmp_path / f"site-{keep}",
             workers=2,
-            tunables=Tunables(worker_keep_bytes=keep),
+            tunables=Tunables(worker_keep_bytes=keep, worker_keep_min_bytes=0),
             progress=rewrite_after_scan(sessions, docs),
         )
         assert {f.reason for f in report.failures} <= {CHANGED}

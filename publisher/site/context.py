@@ -63,6 +63,12 @@ class Tunables:
     this many bytes of files in all (the first that fit), and renders them without reading
     them again (:mod:`.stages.worker`); the others are read again by the render. The same
     budget applies to a one-process build scanning many files."""
+    worker_keep_min_bytes: int = 16 << 10
+    """... but not a session whose file is smaller than this: it parses again in about a
+    millisecond, and holds about twice its file's size in objects plus 4 KB (a 3.5 KB
+    file: 8 KB), so thousands of small ones kept cost more memory than time saved (20,000
+    sessions of 3.5 KB: the largest worker held 120 MB against 40 MB with none kept, and
+    the build took as long)."""
     page_turns: int = 150
     """A session page holds at most this many turns (shapes the output)."""
     page_bytes: int = 2_000_000

@@ -271,7 +271,7 @@ def render(
     )
     if ctx.workers <= 1 or len(jobs) < 2 or few:
         local = SessionRenderer(
-            setup, ctx.renderer, worker.Kept(0, {n: (p, 0) for n, p in kept.items()})
+            setup, ctx.renderer, worker.Kept(0, sessions={n: (p, 0) for n, p in kept.items()})
         )
         results = []
         for done, task in enumerate(tasks, start=1):

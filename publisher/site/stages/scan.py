@@ -187,7 +187,7 @@ def _read(
         few and sum(file_stamp(folder / name)[0] for name in names) <= tunables.keep_scanned_bytes
     )
     # Many files in one process (``workers=1``): what fits the budget of a crew worker.
-    budget = worker.Kept(0 if few else tunables.worker_keep_bytes)
+    budget = worker.Kept(0 if few else tunables.worker_keep_bytes, tunables.worker_keep_min_bytes)
     scanned: dict[str, SourceState] = {}
     kept: dict[str, Prepared] = {}
     for done, name in enumerate(names, start=1):
@@ -206,8 +206,8 @@ def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None
     """Start the build's worker processes (:func:`.worker.start` in each): forked ones get
     the build's renderer and ``kept`` as they are; clean ones compile the theme, and get
     ``kept`` pickled."""
-    keep_bytes = ctx.tunables.worker_keep_bytes
-    crew.start(worker.start, lambda forked: (keep_bytes, ctx.renderer if forked else None, kept))
+    keep = (ctx.tunables.worker_keep_bytes, ctx.tunables.worker_keep_min_bytes)
+    crew.start(worker.start, lambda forked: (keep, ctx.renderer if forked else None, kept))
 
 
 def _scan_job(

@@ -3,7 +3,9 @@
 In a build that scans many files, the same worker processes (:class:`..pool.Crew`) scan
 and then render. A worker keeps the sessions it prepared while scanning, up to a budget of
 file bytes (:attr:`..context.Tunables.worker_keep_bytes`), and the render stage sends each
-kept session's job to the worker that holds it: that session is read and parsed once. The
+kept session's job to the worker that holds it: that session is read and parsed once.
+Small files are not kept (:attr:`..context.Tunables.worker_keep_min_bytes`): parsing one
+again costs less than holding it. The
 state is set once per worker process by :func:`start` (the crew's initializer) and read
 by the stages' worker functions through :func:`here`; the build's own process never sets
 it.
@@ -25,13 +27,16 @@ class Kept:
     can tell the build which worker holds what)."""
 
     budget: int
+    """Bytes of files kept at most."""
+    least: int = 0
+    """A session whose file is smaller is not kept."""
     sessions: dict[str, tuple[Prepared, int]] = field(default_factory=dict)
     held: int = 0
     """Bytes of files kept."""
 
     def keep(self, file_name: str, prepared: Prepared, size: int) -> bool:
         """Keep ``prepared`` (its file's ``size`` bytes) if it fits; True when kept."""
-        if file_name in self.sessions or self.held + size > self.budget:
+        if file_name in self.sessions or size < self.least or self.held + size > self.budget:
             return False
         self.sessions[file_name] = (prepared, size)
         self.held += size
@@ -72,14 +77,15 @@ _state: WorkerState | None = None
 """This process's state when it is a build's pool worker (set by :func:`start` only)."""
 
 
-def start(keep_bytes: int, renderer: HtmlRenderer | None, kept: dict[str, Prepared]) -> None:
+def start(keep: tuple[int, int], renderer: HtmlRenderer | None, kept: dict[str, Prepared]) -> None:
     """The crew's initializer: runs once in each worker process when it starts. ``kept``:
-    sessions the build's own process prepared (a fork shares them; nothing is read again)."""
+    sessions the build's own process prepared (a fork shares them; nothing is read again);
+    ``keep``: the budget and the least size of what the worker keeps (:class:`Kept`)."""
     global _state
     from ..memory import return_large_blocks
 
     return_large_blocks()
-    state = WorkerState(Kept(keep_bytes), renderer)
+    state = WorkerState(Kept(*keep), renderer)
     for name, prepared in kept.items():
         state.kept.sessions[name] = (prepared, 0)  # not counted: the build holds them anyway
     _state = state
