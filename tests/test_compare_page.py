@@ -180,13 +180,12 @@ def test_a_kept_run_goes_once_a_later_file_is_rendered_here(tmp_path: Path) -> N
         fragments=tmp_path,
         redactor=None,
         limits=PageLimits(100, 1 << 20),
-        sizes={"a.json": 10, "b.json": 10, "c.json": 10},
         keep_runs_bytes=1 << 20,
     )
     here = SessionRenderer(setup, HtmlRenderer(theme), worker.Kept(0))
     run: Any = object()  # what is kept is not looked into
-    here._keep_run("a", "a.json", run, "c.json")  # its next run: c
-    here._keep_run("b", "b.json", run, "")  # the last of its series: not kept
+    here._keep_run("a", 10, run, "c.json")  # its next run: c
+    here._keep_run("b", 10, run, "")  # the last of its series: not kept
     assert list(here.runs) == ["a"] and here.runs_bytes == 10
     here._forget_runs("c.json")  # rendering c: a is asked for now
     assert list(here.runs) == ["a"]

@@ -708,7 +708,7 @@ def test_many_files_in_one_process_are_kept_within_the_worker_budget(
     least = sorted(sizes)[5]
     small = Tunables(worker_keep_bytes=sum(sizes), worker_keep_min_bytes=least)
     assert build(sessions, tmp_path / "small", tunables=small).sessions == 10
-    assert sorted(reads) == sorted(f for f, size in zip(files, sizes) if size < least)
+    assert sorted(reads) == sorted(f for f, size in zip(files, sizes, strict=True) if size < least)
     assert 0 < len(reads) < 10
     digest = tree_digest(tmp_path / "none")
     assert tree_digest(tmp_path / "all") == digest == tree_digest(tmp_path / "three")

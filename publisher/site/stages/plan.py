@@ -47,6 +47,9 @@ class RenderJob:
     trust_written: bool = True
     """:attr:`..context.BuildContext.trust_written`: False when a page with the hash of
     :attr:`previous_outputs` may hold other bytes (compared before it is skipped)."""
+    size: int = 0
+    """Its file's size when scanned (what keeping the session after its render costs:
+    :attr:`..context.Tunables.keep_runs_bytes`)."""
 
 
 @dataclass(slots=True)
@@ -237,7 +240,9 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             sources[name] = dataclasses.replace(state, facts_key="")
         else:
             jobs.append(
-                RenderJob(name, state.outputs if same_key else {}, same_key, ctx.trust_written)
+                RenderJob(
+                    name, state.outputs if same_key else {}, same_key, ctx.trust_written, state.size
+                )
             )
     return Plan(sources, graph, graph_key, jobs, census)
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import heapq
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from ...loader import SessionLoadError
 from ...prepare import Prepared, prepare_file
@@ -93,8 +94,6 @@ class RenderSetup:
     """Redaction, as in the scan."""
     limits: PageLimits
     """Where long sessions are cut into pages."""
-    sizes: dict[str, int] = field(default_factory=dict)
-    """The size of each planned session's file, by file name."""
     keep_runs_bytes: int = 0
     """:attr:`..context.Tunables.keep_runs_bytes`."""
 
@@ -144,13 +143,12 @@ class SessionRenderer:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
 
-    def _keep_run(self, name: str, file_name: str, prepared: Prepared, next_file: str) -> None:
-        """Keep a rendered session for the comparison page of its series' next run (in
-        ``next_file``; in a full build, runs render in file-name order: mostly their
-        series' order), within :attr:`RenderSetup.keep_runs_bytes`."""
+    def _keep_run(self, name: str, size: int, prepared: Prepared, next_file: str) -> None:
+        """Keep a rendered session (its file of ``size`` bytes) for the comparison page of
+        its series' next run (in ``next_file``; in a full build, runs render in file-name
+        order: mostly their series' order), within :attr:`RenderSetup.keep_runs_bytes`."""
         setup = self.setup
-        size = setup.sizes.get(file_name)
-        if size is None or size > setup.keep_runs_bytes or not next_file:
+        if size > setup.keep_runs_bytes or not next_file:
             return
         self.runs[name] = (prepared, size)
         self.runs_bytes += size
@@ -233,7 +231,7 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
-        self._keep_run(session.session_name, job.file_name, prepared, told.next_file)
+        self._keep_run(session.session_name, job.size, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
             spool.commit()
@@ -258,16 +256,15 @@ def render(
         fragments=ctx.cache.fragments,
         redactor=ctx.options.redactor,
         limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
-        sizes={job.file_name: planned.sources[job.file_name].size for job in jobs},
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
     )
-    tasks = [(job, graph_facts(planned, job.file_name)) for job in jobs]
+    tasks = Tasks(planned)
     kept = {
         job.file_name: scanned.kept[job.file_name] for job in jobs if job.file_name in scanned.kept
     }
     progress = ctx.options.progress
     few = len(jobs) <= ctx.tunables.in_process_render and (
-        sum(planned.sources[job.file_name].size for job in jobs) <= ctx.tunables.keep_scanned_bytes
+        sum(job.size for job in jobs) <= ctx.tunables.keep_scanned_bytes
     )
     if ctx.workers <= 1 or len(jobs) < 2 or few:
         local = SessionRenderer(
@@ -293,6 +290,30 @@ def render(
         on_result=on_rendered,
     )
     return results
+
+
+class Tasks(Sequence[tuple[RenderJob, GraphFacts]]):
+    """The render's tasks: each planned job with what the graph says of its session, made
+    when the task is sent (the plan's graph facts of every session are not held at once:
+    about 10 MB at 20,000 sessions)."""
+
+    def __init__(self, planned: Plan) -> None:
+        self.planned = planned
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[RenderJob, GraphFacts]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[RenderJob, GraphFacts]]: ...
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[RenderJob, GraphFacts] | Sequence[tuple[RenderJob, GraphFacts]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        job = self.planned.jobs[index]
+        return job, graph_facts(self.planned, job.file_name)
+
+    def __len__(self) -> int:
+        return len(self.planned.jobs)
 
 
 CHANGED = "changed while the site was built (read again by the next build)"
