@@ -867,3 +867,53 @@ def test_one_changed_file_is_parsed_once_however_large(tmp_path: Path, monkeypat
     fresh = tmp_path / "fresh"
     build(sessions, fresh)
     assert tree_digest(tmp_path / "site") == tree_digest(fresh)
+
+
+def test_links_of_unchanged_sessions_follow_a_session_added_and_removed(tmp_path: Path) -> None:
+    """The graph's key and every session's page facts are made of briefs (declared
+    sub-sessions, delegate calls, references), no state decoded: a sub-session added later
+    links back to the call that spawned it in its unchanged parent, the parent lists it,
+    an unchanged session's reference to it resolves; removed, all of it goes. Each build
+    gives the site a full build gives."""
+    parent, child, reader = (
+        "ses_20260901_080000_parent",
+        "sub_20260901_081000_child1",
+        "ses_20260901_090000_reader",
+    )
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    delegate = part(
+        "tool",
+        name="delegate",
+        input={"role": "reviewer", "task": "look"},
+        output=f"Delegated to {child} (role reviewer). Result:\nfine",
+    )
+    write_json(
+        sessions / f"{parent}.json",
+        session_doc(parent, sub_sessions=[child], turns=[turn(1, part("user", "go"), delegate)]),
+        OLD_NS,
+    )
+    write_json(
+        sessions / f"{reader}.json",
+        session_doc(reader, turns=[turn(1, part("user", f"see session:{child}"))]),
+        OLD_NS,
+    )
+    site = tmp_path / "site"
+    build(sessions, site)
+    assert f"../{child}/index.html" not in page_of(site, reader).read_text()
+    write_json(
+        sessions / f"{child}.json",
+        session_doc(child, parent_id=parent, turns=[turn(1, part("user", "review"))]),
+        OLD_NS + 1,
+    )
+    report = build(sessions, site)
+    assert report.files_read == 1  # the two others unchanged: their pages follow the graph
+    assert tree_digest(site) == fresh_digest(sessions, tmp_path / "with-child")
+    back = f'class="spawn-link" href="../{parent}/index.html#turn-1.2"'
+    assert back in page_of(site, child).read_text()
+    assert f"../{child}/index.html" in page_of(site, parent).read_text()
+    assert f"../{child}/index.html" in page_of(site, reader).read_text()
+    (sessions / f"{child}.json").unlink()
+    build(sessions, site)
+    assert tree_digest(site) == fresh_digest(sessions, tmp_path / "without-child")
+    assert f"../{child}/index.html" not in page_of(site, reader).read_text()

@@ -258,7 +258,8 @@ def _brief(file_name: str, name: str, digest: str = "d", slot: int = 0) -> Brief
     """A loaded session's brief, its other fields empty."""
     empty = dict.fromkeys(Brief._fields, "")
     fields = {**empty, "size": 0, "mtime_ns": 0, "shard": 0, "slot": slot, "errors": 0,
-              "decisions": 0, "redacted": 0, "site_ino": 0, "site_mtime_ns": 0, "warnings": []}  # fmt: skip
+              "decisions": 0, "redacted": 0, "site_ino": 0, "site_mtime_ns": 0, "warnings": [],
+              "links": None}  # fmt: skip
     return Brief(
         **{**fields, "file_name": file_name, "loaded": True, "name": name, "digest": digest}
     )

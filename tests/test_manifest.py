@@ -128,7 +128,7 @@ def test_unchanged_sources_keep_their_lines_and_shards(tmp_path: Path) -> None:
     states["c.json"] = SourceState(
         31, 790, "h4", summary("c", turns=4), None, [], "fk3", {}, "x", slot=9
     )
-    states["a.json"] = replace(states["a.json"], facts_key="changed in place")
+    states["a.json"] = replace(states["a.json"], outputs={"a/index.html": "changed in place"})
     save(path, loaded, states)
     second_shards, second_lines = shard_files(path), brief_lines(path)
     assert second_lines["b.json"] == first_lines["b.json"]  # untouched, the very line
@@ -139,6 +139,11 @@ def test_unchanged_sources_keep_their_lines_and_shards(tmp_path: Path) -> None:
     assert kept == sorted(n for n in first_shards if not n.startswith(written))  # b's, a's briefs
     assert b"changed in place" in next(v for n, v in second_shards.items() if n.startswith("0005-"))
     assert Manifest.load(path).sources == states
+    # The facts key is in the brief (the plan compares it when the graph changed).
+    states["a.json"] = replace(states["a.json"], facts_key="new facts")
+    save(path, Manifest.load(path), states)
+    assert Manifest.load(path).briefs["a.json"].facts_key == "new facts"
+    assert brief_lines(path)["a.json"] != second_lines["a.json"]
 
 
 def test_an_append_decodes_one_shard(tmp_path: Path) -> None:

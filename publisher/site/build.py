@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import chain
 
 from ..model import LoadFailure
@@ -31,7 +32,7 @@ from .stages.search import (
     search,
     start_search,
 )
-from .stages.state import load_state, save_state
+from .stages.state import load_state, save_state, saved_outputs
 from .stages.write import assets, last_outputs, must_sweep, remove_stale, write_files
 from .staleness import folder_stamp
 
@@ -60,7 +61,8 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     """One line each: files that do not load, then what prepare says of loaded files."""
     list_outputs: Callable[[], dict[str, str]] | None = field(default=None, repr=False)
-    """Lists :attr:`outputs` (when asked: it decodes every session's state)."""
+    """Lists :attr:`outputs` (when asked: it decodes every session's state from the saved
+    manifest)."""
     _outputs: dict[str, str] | None = field(default=None, repr=False)
 
     @property
@@ -146,16 +148,12 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         extra = {**asset_hashes, **index_hashes}
         last = last_outputs(previous, sources)  # before the manifest's files are replaced
         removed = remove_stale(ctx, previous, sources, extra, published, last, sweep=sweep)
-        names = scanned.names
-
-        def list_outputs() -> dict[str, str]:
-            """Every file of the site: each state's outputs (every shard decoded)."""
-            listed = {rel: h for n in names for rel, h in sources[n].outputs.items()}
-            listed.update(extra)
-            return listed
-
-        # Search needs the list of every page; a build without it does not make it.
-        produced = list_outputs() if ctx.options.search else dict(extra)
+        # Search needs the list of every page (each state's outputs, every shard decoded);
+        # a build without it does not make it.
+        produced = dict(extra)
+        if ctx.options.search:
+            produced = {rel: h for n in scanned.names for rel, h in sources[n].outputs.items()}
+            produced.update(extra)
         search_status, pending = search(ctx, produced, early)
         early = None
         stamp_folders(ctx, sources, rendered)
@@ -183,7 +181,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             files_removed=removed,
             search=search_status,
             warnings=[f"{f.file_name}: {f.reason}" for f in failures] + warnings,
-            list_outputs=list_outputs,
+            list_outputs=partial(saved_outputs, ctx.cache.manifest),
             changed=changed_outputs(last, sources, extra),
             pending_search=pending,
             held=scanned.holds.failures,

@@ -374,12 +374,12 @@ class Graph:
 
     def key(self) -> str:
         """:func:`.staleness.graph_key` of this graph: equal keys, equal page facts."""
-        return graph_key(self.summaries.values(), self.file_names)
+        return graph_key(self.all.values(), self.file_names)
 
     def children(self, name: str) -> list[str]:
         """Sub-sessions: declared ones first, then any session whose parent_id names it."""
-        summary = self.summaries.get(name)
-        declared = list(summary.sub_sessions) if summary else []
+        brief = self.all.get(name)
+        declared = list(brief.links[0]) if brief is not None and brief.links else []
         memo = self.memo
         if memo.found_children is None:
             found: dict[str, list[str]] = {}
@@ -388,6 +388,12 @@ class Graph:
                 found.setdefault(brief.parent_id, []).append(brief.name)
             memo.found_children = found
         return list(dict.fromkeys([*declared, *memo.found_children.get(name, [])]))
+
+    def ref_candidates(self, name: str) -> set[str]:
+        """The references written in session ``name`` (:attr:`.manifest.SourceState.refs`),
+        from its brief."""
+        brief = self.all.get(name)
+        return set(brief.links[2]) if brief is not None and brief.links else set()
 
     def series(self, name: str) -> tuple[str, str]:
         """The previous and next run of a session's series: the sessions of its role, in
@@ -419,8 +425,9 @@ class Graph:
         brief = self.all.get(name)
         if brief is None or brief.parent_id not in self.all:
             return ""
-        parent = self.summaries[brief.parent_id]
-        return next((href for target, href in parent.spawns if target == name), "")
+        parent = self.all[brief.parent_id]
+        spawns = parent.links[1] if parent.links else ()
+        return next((href for target, href in spawns if target == name), "")
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""

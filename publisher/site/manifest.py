@@ -150,7 +150,7 @@ class SourceState:
 _STATE_VALUES = operator.attrgetter(*SourceState.__dataclass_fields__)
 SUMMARY_AT = 10
 """Where a shard row holds its summary's row."""
-_FIELDS = 23
+_FIELDS = 25
 """How many values a brief line holds (:class:`Brief`'s fields)."""
 
 
@@ -181,6 +181,9 @@ class Brief(NamedTuple):
     """:attr:`SourceState.digest`."""
     events_key: str
     """:attr:`SourceState.events_key`."""
+    facts_key: str
+    """:attr:`SourceState.facts_key`: when the graph changed, each session's page facts are
+    compared with it without decoding its state."""
     slot: int
     """:attr:`SourceState.slot`."""
     errors: int
@@ -198,6 +201,12 @@ class Brief(NamedTuple):
     site_mtime_ns: int
     warnings: list[str]
     """:attr:`SourceState.warnings` (told each build)."""
+    links: list[Any] | None
+    """What the session says of others, when it says anything: ``[sub_sessions, spawns,
+    refs]`` as JSON lists (its summary's declared sub-sessions, the (session, href) of its
+    delegate calls, :attr:`SourceState.refs`); None when all three are empty, as for most
+    sessions. With these, the graph's key and every session's page facts are made of
+    briefs alone: a build that adds a session decodes no state for them."""
 
     @classmethod
     def of(cls, name: str, state: SourceState, count: int) -> Brief:
@@ -207,8 +216,13 @@ class Brief(NamedTuple):
         ino, mtime = state.site
         if s is None:
             return cls(name, state.size, state.mtime_ns, shard, False, "", "", "", "", "", "",
-                       "", "", 0, 0, 0, 0, "", "", "", ino, mtime, list(state.warnings))  # fmt: skip
+                       "", "", "", 0, 0, 0, 0, "", "", "", ino, mtime, list(state.warnings), None)  # fmt: skip
         day, outcome, error_days = contribution(s)
+        links = (
+            [list(s.sub_sessions), [list(spawn) for spawn in s.spawns], list(state.refs)]
+            if s.sub_sessions or s.spawns or state.refs
+            else None
+        )
         return cls(
             name,
             state.size,
@@ -223,6 +237,7 @@ class Brief(NamedTuple):
             s.parent_id,
             state.digest,
             state.events_key,
+            state.facts_key,
             state.slot,
             len(s.error_events),
             len(s.decision_events),
@@ -233,14 +248,28 @@ class Brief(NamedTuple):
             ino,
             mtime,
             list(state.warnings),
+            links,
         )
 
 
 BRIEF_INPUTS = frozenset(
-    {"size", "mtime_ns", "summary", "digest", "events_key", "slot", "site", "warnings"}
+    {
+        "size",
+        "mtime_ns",
+        "summary",
+        "digest",
+        "events_key",
+        "facts_key",
+        "slot",
+        "site",
+        "warnings",
+        "refs",
+    }
 )
 """The :class:`SourceState` fields :meth:`Brief.of` reads (a state whose other fields
 change keeps its brief: :meth:`Sources.amend`)."""
+_COPIED = frozenset({"facts_key", "site"})
+"""The :data:`BRIEF_INPUTS` a brief holds as they are (:meth:`Sources.amend` copies them)."""
 
 
 def brief_of(summary: Summary) -> Brief:
@@ -437,17 +466,21 @@ class Sources(Mapping[str, SourceState]):
     def amend(self, name: str, **fields: Any) -> None:
         """Set ``name``'s state to its state with ``fields`` replaced, keeping the brief
         made of it when no field of it is one a brief is made of (:data:`BRIEF_INPUTS`;
-        the outputs and facts key a render sets), or sharing its values (the folder's
-        stamp): a full build does not hold every brief twice."""
+        the outputs a render sets), or its values copied into that brief (the facts key a
+        render sets, the folder's stamp): a full build does not hold every brief twice."""
         state = dataclasses.replace(self[name], **fields)
         brief = self._briefs.get(name) if name in self.fresh else None
-        if brief is None or fields.keys() & (BRIEF_INPUTS - {"site"}):
+        if brief is None or fields.keys() & (BRIEF_INPUTS - _COPIED):
             self[name] = state
             return
         self.fresh[name] = state
+        copied: dict[str, Any] = {}
+        if "facts_key" in fields:
+            copied["facts_key"] = state.facts_key
         if "site" in fields:
-            ino, mtime_ns = state.site
-            self._briefs[name] = brief._replace(site_ino=ino, site_mtime_ns=mtime_ns)
+            copied["site_ino"], copied["site_mtime_ns"] = state.site
+        if copied:
+            self._briefs[name] = brief._replace(**copied)
             self._all = None
 
     def copy(self) -> Sources:

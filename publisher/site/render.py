@@ -52,15 +52,15 @@ class PageFacts:
         lineage, cycle = graph.lineage(session_name)
         children = []
         for name in graph.children(session_name):
-            summary = graph.summaries.get(name)
-            children.append((name, summary is not None, summary.role if summary else ""))
+            brief = graph.all.get(name)
+            children.append((name, brief is not None, brief.role if brief else ""))
         refs = {}
         for ref in sorted(ref_candidates):
             target = graph.refs.resolve(ref)
             if target is not None:
                 refs[ref] = target
         return cls(
-            lineage=[(n, n in graph.summaries) for n in lineage],
+            lineage=[(n, n in graph.all) for n in lineage],
             lineage_cycle=cycle,
             children=children,
             refs=refs,

@@ -107,7 +107,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 10
+MANIFEST_FORMAT = 11
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
@@ -251,12 +251,23 @@ def outputs_key(*parts: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-def graph_shape(summary: Summary | None) -> tuple[object, ...] | None:
-    """What :func:`graph_key` hashes of one session (None for a file that does not load)."""
-    if summary is None:
+def graph_shape(brief: Brief | None) -> tuple[object, ...] | None:
+    """What :func:`graph_key` hashes of one session, from its brief (None for a file that
+    does not load): its name, file, parent, declared sub-sessions, role, creation time and
+    delegate calls. Lists and tuples alike (a brief decoded from the manifest holds JSON
+    lists, one made this build its summary's tuples) are made tuples."""
+    if brief is None or not brief.loaded:
         return None
-    s = summary
-    return (s.name, s.file_name, s.parent_id, s.sub_sessions, s.role, s.created_at, s.spawns)
+    subs, spawns = (brief.links[0], brief.links[1]) if brief.links else ((), ())
+    return (
+        brief.name,
+        brief.file_name,
+        brief.parent_id,
+        tuple(subs),
+        brief.role,
+        brief.created_at,
+        tuple(map(tuple, spawns)),
+    )
 
 
 def _shape_name(shape: tuple[object, ...] | None) -> str:
@@ -269,12 +280,12 @@ def graph_unchanged(
     same_key: bool,
     last_graph: str,
     same_files: bool,
-    changes: Iterable[tuple[Summary | None, Summary | None]],
+    changes: Iterable[tuple[Brief | None, Brief | None]],
 ) -> bool:
     """True when the archive's :func:`graph_key` is the last build's (``last_graph``)
-    without computing it again over every summary: the build key and the folder's file
+    without computing it again over every brief: the build key and the folder's file
     names are the same (``same_files``), and every file read again this build has the
-    shape it had (``changes``: its last summary and its summary now, :func:`graph_shape`).
+    shape it had (``changes``: its last brief and its brief now, :func:`graph_shape`).
     Whether a file is published (a second file of a session name is not) depends only on
     those, so the published sessions are the same too."""
     if not (same_key and last_graph and same_files):
@@ -345,14 +356,13 @@ def stale_candidates(
     return None
 
 
-def graph_key(summaries: Iterable[Summary], file_names: Sequence[str]) -> str:
+def graph_key(briefs: Iterable[Brief], file_names: Sequence[str]) -> str:
     """A hash of the archive's shape, everything the facts of any page depend on: names,
     parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
     the folder's file names (``#id`` lookups), and where each delegate call is (the pages
-    of the sub-sessions it spawned link to it)."""
-    # Sorted by name (a shape's first value) after the shapes are made: the summaries
-    # themselves are not all held at once (a full build decodes each when used).
-    shape = sorted(map(graph_shape, summaries), key=_shape_name)
+    of the sub-sessions it spawned link to it). Made of the published sessions' briefs
+    (:func:`graph_shape`): no state is decoded for it."""
+    shape = sorted(map(graph_shape, briefs), key=_shape_name)
     # Pickled without its memo (``fast``): equal values give equal bytes however their
     # strings are shared, and it is several times faster than JSON.
     buffer = io.BytesIO()

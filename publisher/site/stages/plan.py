@@ -170,10 +170,9 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     published, briefs = census.published, census.briefs
     graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
     same_key = previous.key == ctx.key
-    old = previous.sources
-    changes = (  # a generator: not every summary held in a list
-        (old[name].summary if same_key and name in old else None, state.summary)
-        for name, state in sources.fresh.items()
+    old_briefs = previous.briefs
+    changes = (
+        (old_briefs.get(name) if same_key else None, sources.brief(name)) for name in sources.fresh
     )
     if graph_unchanged(
         same_key=same_key,
@@ -183,7 +182,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
     ):
         graph_key = previous.graph
     else:
-        graph_key = graph.key()  # a pass over every summary (each decoded)
+        graph_key = graph.key()  # a pass over every brief
     same_graph = same_key and previous.graph == graph_key
     graph.memo = ctx.warm.shape_memo(graph_key)  # nothing of it was made yet
     # Runs whose previous run changed: their comparison pages show it.
@@ -228,7 +227,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             content_changed=name in scanned.changed,
             compared_changed=session in next_of_changed,
             same_graph=same_graph,
-            facts_then="" if same_graph else sources[name].facts_key,
+            facts_then="" if same_graph else sources.brief(name).facts_key,
             facts_now=partial(_facts_key, graph, sources, name),
             outputs_present=partial(operator.not_, session in disturbed),
         )
@@ -271,8 +270,7 @@ class Published(Mapping[str, Summary]):
         return len(self.published)
 
 
-def _facts_key(graph: Graph, sources: Mapping[str, SourceState], name: str) -> str:
-    """The facts key a session's pages would have now, from cached summaries only."""
-    state = sources[name]
-    assert state.summary is not None
-    return PageFacts.from_graph(graph, state.summary.name, set(state.refs)).key()
+def _facts_key(graph: Graph, sources: Sources, name: str) -> str:
+    """The facts key a session's pages would have now, from the briefs only."""
+    session = sources.brief(name).name
+    return PageFacts.from_graph(graph, session, graph.ref_candidates(session)).key()

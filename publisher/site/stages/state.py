@@ -64,3 +64,11 @@ def save_state(
         warm=ctx.warm,
         same_names=sources.same_names,
     )
+
+
+def saved_outputs(path: Path) -> dict[str, str]:
+    """Every file of the site (path → sha256), as the manifest saved at ``path`` records
+    them (every shard decoded): what a build's report lists when asked after the build
+    (:attr:`..build.BuildReport.outputs`). Not from the build's own states: those it did not
+    use were to be read from the last build's shard files, which its save may have replaced."""
+    return Manifest.load(path).outputs

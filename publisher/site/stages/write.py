@@ -67,8 +67,8 @@ def last_outputs(previous: Manifest, sources: Sources) -> dict[str, str]:
     before the manifest is saved (its shard files are then replaced)."""
     last = dict(previous.extra_outputs)
     # When this build's states are read over the last build's (the same key), the shards
-    # decoded stay decoded: their unchanged members are read after the manifest is saved
-    # (``BuildReport.outputs``), when the files they were read from may be gone.
+    # decoded stay decoded: ``site watch`` keeps their unchanged members for its next build
+    # (:func:`..manifest.save_manifest`), as any use of a state leaves them.
     reused = sources.base is previous.sources
     for _, outputs in previous.sources.outputs_of(_touched(previous, sources), keep=reused):
         last.update(outputs)
