@@ -243,6 +243,35 @@ def test_sharded_archive_pages_rewrite_a_bounded_number_of_files(tmp_path: Path)
     assert after == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
 
 
+def test_a_session_gone_from_the_first_screen_is_replaced_from_the_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removing the newest run, whose errors were on the Errors page's first screen: the
+    rows that come first now were in no page state, only in the row shards, and are read
+    from there (the pages are not made again from every session's state); incremental ==
+    full."""
+    from publisher.site.context import Tunables
+    from publisher.site.stages import index as index_stage
+
+    event_archive(tmp_path / "sessions")
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    tunables = Tunables(index_first_rows=3, rows_per_shard=2)
+    build(sessions, out, tunables=tunables)
+    newest = "job_20260817_120000_err007"
+    assert newest in (out / "errors.html").read_text()
+    (sessions / f"{newest}.json").unlink()
+
+    def made_from_every_state(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the archive pages were made again from every session")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index_stage, "render_archive_pages", made_from_every_state)
+        build(sessions, out, tunables=tunables)
+    errors = (out / "errors.html").read_text()
+    assert newest not in errors and "job_20260816_120000_err006" in errors
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
+
+
 def test_sharded_index_and_tree_page_are_valid_html(tmp_path: Path) -> None:
     from publisher.site.context import Tunables
     from tests import test_html_valid as hv

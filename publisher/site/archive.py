@@ -21,7 +21,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from pathlib import Path
 
 from markupsafe import Markup
@@ -504,10 +504,16 @@ def update_archive_pages(
         first = [r for r in state.first if _session_of(r[0]) not in moved]
         first += [(k, _value(page, row), h) for k, row, h in new_rows]
         first.sort()
-        if len(state.first) >= first_rows and (
+        if (sharded[0] and first_rows) and (
             len(first) < first_rows or first[first_rows - 1][0] > state.first[-1][0]
         ):
-            return None
+            # Rows the last first screen did not hold may come first now (a session that
+            # had rows there is gone, or has fewer): every row is in the shards, read one
+            # at a time. (A page without shards held every row: its first rows are all.)
+            refilled = _first_rows_of_shards(page, first_rows, shard_rows, others, last)
+            if refilled is None:
+                return None
+            first = refilled
         del first[first_rows:]
         fresh = PageState(first, {v: n for v, n in values.items() if n > 0}, sessions, total)
         plans.append((page, fresh, shard_rows, others, count if sharded[1] else 0))
@@ -520,7 +526,7 @@ def update_archive_pages(
         keys = list(map(_EVENTS_KEY, members))
         shards = [f"{EVENTS_FOLDER}/{page}-{i:04d}-of-{count:04d}.js" for i in range(count)]
         for rel, rows in shard_rows.items():
-            index = int(rel.rsplit("-of-", 1)[0].rsplit("-", 1)[1])
+            index = _shard_index(rel)
             group = sorted(
                 compress(
                     members,
@@ -555,6 +561,34 @@ def update_archive_pages(
             emit(f"{page}.html", str(html))
         made[page] = fresh
     return made
+
+
+def _first_rows_of_shards(
+    page: str,
+    first_rows: int,
+    made: Mapping[str, list[list[object]]],
+    others: Collection[str],
+    last: Callable[[str], bytes | None],
+) -> list[tuple[str, str, str]] | None:
+    """A page's first rows, (sort key, filter value, row HTML), from all of its row shards:
+    ``made``, the rows of the shards this build makes again, by site path; ``others``, the
+    other shards, read as the last build wrote them (``last(rel)``); None when one is not."""
+    best: list[tuple[str, str, str]] = []
+    for rel in sorted({*made, *others}):
+        rows = made.get(rel)
+        if rows is None:
+            rows = _shard_rows(last(rel), page, _shard_index(rel))
+            if rows is None:
+                return None
+        firsts = ((str(row[0]), str(row[3]), str(row[4])) for row in rows)
+        best = heapq.nsmallest(first_rows, chain(best, firsts))
+    return best
+
+
+def _shard_index(rel: str) -> int:
+    """The index of an archive page's row shard from its site path
+    (``events/<page>-<index>-of-<count>.js``)."""
+    return int(rel.rsplit("-of-", 1)[0].rsplit("-", 1)[1])
 
 
 def _shard_rows(data: bytes | None, page: str, index: int) -> list[list[object]] | None:
