@@ -15,6 +15,7 @@ from publisher.site.context import Warm
 from publisher.site.graph import Summary
 from publisher.site.manifest import (
     FORMAT,
+    Brief,
     Manifest,
     ManifestDamaged,
     SourceState,
@@ -144,6 +145,26 @@ def test_unchanged_sources_keep_their_lines_and_shards(tmp_path: Path) -> None:
     save(path, Manifest.load(path), states)
     assert Manifest.load(path).briefs["a.json"].facts_key == "new facts"
     assert brief_lines(path)["a.json"] != second_lines["a.json"]
+
+
+def test_a_first_save_keeps_the_briefs_made_for_its_shard_count(tmp_path: Path) -> None:
+    """A build without a manifest makes its briefs for the shard count it saves with (the
+    scan's guess: every file loads); the save then keeps those very briefs rather than
+    making each again (20,000 of them were 6.6 MB at a full build's peak)."""
+    path, warm = tmp_path / "manifest.jsonl", Warm()
+    states = sources()
+    briefs = {name: Brief.of(name, state, COUNT) for name, state in states.items()}
+    save(path, Manifest(), states, warm, briefs=briefs, fresh=states)
+    assert warm.manifest is not None
+    kept = warm.manifest[2].briefs
+    assert all(kept[name] is briefs[name] for name in states)
+    # Made for another count, they are moved (and saved in their shards).
+    other = {name: Brief.of(name, state, 1) for name, state in states.items()}
+    save(tmp_path / "other.jsonl", Manifest(), states, warm, briefs=other, fresh=states)
+    assert warm.manifest is not None
+    moved = warm.manifest[2].briefs
+    assert moved["a.json"] is not other["a.json"] and moved["a.json"].shard == 5
+    assert Manifest.load(tmp_path / "other.jsonl").briefs == Manifest.load(path).briefs
 
 
 def test_an_append_decodes_one_shard(tmp_path: Path) -> None:

@@ -729,10 +729,7 @@ def save_manifest(
     folder.mkdir(parents=True, exist_ok=True)
     reshard = old.folder != folder or old.count != shard_count
     if reshard:  # none is reused
-        briefs = {
-            name: brief._replace(shard=_shard_of(name, brief, shard_count))
-            for name, brief in briefs.items()
-        }
+        briefs = {name: _in_shard(name, brief, shard_count) for name, brief in briefs.items()}
         dirty = brief_dirty = {brief.shard for brief in briefs.values()}
     files = {} if reshard else {k: v for k, v in old.files.items() if k not in dirty}
     brief_files = (
@@ -852,6 +849,13 @@ def _shard_of(name: str, brief: Brief, count: int) -> int:
     if brief.loaded:
         return brief.slot % count
     return zlib.crc32(name.encode("utf-8", "surrogatepass")) % count
+
+
+def _in_shard(name: str, brief: Brief, count: int) -> Brief:
+    """``brief`` in its shard among ``count``: itself when it is there already (a full
+    build makes its briefs for the count it saves with: none is made twice)."""
+    shard = _shard_of(name, brief, count)
+    return brief if brief.shard == shard else brief._replace(shard=shard)
 
 
 def _sweep_shards(folder: Path, keep: set[str], previous: set[str]) -> None:

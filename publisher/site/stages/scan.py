@@ -37,7 +37,7 @@ from ...prepare import Prepared, prepare
 from ...redact import Redactor
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
-from ..index import row_slot
+from ..index import row_shard_count, row_slot
 from ..manifest import Manifest, Sources, SourceState, States
 from ..memory import Freezer
 from ..pool import Crew
@@ -118,15 +118,21 @@ def scan(
     warm = ctx.warm
     listing = warm.listing if not warm.relist else None
     warm.relist = True  # taken, as ``seen`` is: a caller sets both before each build
+    known: frozenset[str] | None = None
     if seen is None or listing is None:
         names = session_file_names(ctx.folder)
-        sources = Sources(names, old)
         looked_at = names
     else:
         names, known = listing
-        # (When the key is the same, the last manifest's sources are the listing's.)
-        sources = Sources(names, old, known=known, same_names=same_key)
         looked_at = sorted(seen & known) if same_key else names
+    if not briefs:
+        # Nothing to reuse: the briefs made this build are made for the shard count the
+        # save uses when every file loads (it moves them otherwise), not moved all at once.
+        tunables = ctx.tunables
+        count = row_shard_count(len(names), tunables.rows_per_shard, tunables.max_row_shards)
+        old = States({}, count=count)
+    # (When the key is the same, the last manifest's sources are a kept listing's.)
+    sources = Sources(names, old, known=known, same_names=known is not None and same_key)
     warm.listing = (names, sources.known)
     # The state of an unchanged file stays in the manifest, not even decoded.
     to_read = untrusted_stamps(

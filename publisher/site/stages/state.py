@@ -61,7 +61,8 @@ def save_state(
             ctx.tunables.rows_per_shard,
             ctx.tunables.max_row_shards,
         ),
-        warm=ctx.warm,
+        # Kept decoded for the next build of a long-running caller only (a CLI's ends).
+        warm=ctx.warm if ctx.lasting else None,
         same_names=sources.same_names,
     )
 
