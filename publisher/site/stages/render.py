@@ -322,16 +322,16 @@ references than the scan found, is not rendered this build."""
 
 
 def graph_facts(planned: Plan, file_name: str) -> GraphFacts:
-    """What the plan's graph says of the session in ``file_name`` (published)."""
-    state = planned.sources[file_name]
-    assert state.summary is not None
-    name = state.summary.name
-    candidates = frozenset(state.refs)
-    facts = PageFacts.from_graph(planned.graph, name, set(candidates))
+    """What the plan's graph says of the session in ``file_name`` (published), made of the
+    briefs as the plan's facts keys are (no state decoded)."""
+    graph = planned.graph
+    name = planned.sources.brief(file_name).name
+    candidates = graph.ref_candidates(name)
+    facts = PageFacts.from_graph(graph, name, candidates)
     before, after = facts.series
-    previous_file = planned.graph.summaries[before].file_name if before else ""
-    next_file = planned.graph.summaries[after].file_name if after else ""
-    return GraphFacts(name, candidates, facts, previous_file, next_file)
+    previous_file = graph.all[before].file_name if before else ""
+    next_file = graph.all[after].file_name if after else ""
+    return GraphFacts(name, frozenset(candidates), facts, previous_file, next_file)
 
 
 _worker: SessionRenderer | None = None

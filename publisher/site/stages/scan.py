@@ -37,13 +37,14 @@ from ...prepare import Prepared, prepare
 from ...redact import Redactor
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
-from ..index import row_shard_count, row_slot
+from ..index import row_slot
 from ..manifest import Manifest, Sources, SourceState, States
 from ..memory import Freezer
 from ..pool import Crew
 from ..staleness import archive_rows_key, summary_key, untrusted_stamps
 from ..urls import PageLimits
 from . import worker
+from .state import shard_count
 
 
 @dataclass(slots=True)
@@ -128,9 +129,7 @@ def scan(
     if not briefs:
         # Nothing to reuse: the briefs made this build are made for the shard count the
         # save uses when every file loads (it moves them otherwise), not moved all at once.
-        tunables = ctx.tunables
-        count = row_shard_count(len(names), tunables.rows_per_shard, tunables.max_row_shards)
-        old = States({}, count=count)
+        old = States({}, count=shard_count(ctx, len(names)))
     # (When the key is the same, the last manifest's sources are a kept listing's.)
     sources = Sources(names, old, known=known, same_names=known is not None and same_key)
     warm.listing = (names, sources.known)

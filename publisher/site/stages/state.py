@@ -30,6 +30,13 @@ def load_state(ctx: BuildContext, freezer: Freezer | None = None) -> Manifest:
     return manifest if manifest.site == site_id(ctx.out) else Manifest()
 
 
+def shard_count(ctx: BuildContext, sessions: int) -> int:
+    """How many shard files the manifest of ``sessions`` published sessions has: as many as
+    the index has row shards (a session's shard is its row shard: an append's are one
+    file)."""
+    return row_shard_count(sessions, ctx.tunables.rows_per_shard, ctx.tunables.max_row_shards)
+
+
 def save_state(
     ctx: BuildContext,
     previous: Manifest,
@@ -55,12 +62,7 @@ def save_state(
         extra_outputs=extra_outputs,
         briefs=briefs,
         fresh=sources.fresh,
-        # As many shards as the index has row shards: an append's are one file.
-        shard_count=row_shard_count(
-            loaded,
-            ctx.tunables.rows_per_shard,
-            ctx.tunables.max_row_shards,
-        ),
+        shard_count=shard_count(ctx, loaded),
         # Kept decoded for the next build of a long-running caller only (a CLI's ends).
         warm=ctx.warm if ctx.lasting else None,
         same_names=sources.same_names,
