@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -282,6 +283,66 @@ def test_two_sharded_builds_are_byte_identical(small_shards: list[str], tmp_path
     build(sessions, tmp_path / "a", search=True, workers=1)
     build(sessions, tmp_path / "b", search=True, workers=2)
     assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+
+
+@pytest.mark.site
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs a tmpfs at /dev/shm")
+def test_the_index_does_not_follow_the_order_pages_were_written_in(
+    small_shards: list[str], tmp_path: Path
+) -> None:
+    # On tmpfs a folder lists its entries in the order they were made: the order in which
+    # the render's workers finished. Pagefind numbers pages in listing order, so it must
+    # index a staging of the pages made in one order, not the site as the build left it.
+    sessions = tmp_path / "sessions"
+    write_archive(sessions, NAMES)
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        out = Path(shm) / "site"
+        build(sessions, out, search=True, workers=1)
+        expected = tree_digest(out / "pagefind")
+        files = sorted(p for p in (out / "sessions").rglob("*") if p.is_file())
+        contents = [(page, page.read_bytes()) for page in files]
+        _replace_tree(out / "sessions")
+        for page, data in reversed(contents):  # the same folders and pages, made backwards
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_bytes(data)
+        _replace_tree(out / "pagefind")  # the whole index made again, nothing seeded
+        small_shards.clear()
+        build(sessions, out, search=True, workers=1)
+        assert small_shards  # Pagefind ran on every shard
+        assert tree_digest(out / "pagefind") == expected
+
+
+@pytest.mark.site
+def test_pagefind_sees_only_the_shards_pages_staged_and_no_planted_link(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sessions, out = tmp_path / "sessions", tmp_path / "site"
+    write_archive(sessions, NAMES[:3])
+    build(sessions, out)
+    folders = sorted(p.name for p in (out / "sessions").iterdir())
+    secret = tmp_path / "secret.html"
+    secret.write_text("<html><body>outside the site</body></html>")
+    (out / "sessions" / folders[0] / "planted.html").symlink_to(secret)
+    seen: list[list[str]] = []
+
+    def looking(site: Path, glob: str, output: Path, *, cwd: Path) -> str | None:
+        files = sorted(p for p in site.rglob("*") if not p.is_dir())
+        assert not any(p.is_symlink() for p in files)
+        seen.append([p.relative_to(site).as_posix() for p in files])
+        return "stop here"
+
+    monkeypatch.setattr(search, "run_pagefind", looking)
+    produced = {
+        p.relative_to(out).as_posix(): "h" for p in sorted(out.rglob("*")) if not p.is_dir()
+    }
+    shard = plan_shards(produced)[0]
+    error = search._index_shard(out, tmp_path / "tmp", shard, search._Seeding())
+    assert error == "stop here"
+    assert seen == [sorted(rel for rel, _ in shard.pages if not rel.endswith("planted.html"))]
+    assert any(rel.endswith("planted.html") for rel, _ in shard.pages)
+    assert all(rel.startswith("sessions/") for rel in seen[0])
+    assert not (tmp_path / "tmp" / shard.id).exists()  # the staging is removed
 
 
 @pytest.mark.site

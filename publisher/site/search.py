@@ -37,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -534,13 +535,19 @@ def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seeding: _Seeding)
     except (OSError, ValueError) as exc:
         return str(exc)
     bundle = work / "bundle"
+    pages = work / "pages"
+    try:
+        stage_pages(out_dir, pages, shard.pages)
+    except OSError as exc:
+        _remove_tree(work, tmp_root)
+        return f"cannot stage the pages: {exc}"
     seeded = seeding.allowed and _seed_chunks(out_dir / BUNDLE_DIR / shard.id, bundle, out_dir)
-    error = run_pagefind(out_dir, glob, bundle, cwd=work)
+    error = run_pagefind(pages, glob, bundle, cwd=work)
     if error is None and seeded and not _prune_chunks(bundle):
         # The new bundle's chunks could not be told from the seeded ones: from scratch.
         seeding.allowed = False
         _remove_tree(bundle, tmp_root)
-        error = run_pagefind(out_dir, glob, bundle, cwd=work)
+        error = run_pagefind(pages, glob, bundle, cwd=work)
     if error is not None:
         _remove_tree(work, tmp_root)
         return error
@@ -551,6 +558,33 @@ def _index_shard(out_dir: Path, tmp_root: Path, shard: Shard, seeding: _Seeding)
     finally:
         _remove_tree(work, tmp_root)
     return None
+
+
+def stage_pages(out_dir: Path, stage: Path, pages: tuple[tuple[str, str], ...]) -> None:
+    """Lay out a shard's pages in ``stage`` (a new folder), each at its path in the site,
+    made one at a time in the order of their paths: what Pagefind indexes.
+
+    Pagefind numbers pages in the order it lists folders, which is the order their entries
+    were made on ``tmpfs`` (and in a folder of one block on ext4): in the site, that is the
+    order in which the render's workers happened to finish, so the same archive gave
+    another index at each full build. Made here in one order, they give one index. Pagefind
+    also walks only this shard's pages, not the whole site. Hard links where the site's
+    file system allows (Pagefind only reads them), else copies; a page that is not a
+    regular file (a link planted in the site) is not staged."""
+    stage.mkdir(parents=True)
+    for rel, _ in sorted(pages):
+        source = out_dir / rel
+        try:
+            if not stat.S_ISREG(os.lstat(source).st_mode):
+                continue
+        except FileNotFoundError:
+            continue
+        target = stage / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target, follow_symlinks=False)
+        except OSError:
+            shutil.copyfile(source, target, follow_symlinks=False)
 
 
 #: A bundle's content-addressed files, by folder: each is named by a hash of what it
