@@ -157,8 +157,13 @@ def test_append_rewrites_a_bounded_number_of_files(tmp_path: Path) -> None:
             if p.is_file()
         }
 
-    assert 'href="tree.html"' in (out / "index.html").read_text()
+    page = (out / "index.html").read_text()
+    assert 'href="tree.html"' in page
     assert "bnd039" in (out / "tree.html").read_text()
+    # The counts are the archive's, not the first screen's 5 rows.
+    assert "<title>Polyglav sessions · 40 sessions</title>" in page
+    assert '<p class="lead">40 sessions, 0 files that do not load.' in page
+    assert page.count("<tr data-kind=") == 5, "the first screen"
     before = digests()
     path = sessions / "ses_20260817_120300_bnd003.json"
     doc = json.loads(path.read_text())
