@@ -401,4 +401,8 @@ def test_render_failing_midway_leaves_no_orphan_page(
         "could not be rendered: RuntimeError: template bug"
     ]
     assert not (out / urls.session_dir("ses_20260817_120000_ab12cd")).exists()
-    assert 'id="not-loaded"' in (out / "index.html").read_text(encoding="utf-8")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert 'id="not-loaded"' in page
+    # Listed as not loaded, not also as a session whose row links to no page.
+    assert '<p class="lead">0 sessions, 1 file that does not load.' in page
+    assert 'href="sessions/' not in page

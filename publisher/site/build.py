@@ -17,11 +17,12 @@ from itertools import chain
 from ..model import LoadFailure
 from . import urls
 from .context import BuildContext, BuildOptions, CachePaths, Warm
+from .graph import Graph
 from .manifest import ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
 from .pool import Crew
 from .stages.index import index
-from .stages.plan import Census, plan
+from .stages.plan import Census, Published, plan
 from .stages.render import Rendered, render
 from .stages.scan import Scan, scan
 from .stages.search import (
@@ -122,11 +123,18 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         planned.jobs = []  # done with (two objects a session rendered)
         sources = settle(planned.sources, rendered, scanned)
         census: Census | None = planned.census
+        graph, graph_key = planned.graph, planned.graph_key
         if any(result.error is not None for result in rendered):
             census = ctx.warm.census = None  # a session failed: the census must be made again
         # What the report and the index list: the plan's census, or one made again of the
         # settled sources (a session that failed its render is a failure now).
         listed = census if census is not None else Census.of(sources, scanned.names)
+        if listed is not planned.census:
+            # The index lists what is published now: no row links to a page not written.
+            # (The manifest keeps the plan's graph key: the pages rendered with facts of
+            # the failed session are checked again by the next build.)
+            graph = Graph(Published(sources, listed.published), scanned.names, listed.briefs)
+            graph_key = graph.key()
         published: Collection[str] = listed.published.keys()
         warnings = list(chain.from_iterable(listed.warned.values()))
         failures = [
@@ -138,11 +146,11 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         index_hashes, index_written = index(
             ctx,
             previous,
-            planned.graph,
-            planned.graph_key,
+            graph,
+            graph_key,
             failures,
             search_on,
-            planned.census,
+            census,
             watched=scanned.watched,
         )
         extra = {**asset_hashes, **index_hashes}
