@@ -69,6 +69,10 @@ def test_every_run_but_the_first_links_its_comparison(tmp_path: Path) -> None:
         compare = (out / "sessions" / name / "compare.html").read_text()
         assert f'<a href="../{previous}/index.html"><code>{previous}</code></a>' in compare
         assert '<a class="small" href="index.html#turn-2">' in compare
+        # Times as every page shows them (UTC, no "T" or offset).
+        day = int(name[11])
+        created = f"<td>2026-01-0{day - 1} 00:00:00</td><td>2026-01-0{day} 00:00:00</td>"
+        assert created in compare
 
 
 def test_an_append_rewrites_the_run_and_the_next_runs_comparison(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..compare import CALL_LABELS, TurnComparison, compare, duration
 from ..model import Session
 from ..render.contexts import CompareCall, ComparePage, CompareTurn, DiffLine, SessionLink
-from ..render.html import HtmlRenderer
+from ..render.html import HtmlRenderer, short_time
 from ..render.text import first_line
 
 PAGE = "compare.html"
@@ -76,7 +76,7 @@ def render_compare_page(
             ("Tool calls", str(previous.tool_calls), str(current.tool_calls)),
             ("Errors", str(len(previous.errors)), str(len(current.errors))),
             ("Last status", previous.last_status or "-", current.last_status or "-"),
-            ("Created", previous.created_at or "-", current.created_at or "-"),
+            ("Created", short_time(previous.created_at), short_time(current.created_at)),
         ]
     page = ComparePage(
         previous=SessionLink(previous_name, previous_url),
