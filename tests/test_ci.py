@@ -200,6 +200,12 @@ def test_check_help_has_an_example() -> None:
     result = runner.invoke(app, ["check", "--help"])
     assert result.exit_code == 0
     assert "Example: polyglav check" in result.stdout
+    # It writes nothing: its options say nothing of an export written or of its format.
+    flat = " ".join(result.stdout.split())
+    assert "still written" not in flat and "--format" not in flat
+    export = " ".join(runner.invoke(app, ["export", "--help"]).stdout.split())
+    assert "The export is still written." in export
+    assert "--format html puts them in the same file." in export
 
 
 # -- sub-sessions --------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import typer
 from .app import app, fail, guarded, warn
 from .options import (
     Debug,
+    ExportFailOn,
+    ExportSubSessions,
     FailOn,
     LinkBase,
     Project,
@@ -49,8 +51,8 @@ def export(
     project: Project = None,
     redact: Redact = False,
     redact_values: RedactValues = None,
-    fail_on: FailOn = None,
-    sub_sessions: SubSessions = True,
+    fail_on: ExportFailOn = None,
+    sub_sessions: ExportSubSessions = True,
     summary: Summary = None,
     link_base: LinkBase = None,
     debug: Debug = False,

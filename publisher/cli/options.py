@@ -118,25 +118,39 @@ AllowHost = Annotated[
         show_default=False,
     ),
 ]
+_FAIL_ON_HELP = (
+    "Exit 1 when any of these happened (comma list): error (an errors entry or a turn with "
+    "status error), tool-error, denied, declined, truncated, cancelled, running; one stderr "
+    "line per kind names the turn."
+)
+_SUB_SESSIONS_HELP = "Count the sub-sessions (delegations, at any depth) with their parent"
 FailOn = Annotated[
+    str | None,
+    typer.Option("--fail-on", metavar="KINDS", help=_FAIL_ON_HELP, show_default=False),
+]
+"""``check``'s ``--fail-on``."""
+ExportFailOn = Annotated[
     str | None,
     typer.Option(
         "--fail-on",
         metavar="KINDS",
-        help="Exit 1 when any of these happened (comma list): error (an errors entry or a "
-        "turn with status error), tool-error, denied, declined, truncated, cancelled, running; "
-        "one stderr line per kind names the turn. An export is still written.",
+        help=_FAIL_ON_HELP + " The export is still written.",
         show_default=False,
     ),
 ]
+"""``export``'s ``--fail-on`` (the file is written whatever the verdict)."""
 SubSessions = Annotated[
+    bool, typer.Option("--sub-sessions/--no-sub-sessions", help=_SUB_SESSIONS_HELP + ".")
+]
+"""``check``'s ``--sub-sessions``."""
+ExportSubSessions = Annotated[
     bool,
     typer.Option(
         "--sub-sessions/--no-sub-sessions",
-        help="Count the sub-sessions (delegations, at any depth) with their parent; "
-        "--format html puts them in the same file.",
+        help=_SUB_SESSIONS_HELP + "; --format html puts them in the same file.",
     ),
 ]
+"""``export``'s ``--sub-sessions``."""
 Summary = Annotated[
     str | None,
     typer.Option(
