@@ -159,7 +159,7 @@ def test_append_rewrites_a_bounded_number_of_files(tmp_path: Path) -> None:
 
     page = (out / "index.html").read_text()
     assert 'href="tree.html"' in page
-    assert "bnd039" in (out / "tree.html").read_text()
+    assert "No session delegates: the 40 sessions stand alone" in (out / "tree.html").read_text()
     # The counts are the archive's, not the first screen's 5 rows.
     assert "<title>Polyglav sessions · 40 sessions</title>" in page
     assert '<p class="lead">40 sessions, 0 files that do not load.' in page
@@ -358,3 +358,69 @@ def test_a_full_build_keeps_one_rows_file_a_shard_and_drops_those_of_gone_shards
     fresh = tmp_path / "fresh"
     build(sessions, fresh, tunables=Tunables(index_first_rows=3, rows_per_shard=4))
     assert tree_digest(out) == tree_digest(fresh)
+
+
+def _tree_section(out: Path) -> str:
+    html = (out / "index.html").read_text()
+    return html[html.index('id="tree"') : html.index('id="not-loaded"')]
+
+
+def test_the_tree_lists_the_families_of_delegation_and_counts_the_rest(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    docs = [
+        session_doc("ses_20260817_120000_root01"),
+        session_doc("sub_20260817_120100_sub001", parent_id="ses_20260817_120000_root01"),
+        session_doc("sub_20260817_120200_sub002", parent_id="sub_20260817_120100_sub001"),
+        session_doc("sub_20260817_120300_orphan", parent_id="ses_20260817_110000_gone01"),
+        session_doc("sub_20260817_120400_cyclea", parent_id="sub_20260817_120500_cycleb"),
+        session_doc("sub_20260817_120500_cycleb", parent_id="sub_20260817_120400_cyclea"),
+        session_doc("job_20260817_130000_alone1", role="nightly"),
+        session_doc("job_20260818_130000_alone2", role="nightly"),
+        session_doc("ses_20260817_140000_alone3", sub_sessions=["sub_20260817_150000_nothere"]),
+    ]
+    for doc in docs:
+        (sessions / f"{doc['session_name']}.json").write_text(json.dumps(doc))
+    out = tmp_path / "site"
+    build(sessions, out)
+    tree = _tree_section(out)
+    listed = [
+        "root01",
+        "sub001",
+        "sub002",
+        "orphan",  # its parent is not in the archive: still a sub-session
+        "cyclea",
+        "cycleb",  # only reachable through the cycle
+        "alone3",  # declares a sub-session that is not in the archive
+        "nothere",
+    ]
+    assert all(f"_{ident}</code>" in tree for ident in listed), tree
+    assert tree.index("root01") < tree.index("sub001") < tree.index("sub002")
+    assert "alone1" not in tree and "alone2" not in tree
+    assert "2 other sessions neither delegate nor were delegated to" in tree
+    # None delegates: the tree says so, and lists nobody twice.
+    for doc in docs[:6] + docs[8:]:
+        (sessions / f"{doc['session_name']}.json").unlink()
+    build(sessions, out)
+    tree = _tree_section(out)
+    assert "No session delegates: the 2 sessions stand alone" in tree
+    assert "<li>" not in tree
+
+
+def test_the_tree_page_of_a_large_archive_holds_only_its_families(tmp_path: Path) -> None:
+    from publisher.site.context import Tunables
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(12):
+        doc = session_doc(f"job_20260817_12{i:02d}00_run{i:03d}", role="nightly")
+        (sessions / f"{doc['session_name']}.json").write_text(json.dumps(doc))
+    sub = session_doc("sub_20260817_130000_helper", parent_id="job_20260817_120300_run003")
+    (sessions / "sub_20260817_130000_helper.json").write_text(json.dumps(sub))
+    out = tmp_path / "site"
+    build(sessions, out, tunables=Tunables(index_first_rows=5, rows_per_shard=4))
+    page = (out / "tree.html").read_text()
+    assert '<p class="lead">13 sessions. Below, each that delegates' in page
+    assert "run003</code>" in page and "helper</code>" in page
+    assert page.count("<li>") == 2
+    assert "11 other sessions neither delegate nor were delegated to" in page

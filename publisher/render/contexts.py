@@ -384,6 +384,20 @@ class TreeNode:
 
 
 @dataclass(slots=True, frozen=True)
+class DelegationTree:
+    """The archive's delegation tree, for ``index_tree.html`` (as ``tree`` and
+    ``standalone``)."""
+
+    families: list[TreeNode]
+    """Each session that delegates or was delegated to and has no parent in the archive
+    (the root of its family), with its sub-sessions at any depth; then the sessions only
+    reachable through a cycle."""
+    standalone: int
+    """The published sessions in no family (no parent, no sub-session): not listed, only
+    counted (in an archive of CI runs, nearly all of them)."""
+
+
+@dataclass(slots=True, frozen=True)
 class IndexPage:
     """The archive's index, for ``index.html``."""
 

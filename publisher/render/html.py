@@ -38,6 +38,7 @@ from ..theme import Theme
 from . import markup, tools, view
 from .contexts import (
     DecisionNote,
+    DelegationTree,
     ErrorNote,
     IndexPage,
     IndexRow,
@@ -45,7 +46,6 @@ from .contexts import (
     PartView,
     SessionPage,
     SinglePage,
-    TreeNode,
     TurnView,
 )
 from .places import error_code
@@ -332,9 +332,10 @@ class HtmlRenderer:
         """``index_row.html`` for one session, without surrounding newlines."""
         return str(self.template("index_row.html").render(row=row)).strip("\n")
 
-    def render_index_tree(self, tree: list[TreeNode]) -> str:
-        """``index_tree.html`` for the delegation tree's roots."""
-        return str(self.template("index_tree.html").render(tree=tree))
+    def render_index_tree(self, tree: DelegationTree) -> str:
+        """``index_tree.html`` of the delegation tree."""
+        template = self.template("index_tree.html")
+        return str(template.render(tree=tree.families, standalone=tree.standalone))
 
     def render_index(self, page: IndexPage) -> str:
         """``index.html``."""

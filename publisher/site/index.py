@@ -29,7 +29,7 @@ from markupsafe import Markup
 
 from ..model import LoadFailure
 from ..redact import describe_counts
-from ..render.contexts import Column, IndexPage, IndexRow, TreeNode
+from ..render.contexts import Column, DelegationTree, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
@@ -502,8 +502,11 @@ def index_row(summary: Summary) -> IndexRow:
     )
 
 
-def delegation_tree(graph: Graph) -> list[TreeNode]:
-    """Roots (no parent in the archive) with their sub-sessions, cycle-safe."""
+def delegation_tree(graph: Graph) -> DelegationTree:
+    """The families of delegation, cycle-safe: each session without a parent in the archive
+    that has sub-sessions or names a parent (one not in the archive), with its sub-sessions;
+    then the sessions only reachable through a cycle. The sessions in no family are counted,
+    not listed: they are the index's rows already."""
     shown: set[str] = set()
 
     def node(name: str, path: frozenset[str]) -> TreeNode:
@@ -520,10 +523,16 @@ def delegation_tree(graph: Graph) -> list[TreeNode]:
         )
 
     briefs = graph.all
-    roots = sorted(b.name for b in briefs.values() if not b.parent_id or b.parent_id not in briefs)
-    tree = [node(r, frozenset()) for r in roots]
+    tree: list[TreeNode] = []
+    standalone = 0
+    for root in sorted(b.name for b in briefs.values() if b.parent_id not in briefs):
+        family = node(root, frozenset())
+        if family.children or briefs[root].parent_id:
+            tree.append(family)
+        else:
+            standalone += 1
     # Sessions only reachable through a cycle have no root: show them too.
     for name in sorted(briefs):
         if name not in shown:
             tree.append(node(name, frozenset()))
-    return tree
+    return DelegationTree(tree, standalone)
