@@ -424,3 +424,54 @@ def test_the_tree_page_of_a_large_archive_holds_only_its_families(tmp_path: Path
     assert "run003</code>" in page and "helper</code>" in page
     assert page.count("<li>") == 2
     assert "11 other sessions neither delegate nor were delegated to" in page
+
+
+def test_counts_in_prose_are_grouped_by_thousands() -> None:
+    from markupsafe import Markup
+
+    from publisher.render import view
+    from publisher.render.contexts import DelegationTree, IndexPage
+    from publisher.render.html import HtmlRenderer
+    from publisher.site.activity import activity_from
+    from publisher.site.index import COLUMNS
+    from publisher.theme import Theme
+
+    assert [view.count(n) for n in (0, 999, 1000, 20000, 1234567)] == [
+        "0",
+        "999",
+        "1,000",
+        "20,000",
+        "1,234,567",
+    ]
+    assert [view.plural(n, "turn") for n in (1, 2, 1500)] == ["1 turn", "2 turns", "1,500 turns"]
+    from collections import Counter
+
+    renderer = HtmlRenderer(Theme.load(None))
+    tree = renderer.render_index_tree(DelegationTree([], 20000))
+    assert "No session delegates: the 20,000 sessions stand alone" in tree
+    runs = Counter({("2026-08-17", "ok"): 1200, ("2026-08-17", "error"): 34})
+    page = renderer.render_index(
+        IndexPage(
+            rows_html=[Markup("<tr><td>row</td></tr>")] * 3,
+            tree_html=Markup(tree),
+            failures=[],
+            columns=COLUMNS,
+            kinds=["job"],
+            roles=["nightly"],
+            source_label="sessions",
+            search_enabled=False,
+            activity=activity_from(runs, Counter({"2026-08-17": 1001})),
+            total=20000,
+            tree_page="tree.html",
+            shards=["rows/sessions-000-of-002.js", "rows/sessions-001-of-002.js"],
+        )
+    )
+    for text in (
+        "<title>Polyglav sessions · 20,000 sessions</title>",
+        '<p class="lead">20,000 sessions, 0 files that do not load.',
+        "The 3 most recent of 20,000 sessions.",
+        "Load all 20,000 sessions",
+        "The delegation tree of the 20,000 sessions",
+        "1,234 runs and 1,001 errors from 2026-08-17",
+    ):
+        assert text in page, text

@@ -75,9 +75,15 @@ def status_known(status: str) -> bool:
     return status in KNOWN_STATUSES
 
 
-def plural(count: int, word: str) -> str:
-    """``1 tool``, ``2 tools``: English plural with an ``s``."""
-    return f"{count} {word}" + ("" if count == 1 else "s")
+def count(number: int) -> str:
+    """A count as prose shows it: ``20,000`` (grouped by thousands, whatever the locale)."""
+    return f"{number:,}"
+
+
+def plural(number: int, word: str) -> str:
+    """``1 tool``, ``2 tools``, ``1,500 turns``: the count (:func:`count`) and the English
+    plural with an ``s``."""
+    return f"{number:,} {word}" + ("" if number == 1 else "s")
 
 
 def tools_label(count: int) -> str:

@@ -3,6 +3,9 @@
 (function () {
   "use strict";
 
+  /* A count as the build writes it in prose: 20,000. */
+  function num(n) { return Number(n).toLocaleString("en-US"); }
+
   function openAncestors(el) {
     for (var node = el; node; node = node.parentElement) {
       if (node.tagName === "DETAILS") { node.open = true; }
@@ -152,7 +155,7 @@
       rows.slice(0, limit).forEach(function (d) { frag.appendChild(rowElement(d, statuses)); });
       tbody.textContent = "";
       tbody.appendChild(frag);
-      count.textContent = Math.min(limit, rows.length) + " of " + rows.length + " matching shown (" + data.length + " sessions)";
+      count.textContent = num(Math.min(limit, rows.length)) + " of " + num(rows.length) + " matching shown (" + num(data.length) + " sessions)";
       if (more) { more.hidden = rows.length <= limit; }
     }
     function withAll(then) {
@@ -176,7 +179,7 @@
         row.hidden = !ok;
         if (ok) { shown++; }
       });
-      count.textContent = shown + " of " + tbody.rows.length + " shown";
+      count.textContent = num(shown) + " of " + num(tbody.rows.length) + " shown";
     }
     [kind, role, errors].forEach(function (el) {
       el.addEventListener("change", function () { withAll(applyFilters); });
@@ -215,8 +218,8 @@
     return textOf(html).replace(/^[\s#]+/, "").replace(/[\s#]+$/, "");
   }
   function matchCount(pages, places) {
-    var text = pages === 1 ? "1 page matches" : pages + " pages match";
-    if (places > pages) { text += ", in " + places + " places"; }
+    var text = pages === 1 ? "1 page matches" : num(pages) + " pages match";
+    if (places > pages) { text += ", in " + num(places) + " places"; }
     return text + ".";
   }
   function excerptNodes(excerpt, into) {

@@ -9,6 +9,8 @@
 (function () {
   "use strict";
   var PAGE = 500;
+  /* A count as the build writes it in prose: 20,000. */
+  function num(n) { return Number(n).toLocaleString("en-US"); }
   function configOf() {
     var el = document.getElementById("event-shards");
     if (!el) { return null; }
@@ -61,7 +63,7 @@
         row.hidden = !ok;
         if (ok) { shown++; }
       });
-      if (count) { count.textContent = shown + " of " + tbody.rows.length + " shown"; }
+      if (count) { count.textContent = num(shown) + " of " + num(tbody.rows.length) + " shown"; }
     }
     function rowOf(html) {
       var t = document.createElement("template");
@@ -78,8 +80,8 @@
       tbody.textContent = "";
       tbody.appendChild(frag);
       if (count) {
-        count.textContent = rows.length + " of " + data.length + " shown" +
-          (rows.length > limit ? " (the first " + limit + " listed)" : "");
+        count.textContent = num(rows.length) + " of " + num(data.length) + " shown" +
+          (rows.length > limit ? " (the first " + num(limit) + " listed)" : "");
       }
       if (more) { more.hidden = rows.length <= limit; }
       if (loadAll) { loadAll.hidden = true; }
