@@ -94,6 +94,19 @@ def test_append_touches_only_what_it_changes(tmp_path: Path) -> None:
     build(sessions, out, cache_dir=cache)
     errors = (out / "errors.html").read_text()
     assert errors.index("late &lt;b&gt;") < errors.index("boom 2")
+    assert '<option value="=E_NEW">E_NEW (1)</option>' in errors
+    lead = '<p class="lead">3 decisions in 3 sessions. 1 refusal (1 denied, 0 declined) comes first'
+    assert lead in decisions
+    # A decision changed: the lead's and the filter's counts follow.
+    path = sessions / f"{names[2]}.json"
+    doc = json.loads(path.read_text())
+    doc["permissions"][0]["decision"] = "declined"
+    path.write_text(json.dumps(doc))
+    build(sessions, out, cache_dir=cache)
+    decisions = (out / "decisions.html").read_text()
+    assert "3 decisions in 3 sessions. 2 refusals (1 denied, 1 declined) come first" in decisions
+    assert '<option value="=declined">declined (1)</option>' in decisions
+    assert '<option value="=granted">granted (1)</option>' in decisions
     fresh = tmp_path / "fresh"
     build(sessions, fresh, cache_dir=tmp_path / "cache2")
     for page in ("errors.html", "decisions.html", "index.html"):
@@ -245,6 +258,9 @@ def test_sharded_archive_pages_rewrite_a_bounded_number_of_files(tmp_path: Path)
     assert len(events) == 2 and "errors.html" in events, changed
     shard = next(rel for rel in events if rel.startswith("events/"))
     assert "late" in (out / shard).read_text()
+    assert '<option value="=E9">E9 (1)</option>' in (out / "errors.html").read_text()
+    decisions = (out / "decisions.html").read_text()
+    assert "8 decisions in 8 sessions. 4 refusals (4 denied, 0 declined) come first" in decisions
     assert after == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
 
 
@@ -424,6 +440,11 @@ def test_the_tree_page_of_a_large_archive_holds_only_its_families(tmp_path: Path
     assert "run003</code>" in page and "helper</code>" in page
     assert page.count("<li>") == 2
     assert "11 other sessions neither delegate nor were delegated to" in page
+    # No decision, no error: the archive pages say so once, with no count of nothing.
+    for name, said in (("decisions", "permission decision"), ("errors", "error")):
+        html = (out / f"{name}.html").read_text()
+        assert f"<p>No session recorded a{'n' if said == 'error' else ''} {said}.</p>" in html
+        assert 'class="lead"' not in html
 
 
 def test_counts_in_prose_are_grouped_by_thousands() -> None:

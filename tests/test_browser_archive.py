@@ -160,7 +160,7 @@ def test_errors_link_to_their_turn_and_filter(page: Page, base_url: str) -> None
     rows = page.locator("#event-table tbody tr")
     times = rows.evaluate_all("rs => rs.map(r => r.cells[0].innerText)")
     assert times == sorted(times, reverse=True)
-    page.select_option('select[data-filter="value"]', label="401")
+    page.select_option('select[data-filter="value"]', label="401 (1)")  # its count
     shown = page.locator("#event-table tbody tr:not([hidden])")
     assert shown.count() == 1
     shown.locator('a:has-text("turn 7")').click()
@@ -325,7 +325,8 @@ def test_archive_pages_filter_across_shards(browser: Browser, tmp_path: Path) ->
             pg.goto(root + "errors.html")
             assert rows.count() == 3
             assert rows.first.locator("td").nth(4).inner_text() == "boom 7.1"  # newest first
-            pg.select_option('select[data-filter="value"]', label="E0")
+            # The option says its count: the rows it shows.
+            pg.select_option('select[data-filter="value"]', label="E0 (8)")
             expect(pg.locator("#event-table tbody tr")).to_have_count(8)
             messages = rows.locator("td.c-message").all_inner_texts()
             assert messages == [f"boom {i}.0" for i in range(7, -1, -1)], messages

@@ -481,6 +481,9 @@ class ArchivePage:
     """The codes (Errors) or decisions (Decisions) present (the third filter's options)."""
     sessions: int
     """How many sessions the rows come from."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """How many rows have each of :attr:`values` (the filter's options say it, and the
+    Decisions page how many refusals it lists first)."""
     total: int = 0
     """How many rows the page has in all (more than :attr:`rows_html` when sharded)."""
     shards: list[str] = field(default_factory=list)

@@ -28,6 +28,7 @@ from markupsafe import Markup
 
 from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
+from ..render.places import REFUSED
 from ..write import atomic_write
 from . import urls
 from .graph import Graph, Summary
@@ -36,8 +37,9 @@ from .staleness import outputs_key
 
 PAGES = ("errors", "decisions")
 """The archive-wide pages (``<name>.html``, rows by ``<name>_row.html``)."""
-REFUSALS = ("denied", "declined")
-"""Decisions listed first on the Decisions page."""
+REFUSALS = REFUSED
+"""Decisions listed first on the Decisions page, in this order (the refusals a session
+page counts, :data:`..render.places.REFUSED`)."""
 
 Row = tuple[str, str]
 """(sort key, row HTML): rows sort by key, ascending."""
@@ -325,6 +327,7 @@ def render_archive_pages(
                         roles=roles,
                         values=values,
                         sessions=len(members),
+                        counts=dict(counts),
                         total=total,
                         shards=list(shards),
                         redaction=redaction,
@@ -553,6 +556,7 @@ def update_archive_pages(
                     roles=roles,
                     values=sorted(fresh.values),
                     sessions=fresh.sessions,
+                    counts=dict(fresh.values),
                     total=fresh.total,
                     shards=shards,
                     redaction=redaction,
