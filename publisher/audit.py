@@ -34,6 +34,9 @@ from .render.view import parse_time
 WITHIN = "within"
 IN_PROGRESS = "in progress"
 UNPLACED = "unplaced"
+REFUSED = ("denied", "declined")
+"""The permission decisions that are refusals: what ``check --fail-on`` names, what a session
+page counts as refused, what the Decisions page lists first (in this order)."""
 #: How each error rule reads on a page ("placed by …").
 ERROR_RULES = {
     WITHIN: "its time is within this turn",

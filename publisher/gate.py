@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from .audit import Audit, attribute, utc_time
+from .audit import REFUSED, Audit, attribute, utc_time
 from .model import Session, ToolPart, Turn
 from .render.text import FIRST_LINE_RE
 
@@ -210,7 +210,7 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
             seq += 1
     for permission, decided in zip(session.permissions, placed.decisions, strict=True):
         kind = permission.decision
-        if kind in ("denied", "declined") and kind in wanted:
+        if kind in REFUSED and kind in wanted:
             what = one_line(f"{permission.tool} {permission.path}".strip())
             message = f"permission {kind}: {what}"
             add(seq, _attributed(session, kind, message, decided.position, decided.part))

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..audit import DECISION_RULES, ERROR_RULES, Audit
+from ..audit import DECISION_RULES, ERROR_RULES, REFUSED, Audit
 from ..model import Session, ToolPart
 from . import view
 from .contexts import DecisionNote, ErrorNote, OutlineEntry, Overview, Placed
 from .text import FIRST_LINE_RE
-
-REFUSED = ("denied", "declined")
 
 OUTLINE_TURNS = 150
 """The outline lists at most this many turns from the first (a page's worth), then only

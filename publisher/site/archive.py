@@ -26,9 +26,9 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from ..audit import REFUSED
 from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
-from ..render.places import REFUSED
 from ..write import atomic_write
 from . import urls
 from .graph import Graph, Summary
@@ -39,7 +39,7 @@ PAGES = ("errors", "decisions")
 """The archive-wide pages (``<name>.html``, rows by ``<name>_row.html``)."""
 REFUSALS = REFUSED
 """Decisions listed first on the Decisions page, in this order (the refusals a session
-page counts, :data:`..render.places.REFUSED`)."""
+page counts, :data:`..audit.REFUSED`)."""
 
 Row = tuple[str, str]
 """(sort key, row HTML): rows sort by key, ascending."""
