@@ -222,7 +222,7 @@ def browser(site: Path) -> dict[str, float]:
         start = time.perf_counter()
         page.locator('th[data-key="turns"] button').click()
         expect(page.locator("#filter-count")).to_have_text(
-            re.compile(rf"of \d+ matching shown \({total} sessions\)"), timeout=300_000
+            re.compile(rf"of [\d,]+ matching shown \({total:,} sessions\)"), timeout=300_000
         )
         sort_all = time.perf_counter() - start
         b.close()
