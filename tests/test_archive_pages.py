@@ -465,6 +465,15 @@ def test_counts_in_prose_are_grouped_by_thousands() -> None:
         "1,234,567",
     ]
     assert [view.plural(n, "turn") for n in (1, 2, 1500)] == ["1 turn", "2 turns", "1,500 turns"]
+    from publisher.site.activity import outcome_totals
+
+    # Every session, dated or not ("" day), in the chart's stacking order.
+    runs = {("2026-08-18", "running"): 1, ("", "error"): 2, ("2026-08-17", "ok"): 3}
+    assert outcome_totals(runs | {("2026-08-18", "ok"): 1}) == [
+        ("ok", 4),
+        ("error", 2),
+        ("running", 1),
+    ]
     from collections import Counter
 
     renderer = HtmlRenderer(Theme.load(None))
@@ -483,6 +492,7 @@ def test_counts_in_prose_are_grouped_by_thousands() -> None:
             search_enabled=False,
             activity=activity_from(runs, Counter({"2026-08-17": 1001})),
             total=20000,
+            outcomes=[("ok", 18700), ("error", 1300)],
             tree_page="tree.html",
             shards=["rows/sessions-000-of-002.js", "rows/sessions-001-of-002.js"],
         )
@@ -494,5 +504,6 @@ def test_counts_in_prose_are_grouped_by_thousands() -> None:
         "Load all 20,000 sessions",
         "The delegation tree of the 20,000 sessions",
         "1,234 runs and 1,001 errors from 2026-08-17",
+        "Last status: 18,700 ok, 1,300 error.",
     ):
         assert text in page, text

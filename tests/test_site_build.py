@@ -117,6 +117,11 @@ def test_references_in_text_link_to_sessions(site: Path) -> None:
 
 def test_index_lists_every_file(site: Path) -> None:
     html = (site / "index.html").read_text(encoding="utf-8")
+    # At a glance: how many, how many do not load, how the published ones ended.
+    assert (
+        '<p class="lead">5 sessions, 2 files that do not load. Built from <code>sample_sessions'
+        "</code>. Last status: 2 ok, 1 error, 1 running, 1 empty.</p>"
+    ) in html
     for path in SAMPLES.glob("*.json"):
         assert path.stem in html
     assert "legacy flat-messages format" in html

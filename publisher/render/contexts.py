@@ -425,6 +425,9 @@ class IndexPage:
     """The activity chart's :class:`Activity`, or ``None`` when no session has a time."""
     total: int = 0
     """Every published session (``rows_html`` holds the most recent of them)."""
+    outcomes: list[tuple[str, int]] = field(default_factory=list)
+    """Every published session counted by outcome (its last status: ``ok``, ``error``…,
+    :data:`..site.activity.OUTCOMES`), in that order, counts above 0."""
     tree_page: str = ""
     """The delegation tree's own page (``tree.html``) when it is not on the index (a large
     archive: the index's first screen stays small); empty when ``tree_html`` is shown."""

@@ -9,7 +9,7 @@ shown end at the archive's latest day (never the build's clock: rebuilds stay id
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, timedelta
 from operator import itemgetter
 from sys import intern
@@ -29,6 +29,15 @@ WIDTH, RUNS_HEIGHT, ERRORS_HEIGHT = 720, 120, 60
 def _day(stamp: str) -> date | None:
     when = utc_time(stamp)
     return when.date() if when is not None else None
+
+
+def outcome_totals(runs: Mapping[tuple[str, str], int]) -> list[tuple[str, int]]:
+    """The sessions by outcome over the whole archive (dated or not), from the sessions
+    counted by (day, outcome): (outcome, count) in :data:`OUTCOMES` order, counts above 0."""
+    totals: Counter[str] = Counter()
+    for (_, outcome), n in runs.items():
+        totals[outcome] += n
+    return [(outcome, totals[outcome]) for outcome in OUTCOMES if totals[outcome] > 0]
 
 
 def outcome_of(status: str) -> str:

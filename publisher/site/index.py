@@ -33,7 +33,7 @@ from ..render.contexts import Column, DelegationTree, IndexPage, IndexRow, TreeN
 from ..render.html import HtmlRenderer
 from ..write import atomic_write
 from . import urls
-from .activity import activity_from
+from .activity import activity_from, outcome_totals
 from .archive import PageState
 from .graph import Graph, Summary
 from .manifest import Brief
@@ -456,6 +456,7 @@ def render_index(
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
             activity=activity_from(Counter(overview.runs), Counter(overview.error_days)),
             total=len(briefs),
+            outcomes=outcome_totals(overview.runs),
             tree_page=TREE_PAGE if shards else "",
             shards=shards or [],
         )
