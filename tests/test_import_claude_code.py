@@ -83,6 +83,16 @@ def test_real_sample_imports_links_and_renders(tmp_path: Path) -> None:
     assert (
         len(compact) == 1 and compact[0].summary and compact[0].summary.startswith("This session")
     )
+    # Its summary record is written 79 ms before the boundary record: the turn's span
+    # covers both, and no turn of any session ends before it starts.
+    turn = next(t for t in main.turns if compact[0] in t.parts)
+    assert (turn.started_at, turn.ended_at) == (
+        "2026-02-12T20:30:28.425+00:00",
+        "2026-02-12T20:30:28.504+00:00",
+    )
+    for session in sessions.values():
+        for t in session.turns:
+            assert t.ended_at >= t.started_at, (session.session_name, t.index)
     # the rejected call is a declined permission
     rejected = next(
         s for s in sessions.values() if s.extra["imported_from"]["session_id"].startswith("258c")

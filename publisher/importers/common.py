@@ -129,6 +129,19 @@ def iso(value: JSON) -> str:
     return value
 
 
+def _earlier(a: str, b: str) -> bool:
+    """True when time ``a`` is known to be before time ``b`` (naive times read as UTC);
+    False when either is not a time."""
+    first, second = parse_time(a), parse_time(b)
+    if first is None or second is None:
+        return False
+    if first.tzinfo is None:
+        first = first.replace(tzinfo=UTC)
+    if second.tzinfo is None:
+        second = second.replace(tzinfo=UTC)
+    return first < second
+
+
 def name_time(value: str) -> str:
     """``YYYYMMDD_HHMMSS`` (UTC) of a timestamp for a session name; naive times are taken as
     written; ``19700101_000000`` when there is none."""
@@ -294,17 +307,23 @@ class SessionBuilder:
         return self.turns[-1] if self.turns else None
 
     def seen(self, timestamp: str) -> None:
-        """Note a record's time: the session's first/last time and the turn's end."""
+        """Note a record's time: the session's first time (its name's) and latest time, and
+        the turn's span, which covers every record of the turn: logs write some records
+        out of time order (Claude Code's compaction summary, a few ms before the command
+        that asked for it), and a turn must not end before it starts."""
         if not timestamp:
             return
         if not self.first_time:
             self.first_time = timestamp
-        self.last_time = timestamp
+        if not _earlier(timestamp, self.last_time):
+            self.last_time = timestamp
         turn = self.current
         if turn is not None:
-            if not turn["started_at"]:
+            started = str(turn["started_at"] or "")
+            if not started or _earlier(timestamp, started):
                 turn["started_at"] = timestamp
-            turn["ended_at"] = timestamp
+            if not _earlier(timestamp, str(turn["ended_at"] or "")):
+                turn["ended_at"] = timestamp
 
     def start_turn(self, timestamp: str, **fields: JSON) -> dict[str, JSON]:
         """Open a new turn (the previous one is complete)."""
