@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..audit import utc_time
 from ..loader import MAX_INT_DIGITS
 from ..write import WriteError, atomic_write
 
@@ -130,16 +131,10 @@ def iso(value: JSON) -> str:
 
 
 def _earlier(a: str, b: str) -> bool:
-    """True when time ``a`` is known to be before time ``b`` (naive times read as UTC);
-    False when either is not a time."""
-    first, second = parse_time(a), parse_time(b)
-    if first is None or second is None:
-        return False
-    if first.tzinfo is None:
-        first = first.replace(tzinfo=UTC)
-    if second.tzinfo is None:
-        second = second.replace(tzinfo=UTC)
-    return first < second
+    """True when time ``a`` is known to be before time ``b`` (:func:`..audit.utc_time`:
+    naive times read as UTC); False when either is not a time."""
+    first, second = utc_time(a), utc_time(b)
+    return first is not None and second is not None and first < second
 
 
 def name_time(value: str) -> str:

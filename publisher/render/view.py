@@ -83,7 +83,7 @@ def count(number: int) -> str:
 def plural(number: int, word: str) -> str:
     """``1 tool``, ``2 tools``, ``1,500 turns``: the count (:func:`count`) and the English
     plural with an ``s``."""
-    return f"{number:,} {word}" + ("" if number == 1 else "s")
+    return f"{count(number)} {word}" + ("" if number == 1 else "s")
 
 
 def tools_label(count: int) -> str:

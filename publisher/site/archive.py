@@ -37,9 +37,6 @@ from .staleness import outputs_key
 
 PAGES = ("errors", "decisions")
 """The archive-wide pages (``<name>.html``, rows by ``<name>_row.html``)."""
-REFUSALS = REFUSED
-"""Decisions listed first on the Decisions page, in this order (the refusals a session
-page counts, :data:`..audit.REFUSED`)."""
 
 Row = tuple[str, str]
 """(sort key, row HTML): rows sort by key, ascending."""
@@ -157,7 +154,7 @@ def event_marks(summary: Summary, page: str) -> list[tuple[str, str]]:
     marks = []
     for n, event in enumerate(summary.decision_events):
         decision = event[2]
-        group = REFUSALS.index(decision) if decision in REFUSALS else len(REFUSALS)
+        group = REFUSED.index(decision) if decision in REFUSED else len(REFUSED)
         marks.append((f"{group}{_descending(event[0])}\0{name}\0{n:09d}", decision))
     return marks
 

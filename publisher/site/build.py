@@ -17,12 +17,11 @@ from itertools import chain
 from ..model import LoadFailure
 from . import urls
 from .context import BuildContext, BuildOptions, CachePaths, Warm
-from .graph import Graph
 from .manifest import ManifestDamaged, Sources
 from .memory import Freezer, return_large_blocks
 from .pool import Crew
 from .stages.index import index
-from .stages.plan import Census, Published, plan
+from .stages.plan import Census, plan
 from .stages.render import Rendered, render
 from .stages.scan import Scan, scan
 from .stages.search import (
@@ -133,7 +132,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             # The index lists what is published now: no row links to a page not written.
             # (The manifest keeps the plan's graph key: the pages rendered with facts of
             # the failed session are checked again by the next build.)
-            graph = Graph(Published(sources, listed.published), scanned.names, listed.briefs)
+            graph = listed.graph(sources)
             graph_key = graph.key()
         published: Collection[str] = listed.published.keys()
         warnings = list(chain.from_iterable(listed.warned.values()))

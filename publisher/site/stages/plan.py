@@ -149,6 +149,11 @@ class Census:
         changes = BriefChanges(new=new, old=gone)
         return Census(self.names, self.published, briefs, self.failed, warned, changes)
 
+    def graph(self, sources: Sources) -> Graph:
+        """The graph of the sessions this census publishes, their summaries read from
+        ``sources`` when used."""
+        return Graph(Published(sources, self.published), self.names, self.briefs)
+
     def settle(self, sources: Sources) -> None:
         """Take the final briefs of the sources set this build (their folders' stamps
         recorded after the render): each published session's brief is then the very one
@@ -168,7 +173,7 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
         census = Census.of(sources, scanned.names)
     ctx.warm.census = census  # dropped by the build when a render fails (:mod:`..build`)
     published, briefs = census.published, census.briefs
-    graph = Graph(summaries=Published(sources, published), file_names=scanned.names, briefs=briefs)
+    graph = census.graph(sources)
     same_key = previous.key == ctx.key
     old_briefs = previous.briefs
     changes = (
