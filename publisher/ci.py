@@ -20,6 +20,7 @@ from .gate import (
     parse_kinds,
     session_findings,
     session_tree,
+    spread,
 )
 from .model import Session
 from .prepare import prepare
@@ -153,15 +154,16 @@ def run_gate(ctx: Context, members: list[Member], gate: GateOptions, stdout: Tex
     ]
     name = root.session_name
     listed = ",".join(kind for kind in KINDS if kind in kinds)
-    sessions = plural(sum(1 for m in members if m.session is not None), "session")
+    searched = sum(1 for m in members if m.session is not None)
     report.lines = [safe(line) for line in kind_lines(found, name)]
     report.failed = bool(found)
     if found:
         tally = ", ".join(f"{n} {kind}" for kind, n in counts(found).items())
         report.verdict = safe(
             f"{name}: failed: --fail-on {listed} matched {plural(len(found), 'finding')} "
-            f"({tally}) in {sessions}"
+            f"({tally}) in {spread(found, searched)}"
         )
     else:
+        sessions = plural(searched, "session")
         report.verdict = safe(f"{name}: passed: nothing matched --fail-on {listed} in {sessions}")
     return report

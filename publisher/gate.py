@@ -322,3 +322,12 @@ def counts(found: Iterable[Finding]) -> dict[str, int]:
     for finding in found:
         tally[finding.kind] += 1
     return {kind: n for kind, n in tally.items() if n}
+
+
+def spread(found: Iterable[Finding], searched: int) -> str:
+    """Where ``found`` was, among the ``searched`` sessions, as a verdict says it:
+    ``1 of 3 sessions``, or ``1 session`` when only one was searched."""
+    if searched == 1:
+        return "1 session"
+    sessions = len({finding.session for finding in found})
+    return f"{sessions:,} of {searched:,} sessions"

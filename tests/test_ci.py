@@ -118,11 +118,24 @@ def test_kinds_combined_one_line_per_kind_in_a_fixed_order() -> None:
     ]
     assert out == (
         f"{MAIN}: failed: --fail-on error,denied,running matched 5 findings "
-        "(3 error, 1 denied, 1 running) in 3 sessions\n"
+        "(3 error, 1 denied, 1 running) in 1 of 3 sessions\n"
     )
     code, _, err = run("check", MAIN, *P)  # default: every kind
     assert code == 1
     assert fail_lines(err) == [EXPECTED_LINES[k] for k in gate.KINDS]
+
+
+def test_the_verdict_says_in_how_many_of_the_searched_sessions_it_found() -> None:
+    # The findings are all in the root: the summary and the verdict say so alike.
+    code, out, _ = run("check", MAIN, *P, "--fail-on", "denied", "--summary", "-")
+    assert code == 1
+    assert "matched 1 finding (1 denied) in 1 of 3 sessions" in out
+    code, _, err = run("check", MAIN, *P, "--fail-on", "denied", "--summary", "-")
+    assert err.startswith(
+        f"{MAIN}: failed: --fail-on denied matched 1 finding (1 denied) in 1 of 3 sessions\n"
+    )
+    code, out, _ = run("check", MAIN, *P, "--fail-on", "denied", "--no-sub-sessions")
+    assert out == f"{MAIN}: failed: --fail-on denied matched 1 finding (1 denied) in 1 session\n"
 
 
 @pytest.mark.parametrize(
@@ -262,7 +275,7 @@ def test_sub_sessions_count_at_any_depth_and_cycles_end(
         "polyglav: fail-on tool-error: sub_x_bbbbbb turn 2.2: tool error: run_command: no",
         "polyglav: fail-on denied: sub_x_bbbbbb turn 2.2: permission denied: run_command git push",
     ]
-    assert "in 3 sessions" in out  # root, a and b; the one that does not load is a warning
+    assert "in 1 of 3 sessions" in out  # b of root, a and b; one that does not load is a warning
     assert "polyglav: warning: sub-session sub_x_nothere of sub_x_aaaaaa: sub_x_nothere.json: " in (
         err
     )

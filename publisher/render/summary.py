@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from ..gate import KINDS, Finding, Member, counts, session_findings, utc_time
+from ..gate import KINDS, Finding, Member, counts, session_findings, spread, utc_time
 from ..model import KNOWN_STATUSES, Session, ToolPart
 from ..site import urls
 from . import view
@@ -198,10 +198,9 @@ def ci_summary(
     if kinds is None:
         gate = "not set (no `--fail-on`)"
     elif gated:
-        sessions = len({f.session for f in gated})
         gate = (
             f"**failed**: `--fail-on {gate_kinds}` matched {view.plural(len(gated), 'finding')} "
-            f"({_kind_counts(gated)}) in {sessions} of {view.plural(loaded, 'session')}"
+            f"({_kind_counts(gated)}) in {spread(gated, loaded)}"
         )
     else:
         gate = f"passed: nothing matched `--fail-on {gate_kinds}`"
