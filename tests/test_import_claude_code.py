@@ -281,6 +281,48 @@ def test_sidechains_in_the_session_file_become_linked_sub_sessions(tmp_path: Pat
     assert isinstance(task, ToolPart) and task.extra["sub_session"] == sub.session_name
 
 
+MAIN_LOG = "4d5611e5-241a-462a-8d15-5122611a9569"
+"""The real sample whose sub-agent is logged in ``<session>/subagents/``."""
+
+
+def test_naming_a_sub_agent_log_imports_its_session(tmp_path: Path) -> None:
+    whole, named = tmp_path / "whole", tmp_path / "named"
+    assert run_import("claude-code", REAL / f"{MAIN_LOG}.jsonl", project=whole)[0] == 0
+    (agent,) = (REAL / MAIN_LOG / "subagents").glob("*.jsonl")
+    code, err = run_import("claude-code", agent, project=named)
+    assert code == 0, err
+    assert "1 source sessions, 2 session files written" in err  # (it imported nothing)
+    assert snapshot(named) == snapshot(whole)
+
+
+def test_sub_agent_logs_whose_session_log_is_gone_import_without_a_parent(
+    tmp_path: Path,
+) -> None:
+    # Claude Code deletes old sessions' logs; a session's folder of sub-agent logs may stay.
+    src, project = tmp_path / "src", tmp_path / "p"
+    shutil.copytree(REAL / MAIN_LOG, src / MAIN_LOG)
+    code, err = run_import("claude-code", src, project=project)
+    assert code == 0, err
+    gone = src / f"{MAIN_LOG}.jsonl"
+    assert (
+        f"polyglav: note: {gone}: not found: 1 sub-agent log of this session imported without"
+        " a parent\n"
+    ) in err
+    (orphan,) = loaded(project).values()  # no made-up parent session (it was dated 1970)
+    assert orphan.kind == "sub" and orphan.parent_id == "" and orphan.turns
+    # The log found again: the same sub-session, now with its parent (no second copy).
+    shutil.copy(REAL / f"{MAIN_LOG}.jsonl", gone)
+    assert run_import("claude-code", src, project=project)[0] == 0
+    sessions = loaded(project)
+    (main,) = (s for s in sessions.values() if s.kind == "ses")
+    assert sorted(sessions) == sorted([main.session_name, orphan.session_name])
+    assert sessions[orphan.session_name].parent_id == main.session_name
+    assert main.sub_sessions == [orphan.session_name]
+    fresh = tmp_path / "fresh"  # what importing the whole session gives
+    assert run_import("claude-code", src, project=fresh)[0] == 0
+    assert snapshot(project) == snapshot(fresh)
+
+
 def test_bad_lines_are_reported_and_the_rest_imported(tmp_path: Path) -> None:
     good = [json.dumps(line("user", f"prompt {i}", f"u{i}")).encode() for i in range(4)]
     data = (

@@ -39,6 +39,7 @@ def import_logs(
             chosen,
             folder,
             on_problem=lambda p: typer.echo(f"polyglav: warning: {p}", err=True),
+            on_note=lambda n: typer.echo(f"polyglav: note: {n}", err=True),
         )
         if not quiet:
             typer.echo(report.summary(), err=True)

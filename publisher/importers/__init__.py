@@ -57,6 +57,8 @@ class ImportReport:
     """Records mapped and kept raw (of the sources converted this time)."""
     problems: list[Problem] = field(default_factory=list)
     """What could not be imported as it is, one line each."""
+    notes: list[Problem] = field(default_factory=list)
+    """What was imported but should be known, one line each (the exit status stays 0)."""
 
     @property
     def exit_status(self) -> int:
@@ -158,6 +160,8 @@ class _Converted:
     """Records mapped and kept raw."""
     problems: list[Problem] = field(default_factory=list)
     """What could not be imported as it is."""
+    notes: list[Problem] = field(default_factory=list)
+    """What was imported but should be known (:attr:`.common.Result.notes`)."""
 
 
 def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
@@ -175,6 +179,7 @@ def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
         except WriteError as exc:
             done.problems.append(Problem(str(unit.key), 0, str(exc)))
     done.counts = result.counts
+    done.notes = list(result.notes)
     return done
 
 
@@ -184,6 +189,7 @@ def import_sources(
     sessions_dir: Path,
     on_problem: Callable[[Problem], None] | None = None,
     workers: int | None = None,
+    on_note: Callable[[Problem], None] | None = None,
 ) -> ImportReport:
     """Import every source session of ``agent`` found under ``sources`` into
     ``sessions_dir`` (created if missing). Problems are reported through ``on_problem`` as
@@ -236,6 +242,10 @@ def import_sources(
         report.counts.add(converted.counts)
         problems.extend(converted.problems)
         flush()
+        report.notes.extend(converted.notes)
+        if on_note is not None:
+            for note in converted.notes:
+                on_note(note)
         if converted.problems:
             store.sources.pop(unit.key, None)  # imported again (and reported) next time
             continue

@@ -64,6 +64,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..render.view import plural
 from .common import JSON, Counts, Problem, Result, SessionBuilder, iso, iter_jsonl
 
 AGENT = "claude-code"
@@ -113,10 +114,14 @@ class Unit:
     """``<session>.jsonl``."""
     subagents: list[Path] = field(default_factory=list)
     """``<session>/**/*.jsonl`` (the ``subagents/`` layout), sorted."""
+    orphan: bool = False
+    """True when :attr:`main` is missing and only its sub-agents' logs are left (Claude Code
+    deletes a session's log after ``cleanupPeriodDays``; its folder may outlive it): they
+    are imported as sub-sessions whose parent is not known."""
 
     @property
     def files(self) -> list[Path]:
-        return [self.main, *self.subagents]
+        return self.subagents if self.orphan else [self.main, *self.subagents]
 
 
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
@@ -133,9 +138,10 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
         for path in files:
             path = path.absolute()
             owner = _owner(path)
-            if owner is not None and owner.is_file():
-                continue  # read with its session
-            units.setdefault(str(path), Unit(str(path), path))
+            if owner is None:
+                units.setdefault(str(path), Unit(str(path), path))
+            else:  # a sub-agent's log: read with its session (named or not)
+                units.setdefault(str(owner), Unit(str(owner), owner, orphan=not owner.is_file()))
     for unit in units.values():
         folder = unit.main.with_suffix("")
         if folder.is_dir():
@@ -145,13 +151,18 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
 
 def _owner(path: Path) -> Path | None:
     """The main session file a ``<session>/.../x.jsonl`` file belongs to (up to four
-    folders up: ``<session>/subagents/workflows/<id>/agent-x.jsonl``), if any."""
-    for folder in list(path.parents)[:4]:
-        if not folder.name:
-            return None
+    folders up: ``<session>/subagents/workflows/<id>/agent-x.jsonl``): one that exists, or
+    the ``<session>.jsonl`` of a ``<session>/subagents/`` folder even when it is gone; None
+    for a session's own log."""
+    folders = [folder for folder in list(path.parents)[:4] if folder.name]
+    for folder in folders:
         candidate = folder.parent / f"{folder.name}.jsonl"
         if candidate.is_file():
             return candidate
+    for folder in folders:
+        if folder.name == "subagents" and folder.parent.name:
+            session = folder.parent
+            return session.parent / f"{session.name}.jsonl"
     return None
 
 
@@ -652,7 +663,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
     converter = Converter(main)
     sidechains: dict[str, Converter] = {}
     chain_root: dict[str, str] = {}
-    for line in iter_jsonl(unit.main, problems):
+    for line in () if unit.orphan else iter_jsonl(unit.main, problems):
         record = line.value
         if isinstance(record, dict) and record.get("isSidechain") is True:
             key = _chain_key(record, chain_root)
@@ -683,9 +694,20 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
     counts.add(main.counts)
     sub_docs = []
     subs = [(agent, sub) for agent, sub in subs if sub.b.turns or sub.b.counts.raw]
+    notes = []
+    if unit.orphan and subs:
+        notes.append(
+            Problem(
+                str(unit.main),
+                0,
+                f"not found: {plural(len(subs), 'sub-agent log')} of this session imported"
+                " without a parent",
+            )
+        )
     for agent, sub in subs:
         sub.finish()
-        sub.b.parent_id = main.name
+        if not unit.orphan:
+            sub.b.parent_id = main.name
         main.sub_sessions.append(sub.b.name)
         agent_id = sub.envelope.get("agentId")
         by_agent.setdefault(agent_id if isinstance(agent_id, str) else agent, sub.b.name)
@@ -693,10 +715,10 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
         counts.add(sub.b.counts)
         sub_docs.append(sub)
     _link_tasks(converter, subs, by_agent)
-    if main.turns or main.counts.raw or sub_docs:
+    if not unit.orphan and (main.turns or main.counts.raw or sub_docs):
         documents.append(main.document())
     documents.extend(sub.b.document() for sub in sub_docs)
-    return Result(documents, counts)
+    return Result(documents, counts, notes)
 
 
 def _chain_key(record: dict[str, JSON], chain_root: dict[str, str]) -> str:

@@ -76,6 +76,9 @@ class Result:
     at a time: read ``counts`` after iterating)."""
     counts: Counts
     """Records mapped and kept raw, over all of them."""
+    notes: list[Problem] = field(default_factory=list)
+    """What the user should know of an import that did not fail, one line each (a
+    sub-agent's log imported without its session's, which is gone)."""
 
 
 # --- names and times -------------------------------------------------------------------
