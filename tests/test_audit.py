@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from publisher.audit import Audit
 from publisher.loader import session_from_json
-from tests.helpers import part, session_doc, turn
+from publisher.render import places
+from tests.helpers import (
+    MAIN,
+    build,
+    export_markdown_text,
+    page_of,
+    part,
+    session_doc,
+    turn,
+    write_json,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -109,3 +121,26 @@ def test_unmatched_decisions_match_no_call() -> None:
         (None, None, "unmatched"),  # before every turn
     ]
     assert audit.decisions_in(0) == {}
+
+
+def test_the_overview_tells_failed_calls_from_errors(tmp_path: Path) -> None:
+    """A session whose only trouble is two failed tool calls has no errors: the page and
+    the export say "2 failed", never "2 errors" beside "Errors 0"."""
+    failed = part("tool", name="run", input={}, output="boom", is_error=True)
+    doc = session_doc(
+        turns=[turn(1, part("user", "go"), failed, failed), turn(2, part("user", "again"))]
+    )
+    session = _session(turns=doc["turns"])
+    facts = places.overview(session, Audit.of(session), ["#t1", "#t2"])
+    assert [(e.errors, e.failed) for e in facts.outline] == [(0, 2), (0, 0)]
+    assert facts.errors == ["#t1.2", "#t1.3"] and facts.tool_errors == 2
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    write_json(sessions / f"{MAIN}.json", doc)
+    build(sessions, tmp_path / "site")
+    page = page_of(tmp_path / "site", MAIN).read_text()
+    assert '<span class="jump-label">Errors and failed calls:</span>' in page
+    assert re.findall(r'class="mark-error">([^<]*)<', page) == ["2 failed"]
+    assert "<dt>Errors</dt><dd>0</dd>" in page
+    text = export_markdown_text(session)
+    assert "- turn 1 `ok`, 5.0s, 2 tools, 2 failed: `go`" in text

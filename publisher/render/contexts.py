@@ -215,7 +215,9 @@ class OutlineEntry:
     prompt: str
     """The first line of its prompt (or command)."""
     errors: int
-    """Errors placed in it (its ``errors`` entries and tool errors)."""
+    """The session's ``errors`` entries placed in it."""
+    failed: int
+    """Its tool calls with an error result."""
     refused: int
     """Decisions ``denied`` or ``declined`` matched to it."""
 

@@ -121,6 +121,8 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
             marks = ""
             if e.errors:
                 marks += f", {view.plural(e.errors, 'error')}"
+            if e.failed:
+                marks += f", {e.failed} failed"
             if e.refused:
                 marks += f", {e.refused} refused"
             prompt = f": {inline_code(e.prompt)}" if e.prompt else ""

@@ -83,6 +83,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     """The overview of a session whose turn ``position`` is at ``hrefs[position]``."""
     turns = session.turns
     errors_at = [0] * len(turns)
+    failed_at = [0] * len(turns)
     refused_at = [0] * len(turns)
     error_hrefs: list[tuple[int, int, str]] = []
     refused_hrefs: list[tuple[int, int, str]] = []
@@ -114,7 +115,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
                 tools += 1
                 if part.is_error and part.output is not None:
                     tool_errors += 1
-                    errors_at[position] += 1
+                    failed_at[position] += 1
                     error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))
         # Each time read once (the session's end is the last one).
         end = view.parse_time(turn.ended_at)
@@ -136,6 +137,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
                 tools=tools,
                 prompt=first,
                 errors=errors_at[position],
+                failed=failed_at[position],
                 refused=refused_at[position],
             )
         )
@@ -147,7 +149,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     shown = [
         entry
         for position, entry in enumerate(outline)
-        if position < OUTLINE_TURNS or entry.errors or entry.refused
+        if position < OUTLINE_TURNS or entry.errors or entry.failed or entry.refused
     ]
     return Overview(
         outcome=turns[-1].status if turns else "",

@@ -38,7 +38,7 @@
       help.id = "keys-help";
       help.setAttribute("role", "dialog");
       help.setAttribute("aria-label", "Keyboard shortcuts");
-      var rows = [["j / k", "next / previous turn"], ["e / E", "next / previous error"],
+      var rows = [["j / k", "next / previous turn"], ["e / E", "next / previous error or failed call"],
         ["r / R", "next / previous refused decision"], ["?", "show or hide this help"], ["Esc", "close"]];
       var h = document.createElement("strong");
       h.textContent = "Keyboard shortcuts";
