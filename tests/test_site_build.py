@@ -25,6 +25,7 @@ from tests.helpers import (
     session_doc,
     tree_digest,
     turn,
+    write_json,
 )
 
 runner = CliRunner()
@@ -411,3 +412,22 @@ def test_render_failing_midway_leaves_no_orphan_page(
     # Listed as not loaded, not also as a session whose row links to no page.
     assert '<p class="lead">0 sessions, 1 file that does not load.' in page
     assert 'href="sessions/' not in page
+
+
+def test_a_blank_prompt_or_answer_says_what_it_holds(tmp_path: Path) -> None:
+    """Claude Code writes answers of two line breaks between tool calls: the page says so
+    instead of showing a heading over nothing (the export keeps them as written)."""
+    doc = session_doc(
+        turns=[turn(1, part("user", ""), part("text", "\n\n"), part("text", " \r\n\t"))]
+    )
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    write_json(sessions / f"{MAIN}.json", doc)
+    build(sessions, tmp_path / "site")
+    page = page_of(tmp_path / "site", MAIN).read_text()
+    notes = re.findall(r'<p class="dim blank-text">([^<]*)</p>', page)
+    assert notes == [
+        "(empty)",
+        "(only whitespace: 2 line breaks)",
+        "(only whitespace: 1 line break, 1 space, 1 tab)",
+    ]

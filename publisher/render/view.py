@@ -90,6 +90,20 @@ def tools_label(count: int) -> str:
     return plural(count, "tool")
 
 
+def blank_text(text: str) -> str:
+    """What a prompt or answer that shows nothing holds (``text.strip()`` is empty), as a
+    page says it in place of the empty text: ``empty``, ``only whitespace: 2 line breaks``.
+    Claude Code writes answers of ``"\n\n"`` between tool calls."""
+    if not text:
+        return "empty"
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    spaces, tabs = text.count(" "), text.count("\t")
+    others = len(text) - breaks - text.count("\r\n") - spaces - tabs
+    counts = [(breaks, "line break"), (spaces, "space"), (tabs, "tab")]
+    counts.append((others, "other whitespace character"))
+    return "only whitespace: " + ", ".join(plural(n, word) for n, word in counts if n)
+
+
 def part_label(part: Part) -> str:
     """Plain-text label of a part, e.g. ``Tool call web_search``."""
     if isinstance(part, TextualPart):
