@@ -115,6 +115,23 @@ def part(ptype: str, text: str = "", **fields: Any) -> dict[str, Any]:
     return p
 
 
+def friendly_tools(text: str) -> list[dict[str, object]]:
+    """A call of each tool with a friendly view that the samples do not use, ``text`` in
+    every string it shows."""
+    option = {"label": text, "description": text}
+    asked = [{"question": text, "header": text, "options": [option], "multiSelect": True}]
+    calls = [
+        ("Grep", {"pattern": text, "path": text, "glob": text}),
+        ("Glob", {"pattern": text, "path": text}),
+        ("WebFetch", {"url": "https://example.org/a b", "prompt": text}),
+        ("AskUserQuestion", {"questions": asked}),
+        ("ExitPlanMode", {"plan": f"# {text}\n\n- {text}"}),
+        ("TodoWrite", {"todos": [{"content": text, "status": "in_progress"}]}),
+        ("update_plan", {"explanation": text, "plan": [{"step": text, "status": text}]}),
+    ]
+    return [part("tool", name=name, input=inp, output=text) for name, inp in calls]
+
+
 #: The ``write_session`` fixture: writes a document (or raw bytes/text) into the archive.
 Writer = Callable[..., Path]
 

@@ -14,6 +14,7 @@ from tests.helpers import (
     SAMPLES,
     Writer,
     build,
+    friendly_tools,
     page_of,
     part,
     require,
@@ -66,6 +67,7 @@ def test_demo_site_and_odd_sessions_are_valid_html(
                     {"type": "future", "x": 1},
                     part("command", "/compact", summary=hostile, compact_from=9),
                 ),
+                turn(3, *friendly_tools(hostile)),
             ],
             errors=[{"code": "E42", "message": hostile, "timestamp": hostile}],
             permissions=[

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from publisher.site import urls
-from tests.helpers import build, part, require, session_doc, turn
+from tests.helpers import build, friendly_tools, part, require, session_doc, turn
 from tests.import_helpers import FIXTURES, loaded, run_import, sessions_dir
 from tests.test_html_valid import vnu_errors
 
@@ -60,6 +60,7 @@ def _hostile() -> dict[str, Any]:
             ),
             turn(2, part("user", "# only a heading\r\n"), part("text", MESSAGE), status="error"),
             turn(3, part("command", "/compact", summary=MESSAGE, compact_from=1)),
+            turn(4, *friendly_tools(MESSAGE)),
         ],
         errors=[
             {"code": 0, "message": MESSAGE, "timestamp": "2026-08-17T12:00:02+00:00"},

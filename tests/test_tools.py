@@ -3,6 +3,7 @@ control characters, long outputs, and a theme's own tools/<name>.html."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from publisher.model import ToolPart
 from publisher.render import html, tools
 from publisher.render.markup import escape_text, render_markdown
 from publisher.theme import Theme
-from tests.helpers import part, session_doc, turn
+from tests.helpers import MAIN, build, page_of, part, session_doc, turn, write_json
 
 pytestmark = pytest.mark.unit
 
@@ -56,6 +57,79 @@ def test_registry_reads_the_known_tools() -> None:
     assert tools.friendly(task) == tools.ToolView("delegate", role="reviewer", target="sub_1")
     assert tools.friendly(_tool("my_tool", {"x": 1})) is None  # the generic view
     assert tools.friendly(_tool("run_command", [1, {}])) is None  # odd input: generic
+
+
+def test_registry_reads_searches_questions_plans_and_to_do_lists() -> None:
+    """The inputs as real Claude Code and Codex logs write them."""
+    view = tools.friendly
+    grep = {"pattern": "port|http:", "path": "/w", "glob": "config/*.exs"}
+    assert view(_tool("Grep", grep)) == tools.ToolView(
+        "search", pattern="port|http:", path="/w", files="config/*.exs"
+    )
+    assert view(_tool("Glob", {"pattern": "**/mix.exs"})) == tools.ToolView(
+        "find", pattern="**/mix.exs"
+    )
+    assert view(_tool("WebSearch", {"query": "mix_audit"})) == tools.ToolView(
+        "web_search", query="mix_audit"
+    )
+    fetch = {"url": "https://hexdocs.pm/x", "prompt": "What does setup/1 take?"}
+    assert view(_tool("WebFetch", fetch)) == tools.ToolView(
+        "fetch", url="https://hexdocs.pm/x", task="What does setup/1 take?"
+    )
+    option = {"label": "spotter", "description": "Use 'spotter' as the prefix"}
+    asked = {"question": "Which rig?", "header": "Rig", "options": [option], "multiSelect": False}
+    assert view(_tool("AskUserQuestion", {"questions": [asked]})) == tools.ToolView(
+        "ask",
+        questions=(
+            tools.Question(
+                "Which rig?", "Rig", (tools.Option("spotter", "Use 'spotter' as the prefix"),)
+            ),
+        ),
+    )
+    plan = view(_tool("ExitPlanMode", {"plan": "# Plan\n\n1. Read"}))
+    assert plan == tools.ToolView("plan", content="# Plan\n\n1. Read")
+    todos = [{"content": "Write it", "status": "completed", "activeForm": "Writing it"}]
+    assert view(_tool("TodoWrite", {"todos": todos})) == tools.ToolView(
+        "todos", todos=(tools.Todo("Write it", "completed"),)
+    )
+    codex = {"explanation": "Two steps", "plan": [{"step": "Read", "status": "in_progress"}]}
+    assert view(_tool("update_plan", codex)) == tools.ToolView(
+        "todos", task="Two steps", todos=(tools.Todo("Read", "in_progress"),)
+    )
+    # What they do not recognise keeps the generic view (the input as written).
+    assert view(_tool("ExitPlanMode", {})) is None  # (newer versions keep the plan elsewhere)
+    assert view(_tool("AskUserQuestion", {"questions": [{"header": "no question"}]})) is None
+    assert view(_tool("TodoWrite", {"todos": ["not an item"]})) is None
+    assert view(_tool("Grep", {"path": "/w"})) is None
+
+
+def test_the_new_views_escape_what_they_show(tmp_path: Path) -> None:
+    evil = EVIL + "{{ 7*7 }}"
+    calls = [
+        ("Grep", {"pattern": evil, "path": evil, "glob": evil}),
+        ("Glob", {"pattern": evil, "path": evil}),
+        ("WebSearch", {"query": evil}),
+        ("WebFetch", {"url": "javascript:alert(1)", "prompt": evil}),
+        ("AskUserQuestion", {"questions": [{"question": evil, "header": evil,
+                                            "options": [{"label": evil, "description": evil}]}]}),
+        ("ExitPlanMode", {"plan": evil + "\n\n[x](javascript:alert(1)) <img src=x onerror=y>"}),
+        ("TodoWrite", {"todos": [{"content": evil, "status": evil}]}),
+    ]  # fmt: skip
+    parts = [part("tool", name=name, input=inp, output="ok") for name, inp in calls]
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    write_json(sessions / f"{MAIN}.json", session_doc(turns=[turn(1, *parts)]))
+    build(sessions, tmp_path / "site")
+    page = page_of(tmp_path / "site", MAIN).read_text()
+    friendly = re.findall(r'<div class="friendly friendly-([a-z_]+)">(.*?)\n</div>', page, re.S)
+    assert [kind for kind, _ in friendly] == [
+        "search", "find", "web_search", "fetch", "ask", "plan", "todos"
+    ]  # fmt: skip
+    for _, shown in friendly:
+        assert "<script" not in shown and "<img" not in shown
+        assert 'href="javascript:' not in shown and "onerror=y>" not in shown
+        assert "&lt;script&gt;" in shown and "\x1b" not in shown and "\x00" not in shown
+        assert "{{ 7*7 }}" in shown  # shown as written, never evaluated
 
 
 def test_diff_lines_are_classed_and_escaped() -> None:

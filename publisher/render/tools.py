@@ -2,7 +2,9 @@
 
 Each entry reads a tool call's input and says what it is: a shell command line, a patch
 or an edit (shown as a unified diff), a file read (path and line range), a delegation
-(role and the sub-session it spawned), a fetched URL, a new file. ``parts/tool.html``
+(role and the sub-session it spawned), a fetched URL (and what was asked of it), a new
+file, a search of files (pattern, where, which files) or of the web (the query), the
+questions asked of the user with their options, a plan, a to-do list. ``parts/tool.html``
 shows that *friendly view* above the full input and output, which stay reachable as
 written. Any other tool keeps the generic view.
 
@@ -32,11 +34,46 @@ from .text import TERMINAL_CONTROL_RE, has_controls
 
 
 @dataclass(slots=True, frozen=True)
+class Option:
+    """One answer a question to the user offers."""
+
+    label: str
+    """What the user picks."""
+    description: str = ""
+    """What it means."""
+
+
+@dataclass(slots=True, frozen=True)
+class Question:
+    """One question a tool call asks the user (Claude Code's ``AskUserQuestion``)."""
+
+    question: str
+    """The question."""
+    header: str = ""
+    """Its short title."""
+    options: tuple[Option, ...] = ()
+    """The answers offered."""
+    multiple: bool = False
+    """True when several answers may be picked."""
+
+
+@dataclass(slots=True, frozen=True)
+class Todo:
+    """One item of a to-do list or plan a tool call writes (``TodoWrite``, ``update_plan``)."""
+
+    text: str
+    """What is to be done."""
+    status: str = ""
+    """``pending``, ``in_progress``, ``completed`` or as written."""
+
+
+@dataclass(slots=True, frozen=True)
 class ToolView:
     """What a tool call is, as its friendly view shows it (every field optional)."""
 
     kind: str
-    """``shell``, ``diff``, ``read``, ``delegate``, ``fetch`` or ``write``."""
+    """``shell``, ``diff``, ``read``, ``delegate``, ``fetch``, ``write``, ``search`` (file
+    contents), ``find`` (file names), ``web_search``, ``ask``, ``plan`` or ``todos``."""
     command: str = ""
     """A shell command line."""
     path: str = ""
@@ -46,15 +83,25 @@ class ToolView:
     diff: str = ""
     """A unified diff (or ``+``/``-`` lines) of what it changes."""
     content: str = ""
-    """A new file's content."""
+    """A new file's content, or a plan's text (Markdown)."""
     url: str = ""
     """A fetched URL."""
     role: str = ""
     """A delegation's role."""
     task: str = ""
-    """A delegation's task."""
+    """A delegation's task, or what a fetch asks of the page."""
     target: str = ""
     """The sub-session a delegation spawned (empty when unknown)."""
+    pattern: str = ""
+    """What a search looks for (a regular expression), or a glob of the file names to find."""
+    files: str = ""
+    """Which files a search of contents looks in (a glob or a type)."""
+    query: str = ""
+    """A web search's query."""
+    questions: tuple[Question, ...] = ()
+    """The questions asked of the user (their answers are in the output)."""
+    todos: tuple[Todo, ...] = ()
+    """A to-do list, in order."""
 
 
 Renderer = Callable[[ToolPart], "ToolView | None"]
@@ -182,8 +229,71 @@ def delegate_target(part: ToolPart) -> str:
 
 
 def _fetch(part: ToolPart) -> ToolView | None:
-    url = _s(_d(part).get("url"))
-    return ToolView("fetch", url=url) if url else None
+    d = _d(part)
+    url = _s(d.get("url"))
+    return ToolView("fetch", url=url, task=_s(d.get("prompt"))) if url else None
+
+
+def _grep(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    pattern = _s(d.get("pattern"))
+    files = _s(d.get("glob")) or _s(d.get("type")) or _s(d.get("include"))
+    return (
+        ToolView("search", pattern=pattern, path=_s(d.get("path")), files=files)
+        if pattern
+        else None
+    )
+
+
+def _glob(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    pattern = _s(d.get("pattern"))
+    return ToolView("find", pattern=pattern, path=_s(d.get("path"))) if pattern else None
+
+
+def _web_search(part: ToolPart) -> ToolView | None:
+    query = _s(_d(part).get("query"))
+    return ToolView("web_search", query=query) if query else None
+
+
+def _ask(part: ToolPart) -> ToolView | None:
+    asked = _d(part).get("questions")
+    if not isinstance(asked, list):
+        return None
+    questions = []
+    for q in asked:
+        if not isinstance(q, dict) or not _s(q.get("question")):
+            return None
+        offered = q.get("options")
+        options = tuple(
+            Option(_s(o.get("label")), _s(o.get("description")))
+            for o in (offered if isinstance(offered, list) else [])
+            if isinstance(o, dict) and _s(o.get("label"))
+        )
+        multiple = q.get("multiSelect") is True
+        questions.append(Question(_s(q.get("question")), _s(q.get("header")), options, multiple))
+    return ToolView("ask", questions=tuple(questions)) if questions else None
+
+
+def _plan(part: ToolPart) -> ToolView | None:
+    plan = _s(_d(part).get("plan"))
+    return ToolView("plan", content=plan) if plan.strip() else None
+
+
+def _todos(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    items = d.get("todos")
+    if items is None:
+        items = d.get("plan")  # Codex's update_plan: [{"step", "status"}]
+    if not isinstance(items, list) or not items:
+        return None
+    todos = []
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        text = _s(item.get("content")) or _s(item.get("step"))
+        todos.append(Todo(text, _s(item.get("status"))))
+    return ToolView("todos", todos=tuple(todos), task=_s(d.get("explanation")))
 
 
 REGISTRY.update(
@@ -208,6 +318,16 @@ REGISTRY.update(
         "WebFetch": _fetch,
         "fetch_page": _fetch,
         "open": _fetch,
+        "Grep": _grep,
+        "grep": _grep,
+        "Glob": _glob,
+        "glob": _glob,
+        "web_search": _web_search,
+        "WebSearch": _web_search,
+        "AskUserQuestion": _ask,
+        "ExitPlanMode": _plan,
+        "TodoWrite": _todos,
+        "update_plan": _todos,
     }
 )
 
