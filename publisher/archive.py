@@ -8,6 +8,7 @@ saved session with that role). Headless, there are no live runs.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,17 +87,64 @@ def read_config(sessions_dir: Path) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-@dataclass(slots=True)
-class Entry:
-    """One ``*.json`` file of the folder: its session, or why it does not load."""
+@dataclass(slots=True, frozen=True)
+class Listed:
+    """What a listing of the folder keeps of one ``*.json`` file: the facts the listing,
+    the role and "latest" resolution and a preview's children need, never the session
+    itself (an archive of thousands of sessions, some of 100 MB, is read one file at a
+    time)."""
 
     file_name: str
-    session: Session | None
-    failure: LoadFailure | None
+    """The file's name."""
+    failure: LoadFailure | None = None
+    """Why it does not load (None when it loads; the fields below are then empty)."""
+    session_name: str = ""
+    session_id: str = ""
+    kind: str = ""
+    """:attr:`.model.Session.kind`."""
+    role: str = ""
+    version: str = ""
+    turns: int = 0
+    """How many turns it has."""
+    updated_at: str = ""
+    parent_id: str = ""
+
+    @classmethod
+    def of(cls, session: Session) -> Listed:
+        """The listing's facts of a loaded session."""
+        return cls(
+            session.file_name,
+            None,
+            session.session_name,
+            session.session_id,
+            session.kind,
+            session.role,
+            session.version,
+            len(session.turns),
+            session.updated_at,
+            session.parent_id,
+        )
 
     @property
-    def name(self) -> str:
-        return self.session.session_name if self.session else self.file_name[:-5]
+    def loads(self) -> bool:
+        return self.failure is None
+
+
+LIST_CHUNK = 32
+"""Files a listing job reads (a folder of fewer than two chunks is read in this process)."""
+
+
+def list_files(folder: Path, names: list[str]) -> list[Listed]:
+    """:class:`Listed` of each of ``names`` in ``folder``, one session held at a time (a
+    listing job: run in a worker process for a large folder)."""
+    out = []
+    for name in names:
+        path = folder / name
+        try:
+            out.append(Listed.of(read_session(path, folder)))
+        except SessionLoadError as exc:
+            out.append(Listed(name, failure_for(path, exc.reason)))
+    return out
 
 
 class Archive:
@@ -112,15 +160,26 @@ class Archive:
     def read(self, path: Path) -> Session:
         return read_session(path, self.folder)
 
-    def entries(self) -> list[Entry]:
-        """Every file, loaded or with its failure."""
-        out = []
-        for path in self.files():
-            try:
-                out.append(Entry(path.name, self.read(path), None))
-            except SessionLoadError as exc:
-                out.append(Entry(path.name, None, failure_for(path, exc.reason)))
-        return out
+    def listing(self, workers: int | None = None) -> list[Listed]:
+        """Every file, sorted by name, with its listed facts or its failure. Each file is
+        loaded whole (whether it loads depends on every turn), one at a time: the memory
+        is the largest session's, not the archive's. A folder of more than
+        :data:`LIST_CHUNK` files is read by ``workers`` processes (default: one per
+        core)."""
+        names = session_file_names(self.folder)
+        if len(names) <= LIST_CHUNK:
+            return list_files(self.folder, names)  # (no pool to import)
+        from .site.pool import run_jobs
+
+        chunks = [names[i : i + LIST_CHUNK] for i in range(0, len(names), LIST_CHUNK)]
+        done = run_jobs(
+            list_files,
+            [(self.folder, chunk) for chunk in chunks],
+            workers=workers if workers is not None else os.cpu_count() or 1,
+            progress=None,
+            stage="list",
+        )
+        return [listed for chunk in done for listed in chunk]
 
     # -- resolution -----------------------------------------------------------------
     def path_for_name(self, name: str) -> Path:
@@ -144,11 +203,9 @@ class Archive:
         path = self.path_for_name(target)
         if path.exists() or path.is_symlink():
             return self._load_named(target)
-        by_role = [
-            e.session for e in self.entries() if e.session is not None and e.session.role == target
-        ]
+        by_role = [e for e in self.listing() if e.loads and e.role == target]
         if by_role:
-            return max(by_role, key=lambda s: (s.updated_at, s.session_name))
+            return self._load_listed(max(by_role, key=_recency))
         if refs.is_id(target) and any(self.folder.glob(refs.id_glob(target))):
             raise NotFoundError(
                 f"{target}: no session with that name or role; did you mean '#{target}' "
@@ -186,12 +243,25 @@ class Archive:
 
     def latest(self) -> Session:
         """The most recently updated session that loads (by ``updated_at``, then name)."""
-        entries = self.entries()
-        sessions = [e.session for e in entries if e.session is not None]
-        if not sessions:
-            what = f"{len(entries)} session files, none loads" if entries else "no session files"
+        listed = self.listing()
+        loading = [e for e in listed if e.loads]
+        if not loading:
+            what = f"{len(listed)} session files, none loads" if listed else "no session files"
             raise NotFoundError(f"{self.folder}: {what}")
-        return max(sessions, key=lambda s: (s.updated_at, s.session_name))
+        return self._load_listed(max(loading, key=_recency))
+
+    def _load_listed(self, listed: Listed) -> Session:
+        """The session of a listed file, read again (it may have changed since, or stopped
+        loading: then NotFoundError, as for a name)."""
+        try:
+            return self.read(self.folder / listed.file_name)
+        except SessionLoadError as exc:
+            raise NotFoundError(f"{exc.file_name}: does not load: {exc.reason}") from None
+
+
+def _recency(listed: Listed) -> tuple[str, str]:
+    """The order of "most recently updated": ``updated_at``, then the session name."""
+    return (listed.updated_at, listed.session_name)
 
 
 def failure_for(path: Path, reason: str) -> LoadFailure:

@@ -263,13 +263,13 @@ def sessions(ctx: Context) -> tuple[list[str], list[str]]:
     """The listing lines, and one warning line per file that does not load."""
     from .prepare import name_warnings
 
-    entries = ctx.archive.entries()
+    entries = ctx.archive.listing()
     warnings = []
     for entry in entries:
         if entry.failure is not None:
             warnings.append(f"{entry.file_name}: {entry.failure.reason}")
-        elif entry.session is not None:
-            warnings.extend(name_warnings(entry.session))
+        else:
+            warnings.extend(name_warnings(entry))
     if not entries:
         warnings.append(f"{ctx.archive.folder}: no session files")
     return list(console.sessions_table(entries)), warnings
@@ -278,8 +278,8 @@ def sessions(ctx: Context) -> tuple[list[str], list[str]]:
 def preview(ctx: Context, name: str) -> Iterator[str]:
     session = ctx.archive.resolve(name)
     children = sorted(
-        e.session.session_name
-        for e in ctx.archive.entries()
-        if e.session is not None and e.session.parent_id == session.session_name
+        e.session_name
+        for e in ctx.archive.listing()
+        if e.loads and e.parent_id == session.session_name
     )
     yield from console.preview_lines(session, children)

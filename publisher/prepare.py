@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from . import refs
 from .loader import read_session
@@ -84,7 +85,17 @@ def session_refs(session: Session) -> set[str]:
     return refs.find_all(texts)
 
 
-def name_warnings(session: Session) -> list[str]:
+class Named(Protocol):
+    """A session, or what a listing keeps of one (:class:`.archive.Listed`)."""
+
+    @property
+    def file_name(self) -> str: ...
+
+    @property
+    def session_name(self) -> str: ...
+
+
+def name_warnings(session: Named) -> list[str]:
     """A warning when the file name is not ``<session_name>.json``: ``#id`` and
     ``session:<name>`` resolve by file name, so the two names must both be shown."""
     if session.file_name == f"{session.session_name}.json":

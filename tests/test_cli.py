@@ -255,3 +255,21 @@ def test_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=30) == 0
     assert err == b""
+
+
+def test_a_large_folder_is_listed_by_workers_as_in_one_process(tmp_path: Path) -> None:
+    """More than one chunk of files is read by a pool: the same listing, in the same
+    order, failures included."""
+    from publisher.archive import LIST_CHUNK, Archive
+
+    for i in range(2 * LIST_CHUNK + 5):
+        name = f"ses_20260817_12{i:04d}_ab{i:04d}"
+        doc = session_doc(name, role=f"r{i % 3}", turns=[turn(1, part("user", str(i)))])
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "ses_20260817_129999_broken.json").write_text("{", encoding="utf-8")
+    one, pool = Archive(tmp_path).listing(workers=1), Archive(tmp_path).listing(workers=2)
+    assert pool == one and len(one) == 2 * LIST_CHUNK + 6
+    assert [e.loads for e in one].count(False) == 1 and one[-1].failure is not None
+    assert Archive(tmp_path).resolve("r2").session_name == max(
+        e.session_name for e in one if e.role == "r2"
+    )

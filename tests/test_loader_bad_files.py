@@ -119,8 +119,9 @@ def test_symlink_out_of_folder_is_refused(tmp_path: Path, archive: Path) -> None
 def test_symlink_inside_folder_loads(archive: Path, write_session: Writer) -> None:
     write_session(session_doc("ses_20260101_000000_target"))
     os.symlink("ses_20260101_000000_target.json", archive / "alias.json")
-    entries = {e.file_name: e for e in Archive(archive).entries()}
-    assert entries["alias.json"].session is not None
+    entries = {e.file_name: e for e in Archive(archive).listing()}
+    assert entries["alias.json"].loads
+    assert entries["alias.json"].session_name == "ses_20260101_000000_target"
 
 
 ODD = {

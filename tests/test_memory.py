@@ -174,3 +174,34 @@ def test_a_build_freezes_the_collector_only_while_it_runs(tmp_path: Path) -> Non
     finally:
         index_stage.render_index = real  # type: ignore[assignment]
         gc.unfreeze()
+
+
+@pytest.mark.slow
+def test_listing_holds_one_session_at_a_time(tmp_path: Path) -> None:
+    """``polyglav sessions``, ``history`` (the latest session) and resolving a role read
+    every file: they keep what they list of each, not the sessions. Listing an 8 MB session
+    beside 41 MB of others took 51.8 MB against 16.2 MB for it alone when the listing kept
+    every session (241 MB for the 205 MB output-heavy benchmark archive); 24.2 MB now."""
+    from tests.helpers import part, session_doc, turn, write_json
+
+    def write(folder: Path, name: str, turns: int) -> int:
+        calls = [
+            turn(
+                i, part("user", f"go {i}"), part("tool", name="run", input={}, output="x" * 20_000)
+            )
+            for i in range(1, turns + 1)
+        ]
+        return write_json(folder / f"{name}.json", session_doc(name, turns=calls)).stat().st_size
+
+    alone, together = tmp_path / "alone", tmp_path / "together"
+    alone.mkdir()
+    together.mkdir()
+    big = write(alone, "ses_20260817_120000_bigbig", 400)
+    write(together, "ses_20260817_120000_bigbig", 400)
+    rest = sum(write(together, f"ses_20260817_12{i:04d}_sm{i:04d}", 50) for i in range(40))
+    setup = "from pathlib import Path\nfrom publisher.archive import Archive\n"
+    read_alone = peak_used(setup, f"Archive(Path({str(alone)!r})).listing(workers=1)\n")
+    listed = peak_used(setup, f"Archive(Path({str(together)!r})).listing(workers=1)\n")
+    print(f"{big / 1e6:.1f} MB alone: {read_alone / 1e6:.1f} MB; 41 MB more: {listed / 1e6:.1f} MB")
+    assert read_alone > big  # the session is held while read (this measures something)
+    assert listed < read_alone + 0.4 * rest, (read_alone, listed, rest)  # kept: + 0.87 × rest

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from ..archive import Entry
+from ..archive import Listed
 from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
 from . import view
 from .text import first_line, json_text, terminal_safe
@@ -118,32 +118,30 @@ def print_lines(session: Session, turn: Turn, part_number: int | None, limit: in
         yield from part_lines(session, turn, number, limit)
 
 
-def sessions_table(entries: list[Entry]) -> Iterator[str]:
+def sessions_table(entries: list[Listed]) -> Iterator[str]:
     """The ``/sessions`` listing, by file name (what ``#id`` and ``session:`` resolve);
     sub-sessions annotated with their parent, a differing session_name noted."""
     header = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
-    for entry in entries:
-        s = entry.session
-        if s is None:
-            assert entry.failure is not None
-            rows.append(("-", terminal_safe(entry.file_name[:-5]), "-", "-", "-", "-", "-"))
-            notes.append(f"not loaded: {entry.failure.reason}")
+    for s in entries:
+        if s.failure is not None:
+            rows.append(("-", terminal_safe(s.file_name[:-5]), "-", "-", "-", "-", "-"))
+            notes.append(f"not loaded: {s.failure.reason}")
             continue
         rows.append(
             (
                 s.kind,
-                terminal_safe(entry.file_name[:-5]),
+                terminal_safe(s.file_name[:-5]),
                 _v(s.session_id),
                 _v(s.role),
                 _v(s.version),
-                str(len(s.turns)),
+                str(s.turns),
                 _v(s.updated_at),
             )
         )
         row_notes = []
-        if entry.file_name != f"{s.session_name}.json":
+        if s.file_name != f"{s.session_name}.json":
             row_notes.append(f"session_name: {terminal_safe(s.session_name)}")
         if s.parent_id:
             row_notes.append(f"parent: {terminal_safe(s.parent_id)}")
