@@ -128,6 +128,8 @@ def friendly_tools(text: str) -> list[dict[str, object]]:
         ("ExitPlanMode", {"plan": f"# {text}\n\n- {text}"}),
         ("TodoWrite", {"todos": [{"content": text, "status": "in_progress"}]}),
         ("update_plan", {"explanation": text, "plan": [{"step": text, "status": text}]}),
+        ("write_stdin", {"session_id": text, "chars": text}),
+        ("exec_command", {"cmd": text, "workdir": text}),
     ]
     return [part("tool", name=name, input=inp, output=text) for name, inp in calls]
 

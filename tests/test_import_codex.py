@@ -50,6 +50,41 @@ def test_real_samples_import_and_render(tmp_path: Path) -> None:
     assert_renders(project, tmp_path)
 
 
+def test_codex_0_125_calls_read_as_commands_waits_plans_and_searches(tmp_path: Path) -> None:
+    """A real Codex CLI 0.125 rollout (``exec_command`` takes ``cmd``, ``write_stdin``
+    polls a running command): each call has its friendly view on the page."""
+    from publisher.render import tools
+
+    project = tmp_path / "p"
+    source = REAL / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+    code, err = run_import("codex", source, project=project)
+    assert code == 0, err
+    (session,) = loaded(project).values()
+    calls = [p for t in session.turns for p in t.parts if isinstance(p, ToolPart)]
+    views: dict[str, tools.ToolView | None] = {}
+    for call in calls:  # the first call of each tool
+        views.setdefault(call.name, tools.friendly(call))
+    assert sorted(views) == [
+        "apply_patch",
+        "exec_command",
+        "update_plan",
+        "web_search",
+        "write_stdin",
+    ]
+    shell, stdin = views["exec_command"], views["write_stdin"]
+    assert shell is not None and shell.command.startswith("sed -n '1,180p' /Users/Sample_User/")
+    assert stdin == tools.ToolView("stdin", target="48230")
+    plan, search = views["update_plan"], views["web_search"]
+    assert plan is not None and [t.status for t in plan.todos] == [
+        "in_progress",
+        "pending",
+        "pending",
+    ]
+    assert search is not None and search.query.startswith("OpenCode config compact context")
+    assert views["apply_patch"] is not None and views["apply_patch"].kind == "diff"
+    assert_renders(project, tmp_path)
+
+
 texts = st.text(st.characters(codec=None, categories=None), max_size=40)
 
 

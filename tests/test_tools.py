@@ -96,7 +96,16 @@ def test_registry_reads_searches_questions_plans_and_to_do_lists() -> None:
     assert view(_tool("update_plan", codex)) == tools.ToolView(
         "todos", task="Two steps", todos=(tools.Todo("Read", "in_progress"),)
     )
+    cmd = {"cmd": "rg -n compact .", "workdir": "/w", "yield_time_ms": 1000}  # Codex 0.125
+    assert view(_tool("exec_command", cmd)) == tools.ToolView("shell", command="rg -n compact .")
+    poll = {"session_id": 48230, "chars": "", "yield_time_ms": 1000}
+    assert view(_tool("write_stdin", poll)) == tools.ToolView("stdin", target="48230")
+    ctrl_c = {"session_id": 20936, "chars": "\u0003"}
+    assert view(_tool("write_stdin", ctrl_c)) == tools.ToolView(
+        "stdin", target="20936", content="\u0003"
+    )
     # What they do not recognise keeps the generic view (the input as written).
+    assert view(_tool("write_stdin", {"chars": "y"})) is None
     assert view(_tool("ExitPlanMode", {})) is None  # (newer versions keep the plan elsewhere)
     assert view(_tool("AskUserQuestion", {"questions": [{"header": "no question"}]})) is None
     assert view(_tool("TodoWrite", {"todos": ["not an item"]})) is None
@@ -114,6 +123,7 @@ def test_the_new_views_escape_what_they_show(tmp_path: Path) -> None:
                                             "options": [{"label": evil, "description": evil}]}]}),
         ("ExitPlanMode", {"plan": evil + "\n\n[x](javascript:alert(1)) <img src=x onerror=y>"}),
         ("TodoWrite", {"todos": [{"content": evil, "status": evil}]}),
+        ("write_stdin", {"session_id": evil, "chars": evil}),
     ]  # fmt: skip
     parts = [part("tool", name=name, input=inp, output="ok") for name, inp in calls]
     sessions = tmp_path / "sessions"
@@ -123,7 +133,7 @@ def test_the_new_views_escape_what_they_show(tmp_path: Path) -> None:
     page = page_of(tmp_path / "site", MAIN).read_text()
     friendly = re.findall(r'<div class="friendly friendly-([a-z_]+)">(.*?)\n</div>', page, re.S)
     assert [kind for kind, _ in friendly] == [
-        "search", "find", "web_search", "fetch", "ask", "plan", "todos"
+        "search", "find", "web_search", "fetch", "ask", "plan", "todos", "stdin"
     ]  # fmt: skip
     for _, shown in friendly:
         assert "<script" not in shown and "<img" not in shown

@@ -73,7 +73,8 @@ class ToolView:
 
     kind: str
     """``shell``, ``diff``, ``read``, ``delegate``, ``fetch``, ``write``, ``search`` (file
-    contents), ``find`` (file names), ``web_search``, ``ask``, ``plan`` or ``todos``."""
+    contents), ``find`` (file names), ``web_search``, ``ask``, ``plan``, ``todos`` or
+    ``stdin`` (input sent to a running command)."""
     command: str = ""
     """A shell command line."""
     path: str = ""
@@ -83,7 +84,7 @@ class ToolView:
     diff: str = ""
     """A unified diff (or ``+``/``-`` lines) of what it changes."""
     content: str = ""
-    """A new file's content, or a plan's text (Markdown)."""
+    """A new file's content, a plan's text (Markdown), or what is sent to a command."""
     url: str = ""
     """A fetched URL."""
     role: str = ""
@@ -91,7 +92,8 @@ class ToolView:
     task: str = ""
     """A delegation's task, or what a fetch asks of the page."""
     target: str = ""
-    """The sub-session a delegation spawned (empty when unknown)."""
+    """The sub-session a delegation spawned (empty when unknown), or the running command
+    input is sent to (Codex's process session id)."""
     pattern: str = ""
     """What a search looks for (a regular expression), or a glob of the file names to find."""
     files: str = ""
@@ -133,7 +135,8 @@ def edit_diff(path: str, old: str, new: str) -> str:
 
 
 def _shell(part: ToolPart) -> ToolView | None:
-    value = _d(part).get("command", part.input)
+    d = _d(part)
+    value = d["command"] if "command" in d else d.get("cmd", part.input)  # (Codex: cmd)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         words = [str(v) for v in value]
         if len(words) == 3 and words[0] in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
@@ -234,6 +237,16 @@ def _fetch(part: ToolPart) -> ToolView | None:
     return ToolView("fetch", url=url, task=_s(d.get("prompt"))) if url else None
 
 
+def _stdin(part: ToolPart) -> ToolView | None:
+    """Codex's ``write_stdin``: what it sends to a command still running (none: it waits
+    for more of its output)."""
+    d = _d(part)
+    process = d.get("session_id")
+    if isinstance(process, bool) or not isinstance(process, (int, str)) or process == "":
+        return None
+    return ToolView("stdin", target=str(process), content=_s(d.get("chars")))
+
+
 def _grep(part: ToolPart) -> ToolView | None:
     d = _d(part)
     pattern = _s(d.get("pattern"))
@@ -328,6 +341,7 @@ REGISTRY.update(
         "ExitPlanMode": _plan,
         "TodoWrite": _todos,
         "update_plan": _todos,
+        "write_stdin": _stdin,
     }
 )
 
