@@ -258,6 +258,22 @@ def output_gist(output: str, limit: int = 80) -> str:
     return f"{first} … {last}" if last else first
 
 
+def fit(message: str, limit: int) -> str:
+    """A finding's message cut to ``limit`` characters. A tool output's gist (``first …
+    last``, :func:`output_gist`) keeps the start of its first line and the end of its last
+    (which usually says what went wrong), each at least half of the room when both are
+    long, with one ``…`` between them; any other message loses its end."""
+    if len(message) <= limit:
+        return message
+    head, sep, tail = message.rpartition(" … ")
+    room = limit - len(sep)
+    if not sep or room < 16:
+        return message[: limit - 1] + "…"
+    head, tail = head.rstrip("…"), tail.lstrip("…")
+    keep_tail = min(len(tail), max(room // 2, room - len(head)))
+    return head[: room - keep_tail] + sep + tail[len(tail) - keep_tail :]
+
+
 def _gist_line(line: str) -> str:
     return _RULE_RE.sub("", line.strip()).strip()
 

@@ -452,6 +452,27 @@ def test_a_tool_error_is_told_by_the_first_and_last_lines_of_its_output(
     assert gate.output_gist(output) == gist
 
 
+@pytest.mark.parametrize(
+    ("message", "cut"),
+    [
+        ("tool error: Bash: Exit code 1 … done", "tool error: Bash: Exit code 1 … done"),
+        # Both lines long (a real Claude Code hook's output): half of the room each.
+        (
+            "tool error: Bash: Pre-commit validation failed:\\n\\n[FORMAT] Code is not "
+            "formatted.\\nRun 'mix form… … …tput truncated: showing 30 of 256 lines]"
+            "\\n\\nFix these issues before committing.",
+            "tool error: Bash: Pre-commit validation failed:\\n … 56 lines]\\n\\n"
+            "Fix these issues before committing.",
+        ),
+        # A short first line is kept whole, the last line loses its start.
+        ("tool error: x: short … …" + "z" * 200, "tool error: x: short … " + "z" * 77),
+        ("permission denied: " + "p" * 200, "permission denied: " + "p" * 80 + "…"),
+    ],
+)
+def test_a_finding_fits_its_cell_keeping_the_end_of_the_output(message: str, cut: str) -> None:
+    assert gate.fit(message, 100) == cut and len(cut) <= 100
+
+
 def test_only_the_asked_kinds_are_found() -> None:
     s = read_session(SAMPLES / f"{MAIN}.json")
     for kind in gate.KINDS:

@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from ..gate import KINDS, Finding, Member, counts, session_findings, spread, utc_time
+from ..gate import KINDS, Finding, Member, counts, fit, session_findings, spread, utc_time
 from ..model import KNOWN_STATUSES, Session, ToolPart
 from ..site import urls
 from . import view
@@ -254,7 +254,7 @@ def ci_summary(
             where = _linked(finding.where, link)
             if finding.session != name:
                 where += f" of {code(finding.session, 60)}"
-            row = f"| {where} | {finding.kind} | {code(finding.message)} |"
+            row = f"| {where} | {finding.kind} | {code(fit(finding.message, QUOTE_CHARS))} |"
             if kinds is not None:
                 row += " fails |" if id(finding) in gated_ids else "  |"
             lines.append(row)
