@@ -250,12 +250,13 @@ def output_gist(output: str, limit: int = 80) -> str:
         return one_line(first, limit)  # one line only
     cut = max(tail.rfind("\n"), tail.rfind("\r"))
     last = _gist_line(tail[cut + 1 :] if cut >= 0 else tail[-limit:])
-    if len(last) > limit or (cut < 0 and last):
-        last = "…" + last[-(limit - 1) :]  # the end of a long last line says the most
-    first, last = one_line(first, limit), one_line(last, limit)
     if not first or first == last:
-        return last
-    return f"{first} … {last}" if last else first
+        return one_line(last if len(last) <= limit else "…" + last[-(limit - 1) :], limit)
+    if not last:
+        return one_line(first, limit)
+    # One "…" between them says what is left out: the rest of the first line, the lines
+    # between, the start of the last line (the end of a long last line says the most).
+    return f"{one_line(first[:limit], limit)} … {one_line(last[-limit:], limit)}"
 
 
 def fit(message: str, limit: int) -> str:

@@ -440,7 +440,8 @@ def test_a_turn_with_status_error_and_an_error_entry_lists_the_entry_first() -> 
             "Traceback (most recent call last): … KeyError: 'a'",
         ),
         ("Found 1 known vulnerability\nh11 0.14.0\r\n", "Found 1 known vulnerability … h11 0.14.0"),
-        ("one\n" + "z" * 10_000 + "END \n\n", "one … …" + "z" * 76 + "END"),
+        ("one\n" + "z" * 10_000 + "END \n\n", "one … " + "z" * 77 + "END"),
+        ("f" * 500 + "\nl" * 3 + "x" * 500, "f" * 80 + " … " + "x" * 80),  # one "…" only
         ("y" * 10_000, "y" * 79 + "…"),
         (" " * 1_000_000 + "late\n" + " " * 1_000_000, "late"),
         ("a\tb\n\x1b[31mred", "a\\tb … \x1b[31mred"),
@@ -459,7 +460,7 @@ def test_a_tool_error_is_told_by_the_first_and_last_lines_of_its_output(
         # Both lines long (a real Claude Code hook's output): half of the room each.
         (
             "tool error: Bash: Pre-commit validation failed:\\n\\n[FORMAT] Code is not "
-            "formatted.\\nRun 'mix form… … …tput truncated: showing 30 of 256 lines]"
+            "formatted.\\nRun 'mix forma … output truncated: showing 30 of 256 lines]"
             "\\n\\nFix these issues before committing.",
             "tool error: Bash: Pre-commit validation failed:\\n … 56 lines]\\n\\n"
             "Fix these issues before committing.",
