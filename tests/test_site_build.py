@@ -433,3 +433,25 @@ def test_a_blank_prompt_or_answer_says_what_it_holds(tmp_path: Path) -> None:
         "(only whitespace: 2 line breaks)",
         "(only whitespace: 1 line break, 1 space, 1 tab)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("imported_from", "shown"),
+    [
+        ({"agent": "codex", "path": "/logs/r.jsonl"}, "Codex CLI <code>/logs/r.jsonl</code>"),
+        ({"agent": "<b>x</b>", "path": 5}, "&lt;b&gt;x&lt;/b&gt;"),
+        ({}, "another agent"),
+        ("not an object", None),
+    ],
+)
+def test_an_imported_session_says_where_it_came_from(
+    tmp_path: Path, imported_from: object, shown: str | None
+) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    write_json(sessions / f"{MAIN}.json", session_doc(imported_from=imported_from))
+    build(sessions, tmp_path / "site")
+    rows = re.findall(
+        r"<dt>Imported from</dt><dd>(.*?)</dd>", page_of(tmp_path / "site", MAIN).read_text()
+    )
+    assert rows == ([] if shown is None else [shown])

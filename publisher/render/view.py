@@ -28,6 +28,34 @@ KIND_LABELS = {
 }
 assert set(KINDS) <= set(KIND_LABELS)
 
+AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex CLI", "aider": "aider"}
+"""How a page names the agents ``polyglav import`` reads (another is shown as written)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Origin:
+    """Where an imported session came from: its ``imported_from`` (untrusted: only its
+    text values count)."""
+
+    agent: str
+    """The agent's name as written (``claude-code``), "" when not given."""
+    path: str
+    """The source log's path, "" when not given."""
+
+    @property
+    def label(self) -> str:
+        """The agent as a page names it (:data:`AGENT_LABELS`), or "another agent"."""
+        return AGENT_LABELS.get(self.agent, self.agent) or "another agent"
+
+
+def origin(session: Session) -> Origin | None:
+    """Where ``session`` was imported from, None when it was not."""
+    found = session.extra.get("imported_from")
+    if not isinstance(found, dict):
+        return None
+    agent, path = found.get("agent"), found.get("path")
+    return Origin(agent if isinstance(agent, str) else "", path if isinstance(path, str) else "")
+
 
 def parse_time(value: str) -> datetime | None:
     """An ISO 8601 timestamp, or None when it is empty or malformed."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..audit import Audit
 from ..model import Session, ToolPart
 from ..refs import RefIndex
+from ..render import view
 from .staleness import graph_key
 from .urls import PageLimits, page_starts, turn_href
 
@@ -245,11 +246,10 @@ def decision_events(
 def origin_of(session: Session) -> str:
     """``agent: source`` of an imported session's ``imported_from`` (untrusted: only its
     text values count), "" when it has none."""
-    origin = session.extra.get("imported_from")
-    if not isinstance(origin, dict):
+    found = view.origin(session)
+    if found is None:
         return ""
-    agent, path = origin.get("agent"), origin.get("path")
-    label = ": ".join(v for v in (agent, path) if isinstance(v, str) and v)
+    label = ": ".join(v for v in (found.agent, found.path) if v)
     if not label:
         label = "another agent"
     return label if len(label) <= 160 else label[:159] + "…"
