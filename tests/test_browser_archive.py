@@ -82,7 +82,7 @@ def test_index_with_long_untrusted_values_fits(browser: Browser, tmp_path: Path)
     for width in (1280, 390):
         assert overflow(browser, (out / "index.html").as_uri(), width) <= 0, width
     html = (out / "index.html").read_text()
-    assert "imported from claude-code: /home/u/" in html
+    assert "imported from Claude Code: /home/u/" in html
     assert "renamed-file.json" in html
     assert "`" not in html.split('id="session-table"')[1].split("</table>")[0]
 

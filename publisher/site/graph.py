@@ -244,14 +244,12 @@ def decision_events(
 
 
 def origin_of(session: Session) -> str:
-    """``agent: source`` of an imported session's ``imported_from`` (untrusted: only its
-    text values count), "" when it has none."""
+    """``Claude Code: <source>`` of an imported session (:func:`.view.origin`), "" when it
+    was not imported."""
     found = view.origin(session)
     if found is None:
         return ""
-    label = ": ".join(v for v in (found.agent, found.path) if v)
-    if not label:
-        label = "another agent"
+    label = f"{found.label}: {found.path}" if found.path else found.label
     return label if len(label) <= 160 else label[:159] + "…"
 
 
