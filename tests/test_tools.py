@@ -309,3 +309,35 @@ def test_templates_print_through_emit_only() -> None:
     code = renderer.env.compile(source, "parts/tool.html", raw=True)
     assert "environment.emit(" in code
     assert "escape(" not in code.replace("environment.emit(", "")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_KEYS = ["command", "cmd", "questions", "question", "options", "label", "todos", "plan", "step",
+         "status", "content", "pattern", "path", "glob", "query", "url", "prompt", "session_id",
+         "chars", "file_path", "old_string", "new_string", "edits", "role", "task"]  # fmt: skip
+_INPUTS = st.recursive(
+    _JSON,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(tools.REGISTRY)), value=_INPUTS, key=st.sampled_from(_KEYS))
+def test_any_input_of_a_known_tool_renders_escaped(name: str, value: object, key: str) -> None:
+    """Whatever a known tool's input holds (inputs shaped like the real ones, every value of
+    any type), its call renders: a friendly view or the generic one, never an error and
+    never raw markup."""
+    evil_value = {**value, key: EVIL} if isinstance(value, dict) else value
+    doc = session_doc(turns=[turn(1, part("tool", name=name, input=evil_value, output=EVIL))])
+    session = session_from_json(doc, "x.json")
+    out = html.HtmlRenderer(Theme.load(None)).render_turn(session, session.turns[0], [], None).html
+    assert "<script>" not in out and "\x1b" not in out and "\x00" not in out
