@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from publisher.render.view import AGENT_LABELS
 from publisher.site import urls
 from tests.browser import chromium, static_server
 from tests.helpers import part, polyglav, session_doc, turn
@@ -193,7 +194,7 @@ def test_the_index_says_where_each_session_came_from(
         if agent == "polyglav":
             assert "imported from" not in meta, meta  # a Polyglav session of its own
         else:
-            assert f"imported from {agent}: " in meta, (agent, meta)
+            assert f"imported from {AGENT_LABELS[agent]}: " in meta, (agent, meta)
 
 
 def test_no_secret_in_any_file_of_the_site_or_the_markdown(
