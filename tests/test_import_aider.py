@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from publisher.importers.aider import block_text
+from publisher.importers.aider import block_text, thinking_text
 from publisher.model import ToolPart
 from tests.helpers import build
 from tests.import_helpers import (
@@ -123,6 +123,9 @@ def _answers(doc: dict[str, Any]) -> list[str]:
             elif part["type"] == "tool" and "aider_edit_block" in part:
                 current = current if current is not None else []
                 current.append(block_text(part))
+            elif part["type"] == "thinking" and "aider_thinking" in part:
+                current = current if current is not None else []
+                current.append(thinking_text(part))
             elif current is not None:
                 answers.append("".join(current))
                 current = None
@@ -214,4 +217,50 @@ def test_answers_with_edit_blocks_survive_byte_for_byte(
     assert all(
         "<<<<<<<" not in p["text"] for t in doc["turns"] for p in t["parts"] if p["type"] == "text"
     )
+    shutil.rmtree(folder)
+
+
+TAG = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b"
+"""The tags aider writes a reasoning model's thinking between (aider's reasoning_tags.py)."""
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(thought=block, after=block, lead=blank, trail=blank, edit=st.booleans(), twice=st.booleans())
+@example(thought="", after="ok", lead="\n\n", trail="\n\n\n", edit=False, twice=False)
+def test_thinking_is_a_thinking_part_and_the_answer_survives_byte_for_byte(
+    tmp_path: Path, thought: str, after: str, lead: str, trail: str, edit: bool, twice: bool
+) -> None:
+    """As a real history of aider 0.86 with a reasoning model writes it: the thinking
+    between its tags first, then the answer (and its edits)."""
+
+    def ok(text: str) -> str:
+        return "\n".join(
+            "w" + ln
+            if ln.startswith(
+                ("#", ">", "<<<<<<<", "=======", ">>>>>>>", "```", "<thinking", "</thinking")
+            )
+            or not ln.strip()
+            else ln
+            for ln in text.split("\n")
+        )
+
+    thinking = f"<{TAG}>{lead}{ok(thought).strip()}{trail}</{TAG}>"
+    block_ = "src/a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE" if edit else ""
+    answer = f"{thinking}\n\n{ok(after).strip()}\n\n{block_}".strip()
+    if twice:
+        answer = f"{answer}\n\n{thinking}"
+    text = f"\n# aider chat started at 2026-04-22 09:06:43\n\n#### go  \n\n{answer}\n\n> done  \n"
+    folder = tmp_path / f"h{abs(hash((thought, after, lead, trail, edit, twice)))}"
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(text, encoding="utf-8", newline="")
+    assert run_import("aider", folder, project=folder / "p")[0] == 0
+    (path,) = sessions_dir(folder / "p").glob("*.json")
+    doc = json.loads(path.read_bytes())
+    assert _answers(doc) == [answer]
+    parts = [p for t in doc["turns"] for p in t["parts"]]
+    thoughts = [p["text"] for p in parts if p["type"] == "thinking"]
+    assert thoughts == [ok(thought).strip()] * (2 if twice else 1)
+    assert all(TAG not in p.get("text", "") for p in parts)
     shutil.rmtree(folder)

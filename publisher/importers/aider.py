@@ -15,7 +15,9 @@ that followed, if any), so a page shows each edit once, as a diff. Nothing of th
 lost: the block's own framing (the path line as written, the fences) is in the part's
 ``aider_edit_block`` (``path_line``, ``fence``, ``closing_fence``, and ``before``/``after``
 for blank text between blocks, which is no part of its own), so the answer is, byte for
-byte, its text parts and the blocks (:func:`block_text`) in order. The model named in aider's ``Main model:``/``Models:`` line is the
+byte, its text parts and the blocks (:func:`block_text`) in order. A reasoning model's
+thinking, which aider writes between ``<thinking-content-…>`` tags, is a ``thinking`` part,
+its tags and the blank text around them in ``aider_thinking`` (:func:`thinking_text`). The model named in aider's ``Main model:``/``Models:`` line is the
 turns' model. The history has no per-message times: turns carry none, the session the
 launch time as written (local time, no zone).
 """
@@ -39,6 +41,12 @@ EDIT_RE = re.compile(
 )
 CLOSING_RE = re.compile(r"\n(?P<closing>```[ \t]*)(?=\n|\Z)")
 APPLIED_RE = re.compile(r"\AApplied edit to (?P<path>.+)\Z")
+THINKING_RE = re.compile(
+    r"(?P<open><thinking-content-(?P<tag>[0-9a-f]{32})>)(?P<body>.*?)"
+    r"(?P<close></thinking-content-(?P=tag)>)",
+    re.DOTALL,
+)
+"""A reasoning model's thinking as aider writes it (its tag is a fixed hash)."""
 
 
 Unit = SourceFile
@@ -63,6 +71,22 @@ def block_text(part: dict[str, JSON]) -> str:
         + ">>>>>>> REPLACE"
         + (f"\n{closing}" if closing is not None else "")
         + block.get("after", "")
+    )
+    return text
+
+
+def thinking_text(part: dict[str, JSON]) -> str:
+    """A ``thinking`` part's text as the answer wrote it: its tags and the blank text
+    around it included."""
+    framing = part["aider_thinking"]
+    text: str = (
+        framing.get("before", "")
+        + framing["open"]
+        + framing["lead"]
+        + part["text"]
+        + framing["trail"]
+        + framing["close"]
+        + framing.get("after", "")
     )
     return text
 
@@ -202,13 +226,39 @@ class _Session:
         gap = ""
         """Blank text before the next block (no text part of its own)."""
         last: dict[str, JSON] | None = None
+        """The framing of the last edit block or thinking (blank text may end the answer)."""
 
         def line_of(offset: int) -> int:
             return start + text.count("\n", 0, offset)
 
         def prose(begin: int, end: int) -> None:
-            nonlocal gap
+            nonlocal gap, last
             piece = text[begin:end]
+            thinking = THINKING_RE.search(piece)
+            if thinking:
+                prose(begin, begin + thinking.start())
+                body = thinking.group("body")
+                kept = body.strip()
+                lead = body[: len(body) - len(body.lstrip())] if kept else body
+                trail = body[len(lead) + len(kept) :]
+                part = self.b.part("thinking", "", text=kept)
+                framing: dict[str, JSON] = {
+                    "open": thinking.group("open"),
+                    "close": thinking.group("close"),
+                    "lead": lead,
+                    "trail": trail,
+                }
+                if gap:
+                    framing["before"] = gap
+                    gap = ""
+                part["aider_thinking"] = framing
+                part["aider_lines"] = [
+                    line_of(begin + thinking.start()),
+                    line_of(begin + thinking.end() - 1),
+                ]
+                last = framing
+                prose(begin + thinking.end(), end)
+                return
             if not piece.strip():
                 gap = piece
                 return
@@ -245,11 +295,11 @@ class _Session:
             tool["aider_edit_block"] = block
             tool["aider_lines"] = [line_of(match.start()), line_of(end - 1)]
             self.edits.append(tool)
-            last = tool
+            last = block
             done = end
         prose(done, len(text))
         if gap and last is not None:
-            last["aider_edit_block"]["after"] = gap
+            last["after"] = gap
 
     def document(self) -> dict[str, JSON]:
         return self.b.document()
