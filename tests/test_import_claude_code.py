@@ -323,6 +323,43 @@ def test_sub_agent_logs_whose_session_log_is_gone_import_without_a_parent(
     assert snapshot(project) == snapshot(fresh)
 
 
+FLAT = FIXTURES / "claude_code_flat"
+"""A real Claude Code 2.0.64 project folder: a session's log and, beside it, the logs of
+two sub-agents (``agent-<id>.jsonl``, each line naming the session's id)."""
+FLAT_SESSION = "4c2ddfdc-b619-4525-8d03-1950fb1b0257"
+
+
+def test_sub_agent_logs_beside_their_session_log_are_its_sub_sessions(tmp_path: Path) -> None:
+    """Before 2.1, Claude Code wrote sub-agents' logs into the project folder: each was
+    imported as a session of its own under an empty parent made up and dated 1970."""
+    code, err = run_import("claude-code", FLAT, project=tmp_path / "folder")
+    assert code == 0, err
+    sessions = loaded(tmp_path / "folder")
+    (main,) = (s for s in sessions.values() if s.kind == "ses")
+    subs = sorted(s.session_name for s in sessions.values() if s.kind == "sub")
+    assert len(sessions) == 3 and sorted(main.sub_sessions) == subs
+    assert {sessions[name].parent_id for name in subs} == {main.session_name}
+    assert main.session_name.startswith("ses_20251210_")
+    # Naming the session's log, or one sub-agent's, imports the same files.
+    for named in (FLAT / f"{FLAT_SESSION}.jsonl", FLAT / "agent-50243ee8.jsonl"):
+        project = tmp_path / named.stem
+        assert run_import("claude-code", named, project=project)[0] == 0
+        assert snapshot(project) == snapshot(tmp_path / "folder")
+
+
+def test_sub_agent_logs_beside_a_session_log_that_is_gone(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for agent in FLAT.glob("agent-*.jsonl"):
+        shutil.copy(agent, src / agent.name)
+    code, err = run_import("claude-code", src, project=tmp_path / "p")
+    assert code == 0, err
+    assert f"{src / FLAT_SESSION}.jsonl: not found: 2 sub-agent logs of this session" in err
+    sessions = loaded(tmp_path / "p")
+    assert len(sessions) == 2 and {s.kind for s in sessions.values()} == {"sub"}
+    assert {s.parent_id for s in sessions.values()} == {""}
+
+
 def test_bad_lines_are_reported_and_the_rest_imported(tmp_path: Path) -> None:
     good = [json.dumps(line("user", f"prompt {i}", f"u{i}")).encode() for i in range(4)]
     data = (

@@ -59,6 +59,7 @@ the call (``newString``, ``content``...) or found in its output (``stdout``), na
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -127,6 +128,8 @@ class Unit:
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
     """The sessions under ``sources`` (a projects folder, a project folder or files)."""
     units: dict[str, Unit] = {}
+    beside: dict[Path, dict[str, list[Path]]] = {}
+    """Folder → session id → the sub-agent logs beside its sessions' (:func:`_beside`)."""
     for source in sources:
         if source.is_file():
             files = [source]
@@ -137,7 +140,7 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
             continue
         for path in files:
             path = path.absolute()
-            owner = _owner(path)
+            owner = _owner(path) or _flat_owner(path, beside)
             if owner is None:
                 units.setdefault(str(path), Unit(str(path), path))
             else:  # a sub-agent's log: read with its session (named or not)
@@ -146,7 +149,55 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
         folder = unit.main.with_suffix("")
         if folder.is_dir():
             unit.subagents = sorted(p.absolute() for p in folder.rglob("*.jsonl") if p.is_file())
+        unit.subagents += _beside(unit.main.parent, beside).get(unit.main.stem, [])
     return [units[key] for key in sorted(units)]
+
+
+def _flat_owner(path: Path, beside: dict[Path, dict[str, list[Path]]]) -> Path | None:
+    """The session log an ``agent-<id>.jsonl`` file beside it belongs to (Claude Code
+    before 2.1 wrote sub-agents' logs into the project folder, each line naming the
+    calling session's id), whether or not that log is still there; None for any other
+    file."""
+    if not path.name.startswith("agent-"):
+        return None
+    for session, agents in _beside(path.parent, beside).items():
+        if path in agents:
+            return path.parent / f"{session}.jsonl"
+    return None
+
+
+def _beside(folder: Path, found: dict[Path, dict[str, list[Path]]]) -> dict[str, list[Path]]:
+    """The ``agent-*.jsonl`` logs of ``folder`` by the session id their first lines name
+    (read once a folder, into ``found``; a log naming none, or its own name, is left out)."""
+    if folder not in found:
+        by_session: dict[str, list[Path]] = {}
+        for path in sorted(folder.glob("agent-*.jsonl")):
+            session = _first_session_id(path)
+            if session and session != path.stem and "/" not in session and session[0] != ".":
+                by_session.setdefault(session, []).append(path.absolute())
+        found[folder] = by_session
+    return found[folder]
+
+
+def _first_session_id(path: Path, lines: int = 20) -> str:
+    """The ``sessionId`` of the first of the first ``lines`` lines of ``path`` that has one,
+    "" when none has (or the file cannot be read)."""
+    try:
+        with open(path, "rb") as handle:  # read-only: a source is never written
+            for _ in range(lines):
+                line = handle.readline(1 << 20)
+                if not line:
+                    break
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                session = record.get("sessionId") if isinstance(record, dict) else None
+                if isinstance(session, str) and session:
+                    return session
+    except OSError:
+        pass
+    return ""
 
 
 def _owner(path: Path) -> Path | None:
@@ -679,7 +730,12 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
         converter.feed(line.number, record, line.text)
     subs: list[tuple[str, Converter]] = list(sidechains.items())
     for path in unit.subagents:
-        rel = path.relative_to(unit.main.with_suffix("")).with_suffix("").as_posix()
+        folder = unit.main.with_suffix("")
+        rel = (
+            path.relative_to(folder).with_suffix("").as_posix()
+            if path.is_relative_to(folder)
+            else path.stem  # beside the session's log (before 2.1)
+        )
         sub = Converter(
             SessionBuilder(AGENT, str(path), f"{main_id}/{rel}", "sub"), converter.copies
         )
