@@ -360,6 +360,25 @@ def test_sub_agent_logs_beside_a_session_log_that_is_gone(tmp_path: Path) -> Non
     assert {s.parent_id for s in sessions.values()} == {""}
 
 
+def test_a_log_of_sub_agents_lines_only_makes_up_no_parent(tmp_path: Path) -> None:
+    records = [
+        line("user", "explore", "s1", isSidechain=True),
+        line(
+            "assistant",
+            [{"type": "text", "text": "found"}],
+            "s2",
+            isSidechain=True,
+            parentUuid="s1",
+        ),
+    ]
+    write_jsonl(tmp_path / "src" / "x.jsonl", records)
+    code, err = run_import("claude-code", tmp_path / "src", project=tmp_path / "p")
+    assert code == 0, err
+    assert "x.jsonl: holds no line of its own: 1 sub-agent log of this session" in err
+    (sub,) = loaded(tmp_path / "p").values()  # no empty session dated 1970 above it
+    assert sub.kind == "sub" and sub.parent_id == ""
+
+
 def test_bad_lines_are_reported_and_the_rest_imported(tmp_path: Path) -> None:
     good = [json.dumps(line("user", f"prompt {i}", f"u{i}")).encode() for i in range(4)]
     data = (

@@ -750,19 +750,23 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
     counts.add(main.counts)
     sub_docs = []
     subs = [(agent, sub) for agent, sub in subs if sub.b.turns or sub.b.counts.raw]
+    # A session log holding nothing but its sub-agents' lines has no session to show: they
+    # are imported without a parent, as when the log is gone (no empty parent made up).
+    has_main = not unit.orphan and bool(main.turns or main.counts.raw)
     notes = []
-    if unit.orphan and subs:
+    if subs and not has_main:
+        why = "not found" if unit.orphan else "holds no line of its own"
         notes.append(
             Problem(
                 str(unit.main),
                 0,
-                f"not found: {plural(len(subs), 'sub-agent log')} of this session imported"
+                f"{why}: {plural(len(subs), 'sub-agent log')} of this session imported"
                 " without a parent",
             )
         )
     for agent, sub in subs:
         sub.finish()
-        if not unit.orphan:
+        if has_main:
             sub.b.parent_id = main.name
         main.sub_sessions.append(sub.b.name)
         agent_id = sub.envelope.get("agentId")
@@ -771,7 +775,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
         counts.add(sub.b.counts)
         sub_docs.append(sub)
     _link_tasks(converter, subs, by_agent)
-    if not unit.orphan and (main.turns or main.counts.raw or sub_docs):
+    if has_main:
         documents.append(main.document())
     documents.extend(sub.b.document() for sub in sub_docs)
     return Result(documents, counts, notes)
