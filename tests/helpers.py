@@ -130,6 +130,8 @@ def friendly_tools(text: str) -> list[dict[str, object]]:
         ("update_plan", {"explanation": text, "plan": [{"step": text, "status": text}]}),
         ("write_stdin", {"session_id": text, "chars": text}),
         ("exec_command", {"cmd": text, "workdir": text}),
+        ("TaskOutput", {"task_id": text, "block": True, "timeout": 120000}),
+        ("Skill", {"skill": text, "args": text}),
     ]
     return [part("tool", name=name, input=inp, output=text) for name, inp in calls]
 

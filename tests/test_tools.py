@@ -104,8 +104,21 @@ def test_registry_reads_searches_questions_plans_and_to_do_lists() -> None:
     assert view(_tool("write_stdin", ctrl_c)) == tools.ToolView(
         "stdin", target="20936", content="\u0003"
     )
+    waited = {"task_id": "bd0afab", "block": True, "timeout": 120000}  # Claude Code 2.1
+    assert view(_tool("TaskOutput", waited)) == tools.ToolView(
+        "task_output", target="bd0afab", timeout="120 s"
+    )
+    read = view(_tool("BashOutput", {"bash_id": "b1"}))
+    assert read == tools.ToolView("task_output", target="b1")
+    skill = {"skill": "elixir:hex-docs-search", "args": "opentelemetry_bandit setup"}
+    assert view(_tool("Skill", skill)) == tools.ToolView(
+        "skill", target="elixir:hex-docs-search", content="opentelemetry_bandit setup"
+    )
     # What they do not recognise keeps the generic view (the input as written).
     assert view(_tool("write_stdin", {"chars": "y"})) is None
+    assert view(_tool("TaskOutput", {"block": True})) is None
+    huge = view(_tool("TaskOutput", {"task_id": "t", "block": True, "timeout": 10**400 + 1500}))
+    assert huge is not None and huge.timeout == "1" + "0" * 396 + "1.5 s"  # no float overflow
     assert view(_tool("ExitPlanMode", {})) is None  # (newer versions keep the plan elsewhere)
     assert view(_tool("AskUserQuestion", {"questions": [{"header": "no question"}]})) is None
     assert view(_tool("TodoWrite", {"todos": ["not an item"]})) is None
@@ -124,6 +137,8 @@ def test_the_new_views_escape_what_they_show(tmp_path: Path) -> None:
         ("ExitPlanMode", {"plan": evil + "\n\n[x](javascript:alert(1)) <img src=x onerror=y>"}),
         ("TodoWrite", {"todos": [{"content": evil, "status": evil}]}),
         ("write_stdin", {"session_id": evil, "chars": evil}),
+        ("TaskOutput", {"task_id": evil, "block": True, "timeout": 5000}),
+        ("Skill", {"skill": evil, "args": evil}),
     ]  # fmt: skip
     parts = [part("tool", name=name, input=inp, output="ok") for name, inp in calls]
     sessions = tmp_path / "sessions"
@@ -133,7 +148,8 @@ def test_the_new_views_escape_what_they_show(tmp_path: Path) -> None:
     page = page_of(tmp_path / "site", MAIN).read_text()
     friendly = re.findall(r'<div class="friendly friendly-([a-z_]+)">(.*?)\n</div>', page, re.S)
     assert [kind for kind, _ in friendly] == [
-        "search", "find", "web_search", "fetch", "ask", "plan", "todos", "stdin"
+        "search", "find", "web_search", "fetch", "ask", "plan", "todos", "stdin",
+        "task_output", "skill",
     ]  # fmt: skip
     for _, shown in friendly:
         assert "<script" not in shown and "<img" not in shown
@@ -312,7 +328,12 @@ def test_templates_print_through_emit_only() -> None:
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**300, max_value=10**400)
+    | st.floats()
+    | st.text(max_size=12),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
     ),
@@ -320,7 +341,8 @@ _JSON = st.recursive(
 )
 _KEYS = ["command", "cmd", "questions", "question", "options", "label", "todos", "plan", "step",
          "status", "content", "pattern", "path", "glob", "query", "url", "prompt", "session_id",
-         "chars", "file_path", "old_string", "new_string", "edits", "role", "task"]  # fmt: skip
+         "chars", "file_path", "old_string", "new_string", "edits", "role", "task", "task_id",
+         "block", "timeout", "skill", "args", "bash_id"]  # fmt: skip
 _INPUTS = st.recursive(
     _JSON,
     lambda inner: (

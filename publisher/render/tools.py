@@ -73,8 +73,9 @@ class ToolView:
 
     kind: str
     """``shell``, ``diff``, ``read``, ``delegate``, ``fetch``, ``write``, ``search`` (file
-    contents), ``find`` (file names), ``web_search``, ``ask``, ``plan``, ``todos`` or
-    ``stdin`` (input sent to a running command)."""
+    contents), ``find`` (file names), ``web_search``, ``ask``, ``plan``, ``todos``,
+    ``stdin`` (input sent to a running command), ``task_output`` (a background task's output
+    read) or ``skill``."""
     command: str = ""
     """A shell command line."""
     path: str = ""
@@ -84,7 +85,8 @@ class ToolView:
     diff: str = ""
     """A unified diff (or ``+``/``-`` lines) of what it changes."""
     content: str = ""
-    """A new file's content, a plan's text (Markdown), or what is sent to a command."""
+    """A new file's content, a plan's text (Markdown), what is sent to a command, or a
+    skill's arguments."""
     url: str = ""
     """A fetched URL."""
     role: str = ""
@@ -92,8 +94,9 @@ class ToolView:
     task: str = ""
     """A delegation's task, or what a fetch asks of the page."""
     target: str = ""
-    """The sub-session a delegation spawned (empty when unknown), or the running command
-    input is sent to (Codex's process session id)."""
+    """What the call acts on: the sub-session a delegation spawned (empty when unknown), the
+    running command input is sent to (Codex's process session id), the background task
+    whose output is read, the skill used."""
     pattern: str = ""
     """What a search looks for (a regular expression), or a glob of the file names to find."""
     files: str = ""
@@ -104,6 +107,8 @@ class ToolView:
     """The questions asked of the user (their answers are in the output)."""
     todos: tuple[Todo, ...] = ()
     """A to-do list, in order."""
+    timeout: str = ""
+    """How long the call waits at most (``120 s``), when it says."""
 
 
 Renderer = Callable[[ToolPart], "ToolView | None"]
@@ -247,6 +252,32 @@ def _stdin(part: ToolPart) -> ToolView | None:
     return ToolView("stdin", target=str(process), content=_s(d.get("chars")))
 
 
+def _task_output(part: ToolPart) -> ToolView | None:
+    """Claude Code's ``TaskOutput`` (``task_id``, ``block``, ``timeout`` in ms) and the older
+    ``BashOutput`` (``bash_id``): the output of a command left running in the background."""
+    d = _d(part)
+    task = _s(d.get("task_id")) or _s(d.get("bash_id")) or _s(d.get("shell_id"))
+    if not task:
+        return None
+    wait = d.get("timeout")
+    timeout = ""
+    if (
+        d.get("block") is True
+        and isinstance(wait, int)
+        and not isinstance(wait, bool)
+        and wait >= 0
+    ):
+        whole, ms = divmod(wait, 1000)  # (integers: any size the loader lets through)
+        timeout = f"{whole}.{ms:03d}".rstrip("0").rstrip(".") + " s"
+    return ToolView("task_output", target=task, timeout=timeout)
+
+
+def _skill(part: ToolPart) -> ToolView | None:
+    d = _d(part)
+    skill = _s(d.get("skill")) or _s(d.get("command"))
+    return ToolView("skill", target=skill, content=_s(d.get("args"))) if skill else None
+
+
 def _grep(part: ToolPart) -> ToolView | None:
     d = _d(part)
     pattern = _s(d.get("pattern"))
@@ -342,6 +373,9 @@ REGISTRY.update(
         "TodoWrite": _todos,
         "update_plan": _todos,
         "write_stdin": _stdin,
+        "TaskOutput": _task_output,
+        "BashOutput": _task_output,
+        "Skill": _skill,
     }
 )
 
