@@ -455,3 +455,24 @@ def test_an_imported_session_says_where_it_came_from(
         r"<dt>Imported from</dt><dd>(.*?)</dd>", page_of(tmp_path / "site", MAIN).read_text()
     )
     assert rows == ([] if shown is None else [shown])
+
+
+@pytest.mark.parametrize(
+    ("created_at", "said"),
+    [
+        ("2026-08-17T12:00:00+00:00", "Times are UTC."),
+        ("2026-04-22T09:06:43", "Times are as the log wrote them, with no time zone."),  # aider
+    ],
+)
+def test_the_page_says_when_its_times_have_no_zone(
+    tmp_path: Path, created_at: str, said: str
+) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    doc = session_doc(created_at=created_at, turns=[turn(1, part("user", "go"))])
+    write_json(sessions / f"{MAIN}.json", doc)
+    build(sessions, tmp_path / "site")
+    hint = re.findall(
+        r'<p class="keys-hint dim">.*?</p>', page_of(tmp_path / "site", MAIN).read_text()
+    )
+    assert len(hint) == 1 and hint[0].endswith(f" {said}</p>")

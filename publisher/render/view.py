@@ -67,6 +67,14 @@ def parse_time(value: str) -> datetime | None:
         return None
 
 
+def zoned(value: str) -> bool:
+    """True when ``value`` is a timestamp with a time zone (the pages show those in UTC);
+    False for one without (aider writes the local time of the machine, with no zone: it is
+    shown as written) or for no timestamp."""
+    parsed = parse_time(value)
+    return parsed is not None and parsed.utcoffset() is not None
+
+
 def duration_seconds(turn: Turn) -> float | None:
     return seconds_between(parse_time(turn.started_at), parse_time(turn.ended_at))
 
