@@ -158,6 +158,16 @@ def test_the_real_answer_is_kept_byte_for_byte_and_its_edit_shown_once(tmp_path:
 blank = st.sampled_from(["", "\n", "\n\n", "\n \n"])
 
 
+def _imported(folder: Path, history: str) -> dict[str, Any]:
+    """The one session file of ``history`` imported from ``folder`` (made for it)."""
+    folder.mkdir()
+    (folder / ".aider.chat.history.md").write_text(history, encoding="utf-8", newline="")
+    assert run_import("aider", folder, project=folder / "p")[0] == 0
+    (path,) = sessions_dir(folder / "p").glob("*.json")
+    doc: dict[str, Any] = json.loads(path.read_bytes())
+    return doc
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -204,11 +214,7 @@ def test_answers_with_edit_blocks_survive_byte_for_byte(
     folder = (
         tmp_path / f"h{abs(hash((before, after, between, tuple(search), tuple(replace), fence)))}"
     )
-    folder.mkdir()
-    (folder / ".aider.chat.history.md").write_text(text, encoding="utf-8", newline="")
-    assert run_import("aider", folder, project=folder / "p")[0] == 0
-    (path,) = sessions_dir(folder / "p").glob("*.json")
-    doc = json.loads(path.read_bytes())
+    doc = _imported(folder, text)
     assert _answers(doc) == [answer]
     edits = [p for t in doc["turns"] for p in t["parts"] if p["type"] == "tool"]
     assert [(p["input"]["search"], p["input"]["replace"]) for p in edits] == [
@@ -253,11 +259,7 @@ def test_thinking_is_a_thinking_part_and_the_answer_survives_byte_for_byte(
         answer = f"{answer}\n\n{thinking}"
     text = f"\n# aider chat started at 2026-04-22 09:06:43\n\n#### go  \n\n{answer}\n\n> done  \n"
     folder = tmp_path / f"h{abs(hash((thought, after, lead, trail, edit, twice)))}"
-    folder.mkdir()
-    (folder / ".aider.chat.history.md").write_text(text, encoding="utf-8", newline="")
-    assert run_import("aider", folder, project=folder / "p")[0] == 0
-    (path,) = sessions_dir(folder / "p").glob("*.json")
-    doc = json.loads(path.read_bytes())
+    doc = _imported(folder, text)
     assert _answers(doc) == [answer]
     parts = [p for t in doc["turns"] for p in t["parts"]]
     thoughts = [p["text"] for p in parts if p["type"] == "thinking"]
