@@ -113,16 +113,15 @@ class Listed:
     def of(cls, session: Session) -> Listed:
         """The listing's facts of a loaded session."""
         return cls(
-            session.file_name,
-            None,
-            session.session_name,
-            session.session_id,
-            session.kind,
-            session.role,
-            session.version,
-            len(session.turns),
-            session.updated_at,
-            session.parent_id,
+            file_name=session.file_name,
+            session_name=session.session_name,
+            session_id=session.session_id,
+            kind=session.kind,
+            role=session.role,
+            version=session.version,
+            turns=len(session.turns),
+            updated_at=session.updated_at,
+            parent_id=session.parent_id,
         )
 
     @property
@@ -143,7 +142,7 @@ def list_files(folder: Path, names: list[str]) -> list[Listed]:
         try:
             out.append(Listed.of(read_session(path, folder)))
         except SessionLoadError as exc:
-            out.append(Listed(name, failure_for(path, exc.reason)))
+            out.append(Listed(name, failure=failure_for(path, exc.reason)))
     return out
 
 

@@ -128,8 +128,8 @@ class Unit:
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
     """The sessions under ``sources`` (a projects folder, a project folder or files)."""
     units: dict[str, Unit] = {}
-    beside: dict[Path, dict[str, list[Path]]] = {}
-    """Folder → session id → the sub-agent logs beside its sessions' (:func:`_beside`)."""
+    beside: dict[Path, Beside] = {}
+    """Folder → the sub-agent logs beside its sessions' (:func:`_beside`)."""
     for source in sources:
         if source.is_file():
             files = [source]
@@ -149,33 +149,41 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
         folder = unit.main.with_suffix("")
         if folder.is_dir():
             unit.subagents = sorted(p.absolute() for p in folder.rglob("*.jsonl") if p.is_file())
-        unit.subagents += _beside(unit.main.parent, beside).get(unit.main.stem, [])
+        unit.subagents += _beside(unit.main.parent, beside).by_session.get(unit.main.stem, [])
     return [units[key] for key in sorted(units)]
 
 
-def _flat_owner(path: Path, beside: dict[Path, dict[str, list[Path]]]) -> Path | None:
+def _flat_owner(path: Path, beside: dict[Path, Beside]) -> Path | None:
     """The session log an ``agent-<id>.jsonl`` file beside it belongs to (Claude Code
     before 2.1 wrote sub-agents' logs into the project folder, each line naming the
     calling session's id), whether or not that log is still there; None for any other
     file."""
     if not path.name.startswith("agent-"):
         return None
-    for session, agents in _beside(path.parent, beside).items():
-        if path in agents:
-            return path.parent / f"{session}.jsonl"
-    return None
+    session = _beside(path.parent, beside).session_of.get(path)
+    return path.parent / f"{session}.jsonl" if session else None
 
 
-def _beside(folder: Path, found: dict[Path, dict[str, list[Path]]]) -> dict[str, list[Path]]:
+@dataclass(slots=True)
+class Beside:
+    """The ``agent-*.jsonl`` logs of one folder that name a session (:func:`_beside`)."""
+
+    session_of: dict[Path, str] = field(default_factory=dict)
+    """Each log (absolute) → the id of the session its first lines name."""
+    by_session: dict[str, list[Path]] = field(default_factory=dict)
+    """Each session id → its logs, in name order."""
+
+
+def _beside(folder: Path, found: dict[Path, Beside]) -> Beside:
     """The ``agent-*.jsonl`` logs of ``folder`` by the session id their first lines name
     (read once a folder, into ``found``; a log naming none, or its own name, is left out)."""
     if folder not in found:
-        by_session: dict[str, list[Path]] = {}
+        agents = found[folder] = Beside()
         for path in sorted(folder.glob("agent-*.jsonl")):
             session = _first_session_id(path)
             if session and session != path.stem and "/" not in session and session[0] != ".":
-                by_session.setdefault(session, []).append(path.absolute())
-        found[folder] = by_session
+                agents.session_of[path.absolute()] = session
+                agents.by_session.setdefault(session, []).append(path.absolute())
     return found[folder]
 
 
