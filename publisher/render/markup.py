@@ -130,7 +130,9 @@ def _nest_headings_focusable_code(state: StateCore) -> None:
     """One pass over a message's block tokens (a core rule that runs for every message):
 
     - Heading levels nest under the part that holds the message: the levels it uses, in
-      order, become h4, h5, h6 (the deeper ones h6), so none is skipped.
+      order, become h4, h5, h6 (the deeper ones h6), and no heading is more than one level
+      below the one before it (the part's h3 first), so none is skipped: ``## a`` then
+      ``# b`` in one message is h4, h4, not h5, h4.
     - Every code block a message holds can scroll: it is focusable (axe
       scrollable-region-focusable), as tool blocks are."""
     headings: list[Token] = []
@@ -144,8 +146,11 @@ def _nest_headings_focusable_code(state: StateCore) -> None:
         return
     used = sorted({int(t.tag[1:]) for t in headings})
     level = {n: min(6, 1 + HEADING_SHIFT + i) for i, n in enumerate(used)}
+    last = HEADING_SHIFT
     for token in headings:
-        token.tag = f"h{level[int(token.tag[1:])]}"
+        if token.type == "heading_open":
+            last = min(level[int(token.tag[1:])], last + 1)
+        token.tag = f"h{last}"  # (a heading_close follows its own open)
 
 
 MD = make_markdown()
