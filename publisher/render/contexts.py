@@ -122,6 +122,9 @@ class PartView:
     """A tool call's friendly view (:mod:`.tools`), ``None`` for the generic one."""
     tool_template: str | None = None
     """The theme's ``tools/<name>.html`` for this tool, when it ships one."""
+    sub_session: str = ""
+    """The sub-session a delegate call spawned (:func:`publisher.audit.match_delegations`),
+    "" for other parts and for a call that spawned none."""
     sub_url: str | None = None
     """The page of the sub-session a delegate call spawned, when it is in the archive."""
 

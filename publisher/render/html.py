@@ -266,6 +266,7 @@ class HtmlRenderer:
         decisions: dict[int, list[DecisionNote]] | None = None,
         sections: str = "",
         sub_urls: dict[str, str] | None = None,
+        targets: dict[int, str] | None = None,
         previous: Turn | None = None,
         ids: str = "",
     ) -> RenderedTurn:
@@ -274,7 +275,9 @@ class HtmlRenderer:
         ``errors`` and ``decisions`` (by part number) are the session's errors and
         permission decisions placed in this turn (:func:`.places.turn_notes`); ``sections``
         the page that holds the Errors and Permissions sections (``""``: this one);
-        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name;
+        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name, and
+        ``targets`` which sub-session each call spawned, by part number
+        (:func:`publisher.audit.match_delegations`);
         ``ids`` what the ids of the session's sections start with (a single-file export's
         sub-session)."""
         files: dict[str, str] = {}
@@ -282,8 +285,13 @@ class HtmlRenderer:
         parts = []
         for number, part in enumerate(turn.parts, start=1):
             output = None
-            if isinstance(part, ToolPart) and part.output is not None:
-                output = _output_view(turn, number, part.output, externalize, files)
+            spawned = ""
+            if isinstance(part, ToolPart):
+                if part.output is not None:
+                    output = _output_view(turn, number, part.output, externalize, files)
+                spawned = (
+                    targets.get(number, "") if targets is not None else tools.delegate_target(part)
+                )
             parts.append(
                 PartView(
                     part=part,
@@ -300,9 +308,8 @@ class HtmlRenderer:
                         if isinstance(part, ToolPart) and part.name in self.tool_templates
                         else None
                     ),
-                    sub_url=sub_urls.get(tools.delegate_target(part))
-                    if isinstance(part, ToolPart) and sub_urls
-                    else None,
+                    sub_session=spawned,
+                    sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
                 )
             )
         context = TurnView(

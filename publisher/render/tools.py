@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from html import escape
 from importlib.metadata import entry_points
 
+from ..audit import Delegation
 from ..model import JSON, ToolPart
 from .text import TERMINAL_CONTROL_RE, has_controls
 
@@ -220,10 +221,26 @@ def _write(part: ToolPart) -> ToolView | None:
 
 def _delegate(part: ToolPart) -> ToolView | None:
     d = _d(part)
-    role = _s(d.get("role")) or _s(d.get("subagent_type"))
+    role = delegate_role(part)
     task = _s(d.get("task")) or _s(d.get("description")) or _s(d.get("prompt"))
     target = delegate_target(part)
     return ToolView("delegate", role=role, task=task, target=target)
+
+
+def delegate_role(part: ToolPart) -> str:
+    """The role a delegate call asked for (Polyglav's ``role``, Claude Code's
+    ``subagent_type``)."""
+    d = _d(part)
+    return _s(d.get("role")) or _s(d.get("subagent_type"))
+
+
+def delegation_of(part: ToolPart) -> Delegation | None:
+    """The call as :mod:`publisher.audit`'s delegation rule reads it, when it is a delegate
+    call (a tool read as a delegation, or any call naming the sub-session it spawned)."""
+    named = delegate_target(part)
+    if not named and REGISTRY.get(part.name) is not _delegate:
+        return None
+    return Delegation(named, delegate_role(part), part.timestamp)
 
 
 def delegate_target(part: ToolPart) -> str:
