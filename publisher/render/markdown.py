@@ -17,8 +17,11 @@ from ..model import CommandPart, Part, Session, TextualPart, ToolPart, Turn
 from . import places, view
 from .contexts import DecisionNote
 from .places import error_code
-from .text import code_block, inline_code, json_text
+from .text import code_block, first_line, inline_code, json_text
 
+ERROR_GIST_CHARS = 200
+"""How much of an error's first line a turn's pointer to it quotes (the whole message is
+under Errors)."""
 TEXT_INFO = {"user": "text", "text": "markdown", "thinking": "text", "system": "text"}
 
 
@@ -176,10 +179,11 @@ def _turn(
     for number, part in enumerate(turn.parts, start=1):
         yield from _part(session, turn, number, part, decisions.get(number, []))
     for note in errors:
+        gist = first_line(note.entry.message, ERROR_GIST_CHARS)
         yield (
             f"> **Error {note.number}** ({error_code(note.entry.code)}, at "
-            f"{inline_code(note.entry.timestamp)}) is shown here: {note.rule}. "
-            f"Its message is under Errors.\n\n"
+            f"{inline_code(note.entry.timestamp)}): {inline_code(gist) if gist else '(no message)'}"
+            f"\n>\n> It is shown here: {note.rule}. Its whole message is under Errors.\n\n"
         )
 
 
