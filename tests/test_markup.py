@@ -235,3 +235,26 @@ def test_headings_in_a_message_never_skip_a_level(marks: list[tuple[int, str]]) 
 def test_a_message_opening_on_a_deeper_heading_starts_at_h4() -> None:
     out = render_markdown("## Plan\n\ntext\n\n# Summary\n\n### Detail\n")
     assert [int(n) for n in _HEADINGS.findall(out)] == [4, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("[x.go](pkg/models/x.go)", "x.go (<code>pkg/models/x.go</code>)"),
+        ("[pkg/a.go](pkg/a.go)", "<code>pkg/a.go</code>"),
+        ("[C](/C:/Users/me/a.txt)", "C (<code>/C:/Users/me/a.txt</code>)"),
+        ("[`b.py`](b.py#L3)", "<code>b.py</code> (<code>b.py#L3</code>)"),
+        ("[top](#turn-3)", "top (<code>#turn-3</code>)"),
+        (
+            "![shot](shot.png)",
+            '<span class="blocked-image">[image: shot] <code>shot.png</code></span>',
+        ),
+        ("[**b**](a/<x>.md)", "<strong>b</strong> (<code>a/%3Cx%3E.md</code>)"),
+    ],
+)
+def test_links_into_the_workspace_are_code(text: str, shown: str) -> None:
+    """An agent's link to a file of the user's repository or disk is not on the site: code,
+    never a broken link; links to the web stay links."""
+    html = render_markdown(f"see {text} and [w](https://e.example/)")
+    assert f"<p>see {shown} and " in html
+    assert html.count("<a ") == 1 and 'href="https://e.example/"' in html
