@@ -100,6 +100,9 @@ class Finding:
     """0-based position of the turn in :attr:`Session.turns` (``None`` when no turn)."""
     part: int | None = None
     """1-based number of the part within the turn, when one is named."""
+    entry: int | None = None
+    """1-based number of the ``errors`` entry or the ``permissions`` decision it reports,
+    for those kinds (their notes in the turn are linked by it)."""
 
     @property
     def where(self) -> str:
@@ -230,14 +233,17 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
     if "error" in wanted:
         for error, where in zip(session.errors, placed.errors, strict=True):
             message = _error_message(error.code, error.message)
-            add(seq, _attributed(session, "error", message, where.position, None))
+            add(seq, _attributed(session, "error", message, where.position, None, where.number))
             seq += 1
     for permission, decided in zip(session.permissions, placed.decisions, strict=True):
         kind = permission.decision
         if kind in REFUSED and kind in wanted:
             what = one_line(f"{permission.tool} {permission.path}".strip())
             message = f"permission {kind}: {what}"
-            add(seq, _attributed(session, kind, message, decided.position, decided.part))
+            found = _attributed(
+                session, kind, message, decided.position, decided.part, decided.number
+            )
+            add(seq, found)
             seq += 1
     keyed.sort(key=lambda item: item[0])
     return [finding for _, finding in keyed]
@@ -316,14 +322,20 @@ def _error_message(code: int | float | str, message: str) -> str:
 
 
 def _attributed(
-    session: Session, kind: str, message: str, position: int | None, number: int | None
+    session: Session,
+    kind: str,
+    message: str,
+    position: int | None,
+    number: int | None,
+    entry: int,
 ) -> Finding:
-    """A finding for an event placed in the turn at ``position`` (and part ``number``)."""
+    """A finding for entry ``entry`` of ``errors`` or ``permissions``, placed in the turn at
+    ``position`` (and part ``number``)."""
     if position is None:
-        return Finding(session.session_name, kind, "", message)
+        return Finding(session.session_name, kind, "", message, entry=entry)
     turn = session.turns[position]
     label = f"{turn.index}.{number}" if number is not None else str(turn.index)
-    return Finding(session.session_name, kind, label, message, position, number)
+    return Finding(session.session_name, kind, label, message, position, number, entry)
 
 
 def kind_lines(found: list[Finding], root: str, limit: int = 10) -> list[str]:

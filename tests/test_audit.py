@@ -133,13 +133,18 @@ def test_the_overview_tells_failed_calls_from_errors(tmp_path: Path) -> None:
     session = _session(turns=doc["turns"])
     facts = places.overview(session, Audit.of(session), ["#t1", "#t2"])
     assert [(e.errors, e.failed) for e in facts.outline] == [(0, 2), (0, 0)]
-    assert facts.errors == ["#t1.2", "#t1.3"] and facts.tool_errors == 2
+    assert [(f.href, f.kind, f.where) for f in facts.failures] == [
+        ("#t1.2", "tool-error", "turn 1.2"),
+        ("#t1.3", "tool-error", "turn 1.3"),
+    ]
+    assert facts.failures[0].what == "run: boom" and facts.tool_errors == 2
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     write_json(sessions / f"{MAIN}.json", doc)
     build(sessions, tmp_path / "site")
     page = page_of(tmp_path / "site", MAIN).read_text()
-    assert '<span class="jump-label">Errors and failed calls:</span>' in page
+    assert '2 failed calls)</span></h3>' in page  # "What went wrong (2 failed calls)"
+    assert page.count('<li class="failure-item fk-tool-error"><a href="#turn-1.2">') == 1
     assert re.findall(r'class="mark-error">([^<]*)<', page) == ["2 failed"]
     assert "<dt>Errors</dt><dd>0</dd>" in page
     text = export_markdown_text(session)

@@ -442,9 +442,14 @@ def test_a_refused_call_is_its_refusal_not_also_a_tool_error() -> None:
     s = _session(
         turns=[turn(1, refused, failed, started_at=T.format(0), ended_at=T.format(9))],
         permissions=[
-            {"tool": "file_write", "action": "ask", "decision": "declined", "path": "/p/.env",
-             "timestamp": T.format(2)},
-        ],  # fmt: skip
+            {
+                "tool": "file_write",
+                "action": "ask",
+                "decision": "declined",
+                "path": "/p/.env",
+                "timestamp": T.format(2),
+            },
+        ],
     )
     found = gate.session_findings(s)
     assert [(f.kind, f.turn) for f in found] == [("declined", "1.1"), ("tool-error", "1.2")]

@@ -237,7 +237,7 @@ def test_a_theme_template_renders_its_own_tool(tmp_path: Path) -> None:
     renderer = html.HtmlRenderer(Theme.load(str(theme)))
     out = renderer.render_turn(session, session.turns[0], [], None).html
     assert '<p class="deploy">Deploy to &lt;script&gt;' in out
-    assert "Input as written (JSON)" in out  # the full input stays reachable
+    assert "As written: the input" in out  # the full input stays reachable
 
 
 def _diff_html_reference(text: str) -> str:

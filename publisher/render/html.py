@@ -51,6 +51,10 @@ from .contexts import (
 from .places import error_code
 from .text import TERMINAL_CONTROL_RE, json_text
 
+#: A part's or turn's extra fields whose JSON is longer than this (characters) are published
+#: in the turn's side file (``fields-3.json``, linked), not inline: the raw records an
+#: importer keeps were four fifths of the HTML of a real Claude Code session's page.
+EXTRA_INLINE_CHARS = 600
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
 COLLAPSE_CHARS = 3000
 COLLAPSE_LINES = 40
@@ -282,6 +286,7 @@ class HtmlRenderer:
         sub-session)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
+        side = _SideFields(f"fields-{anchor.removeprefix('turn-')}.json", externalize)
         parts = []
         for number, part in enumerate(turn.parts, start=1):
             output = None
@@ -309,11 +314,15 @@ class HtmlRenderer:
                         else None
                     ),
                     sub_session=spawned,
+                    extra_file=side.add(str(number), part.extra),
                     sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
                 )
             )
+        turn_extra_file = side.add("turn", turn.extra)
+        side.write(files)
         context = TurnView(
             turn=turn,
+            extra_file=turn_extra_file,
             anchor=anchor,
             boundaries=boundaries,
             parts=parts,
@@ -369,6 +378,30 @@ def _escape_control(match: re.Match[str]) -> str:
     return char.encode("unicode_escape").decode("ascii")
 
 
+@dataclass(slots=True)
+class _SideFields:
+    """The extra fields of a turn's parts (and of the turn) too long to show inline
+    (:data:`EXTRA_INLINE_CHARS`), gathered for the turn's side file ``name``."""
+
+    name: str
+    """The side file's name in the session folder (``fields-3.json``)."""
+    externalize: bool
+    """False for a page that stands alone (the single-file export): all stay inline."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Part number (or ``turn``) → its extra fields, as written."""
+
+    def add(self, key: str, extra: dict[str, Any]) -> str:
+        """The side file's name when ``extra`` goes to it, else "" (shown inline)."""
+        if not (self.externalize and extra) or len(json_text(extra)) <= EXTRA_INLINE_CHARS:
+            return ""
+        self.fields[key] = extra
+        return self.name
+
+    def write(self, files: dict[str, str]) -> None:
+        if self.fields:
+            files[self.name] = json_text(self.fields) + "\n"
+
+
 def _output_view(
     turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
 ) -> OutputView:
@@ -379,7 +412,15 @@ def _output_view(
     # An ASCII text (told in constant time) is as many bytes as characters: no encoding.
     size = len(output) if output.isascii() else len(output.encode("utf-8", "surrogatepass"))
     collapsed = len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES
-    mode = "diff" if tools.looks_like_diff(output) else "ansi" if tools.has_ansi(output) else "text"
+    mode = (
+        "diff"
+        if tools.looks_like_diff(output)
+        else "ansi"
+        if tools.has_ansi(output)
+        else "numbered"
+        if tools.looks_numbered(output)
+        else "text"
+    )
     if externalize and len(output) > EXTERNAL_CHARS:
         name = f"output-{turn.index}.{number}.txt"
         files[name] = output
@@ -477,6 +518,8 @@ def _output_filter(ctx: Context, text: str, mode: str = "text") -> Markup:
         return Markup(tools.diff_html(text))
     if mode == "ansi":
         return Markup(tools.ansi_html(text))
+    if mode == "numbered":
+        return Markup(tools.numbered_html(text))
     return Markup(markup.escape_text(text, ctx.get("resolve_ref")))
 
 

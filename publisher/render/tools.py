@@ -134,8 +134,11 @@ def edit_diff(path: str, old: str, new: str) -> str:
     """A unified diff of ``old`` → ``new`` (empty when too large to diff)."""
     if len(old) + len(new) > DIFF_LIMIT:
         return ""
+    # git's a/ and b/ mark a path relative to the repository; an absolute path (Claude Code
+    # writes them) is shown as it is, not as ``a//home/…``.
+    before, after = (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
     lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=3
+        old.splitlines(), new.splitlines(), before, after, lineterm="", n=3
     )
     return "\n".join(lines)
 
@@ -483,6 +486,44 @@ def diff_html(text: str) -> str:
 
 
 _SGR_RE = re.compile("\x1b\\[([0-9;]*)m")
+
+
+#: A line as Claude Code's Read (``cat -n`` with an arrow) gives it: ``     12→text``.
+_NUMBERED_LINE = re.compile(r" {0,10}(\d{1,9})\u2192")
+#: How many of an output's first lines are looked at to tell it is numbered.
+NUMBERED_PROBE = 20
+
+
+def looks_numbered(text: str) -> bool:
+    """True when ``text`` is a file read with its line numbers (``     1→…``): every one of
+    its first :data:`NUMBERED_PROBE` lines (blank last lines aside) starts with one."""
+    lines = text[:8192].split("\n", NUMBERED_PROBE)[:NUMBERED_PROBE]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return bool(lines) and all(_NUMBERED_LINE.match(line) for line in lines)
+
+
+def numbered_html(text: str) -> str:
+    """A numbered file read as lines beside a gutter of their numbers (the numbers outside
+    the text, so a wrapped line stays right of them on a phone and a copy takes only the
+    file's text); a line without a number (the output's own note) is a line of its own."""
+    out = []
+    widest = 1
+    for line in text.split("\n"):
+        match = _NUMBERED_LINE.match(line)
+        if match is None:
+            out.append(
+                f'<span class="nl"><span class="lc">{escape(line, quote=False)}</span></span>'
+            )
+            continue
+        content = escape(line[match.end() :], quote=False)
+        widest = max(widest, len(match.group(1)))
+        out.append(
+            f'<span class="nl"><span class="ln" data-n="{match.group(1)}"></span>'
+            f'<span class="lc">{content}</span></span>'
+        )
+    body = visible_controls("".join(out))
+    return f'<span class="numbered nd-{min(widest, 9)}">{body}</span>'
 
 
 def has_ansi(text: str) -> bool:
