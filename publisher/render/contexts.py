@@ -254,6 +254,18 @@ class FailureLink:
 
 
 @dataclass(slots=True, frozen=True)
+class ChangedFile:
+    """A file the run changed, with the calls that changed it (the overview's list)."""
+
+    path: str
+    """The file as the calls name it."""
+    shown: str
+    """How the list shows it: relative to the session's working folder when it is inside."""
+    calls: list[tuple[str, str, str]]
+    """Each call that changed it, in order: (its place ``3.2``, link, action)."""
+
+
+@dataclass(slots=True, frozen=True)
 class Overview:
     """The facts at the top of a session page."""
 
@@ -280,6 +292,8 @@ class Overview:
     bars: list[tuple[str, str, str, str]]
     """The timeline: (x, width) in a 1000-wide box as text, status (``idle`` for a gap),
     its title."""
+    changes: list[ChangedFile] = field(default_factory=list)
+    """The files its tool calls changed (:func:`.tools.changes_of`), by first change."""
 
 
 @dataclass(slots=True, frozen=True)

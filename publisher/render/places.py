@@ -10,8 +10,16 @@ from datetime import datetime
 
 from ..audit import DECISION_RULES, ERROR_RULES, Audit
 from ..model import Session
-from . import view
-from .contexts import DecisionNote, ErrorNote, FailureLink, OutlineEntry, Overview, Placed
+from . import tools, view
+from .contexts import (
+    ChangedFile,
+    DecisionNote,
+    ErrorNote,
+    FailureLink,
+    OutlineEntry,
+    Overview,
+    Placed,
+)
 from .text import FIRST_LINE_RE
 
 OUTLINE_TURNS = 150
@@ -154,6 +162,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     ]
     tally = Tally.of(found)
     return Overview(
+        changes=changed_files(session, hrefs),
         outcome=turns[-1].status if turns else "",
         span=view.format_duration(view.seconds_between(first_start, last_end)),
         work=view.format_duration(work) if turns else "-",
@@ -185,6 +194,21 @@ def _what(kind: str, message: str) -> str:
     if message.startswith("status running"):
         return "the run never finished"
     return _STATUS_WHAT.get(message, message)
+
+
+def changed_files(session: Session, hrefs: Sequence[str]) -> list[ChangedFile]:
+    """The files the session's calls changed (:func:`.tools.changes_of`), each with the
+    calls that changed it, in the order of their first change."""
+    base = view.workspace(session)
+    by_path: dict[str, list[tuple[str, str, str]]] = {}
+    for change in tools.changes_of(session):
+        turn = session.turns[change.position]
+        where = f"{turn.index}.{change.number}"
+        href = f"{hrefs[change.position]}.{change.number}"
+        by_path.setdefault(change.path, []).append((where, href, change.action))
+    return [
+        ChangedFile(path, view.relative_to(path, base), calls) for path, calls in by_path.items()
+    ]
 
 
 FAILURE_CHARS = 140

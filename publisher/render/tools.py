@@ -30,7 +30,7 @@ from html import escape
 from importlib.metadata import entry_points
 
 from ..audit import Delegation
-from ..model import JSON, ToolPart
+from ..model import JSON, Session, ToolPart
 from .text import TERMINAL_CONTROL_RE, has_controls
 
 
@@ -228,6 +228,56 @@ def _delegate(part: ToolPart) -> ToolView | None:
     task = _s(d.get("task")) or _s(d.get("description")) or _s(d.get("prompt"))
     target = delegate_target(part)
     return ToolView("delegate", role=role, task=task, target=target)
+
+
+@dataclass(slots=True, frozen=True)
+class Change:
+    """A file a tool call changed (an edit, a write, a patch), as the overview lists it."""
+
+    path: str
+    """The file, as the call names it."""
+    action: str
+    """``edited``, ``written``, ``patched``, ``added``, ``deleted`` or ``moved``."""
+    position: int
+    """0-based position of the call's turn in the session."""
+    number: int
+    """1-based number of the call in its turn."""
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+_PATCH_ACTIONS = {"Add": "added", "Update": "patched", "Delete": "deleted"}
+
+
+def changes_of(session: Session) -> list[Change]:
+    """The files the session's tool calls changed, in file order: edits, writes and patches
+    whose call returned without an error (a failed or unfinished call changed nothing that
+    the log can vouch for). A patch names each file it adds, updates, deletes or moves."""
+    found = []
+    for position, turn in enumerate(session.turns):
+        for number, part in enumerate(turn.parts, start=1):
+            if not isinstance(part, ToolPart) or part.output is None or part.is_error:
+                continue
+            view = friendly(part)
+            if view is None or view.kind not in ("diff", "write"):
+                continue
+            if view.path:
+                action = (
+                    "written" if view.kind == "write" else "edited" if _is_edit(part) else "patched"
+                )
+                found.append(Change(view.path, action, position, number))
+                continue
+            for match in _PATCH_FILE.finditer(view.diff[:DIFF_LIMIT]):
+                if match.group(3):
+                    found.append(Change(match.group(3), "moved", position, number))
+                else:
+                    action = _PATCH_ACTIONS[match.group(1)]
+                    found.append(Change(match.group(2), action, position, number))
+    return found
+
+
+def _is_edit(part: ToolPart) -> bool:
+    """True for a call read by the edit view (old text → new text)."""
+    return REGISTRY.get(part.name) is _edit
 
 
 def delegate_role(part: ToolPart) -> str:

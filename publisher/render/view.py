@@ -78,6 +78,21 @@ def origin(session: Session) -> Origin | None:
     return Origin(agent if isinstance(agent, str) else "", path if isinstance(path, str) else "")
 
 
+def workspace(session: Session) -> str:
+    """The folder the session worked in, when its log says it (an imported session's
+    ``imported_from.cwd``), else ""."""
+    found = session.extra.get("imported_from")
+    cwd = found.get("cwd") if isinstance(found, dict) else None
+    return cwd.rstrip("/") if isinstance(cwd, str) and cwd.startswith("/") else ""
+
+
+def relative_to(path: str, base: str) -> str:
+    """``path`` relative to folder ``base`` when it is inside it, else as it is."""
+    if base and path.startswith(base + "/") and len(path) > len(base) + 1:
+        return path[len(base) + 1 :]
+    return path
+
+
 def parse_time(value: str) -> datetime | None:
     """An ISO 8601 timestamp, or None when it is empty or malformed."""
     if not value or len(value) > 64:
