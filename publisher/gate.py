@@ -188,8 +188,11 @@ def findings(
     return out
 
 
-def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[Finding]:
-    """The findings of ``kinds`` in one session (its sub-sessions are not read)."""
+def session_findings(
+    session: Session, kinds: Collection[str] = KINDS, audit: Audit | None = None
+) -> list[Finding]:
+    """The findings of ``kinds`` in one session (its sub-sessions are not read; ``audit``:
+    the session's :class:`.audit.Audit`, when the caller has it)."""
     wanted = frozenset(kinds)
     name = session.session_name
     keyed: list[tuple[tuple[int, int, int, int, int], Finding]] = []
@@ -201,7 +204,7 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
         keyed.append((key, finding))
 
     # Errors and permission decisions, placed by the rules of :mod:`.audit`.
-    placed = Audit.of(session)
+    placed = audit or Audit.of(session)
     refused = {
         (decided.position, decided.part)
         for permission, decided in zip(session.permissions, placed.decisions, strict=True)

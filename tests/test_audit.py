@@ -143,7 +143,7 @@ def test_the_overview_tells_failed_calls_from_errors(tmp_path: Path) -> None:
     write_json(sessions / f"{MAIN}.json", doc)
     build(sessions, tmp_path / "site")
     page = page_of(tmp_path / "site", MAIN).read_text()
-    assert '2 failed calls)</span></h3>' in page  # "What went wrong (2 failed calls)"
+    assert "2 failed calls)</span></h3>" in page  # "What went wrong (2 failed calls)"
     assert page.count('<li class="failure-item fk-tool-error"><a href="#turn-1.2">') == 1
     assert re.findall(r'class="mark-error">([^<]*)<', page) == ["2 failed"]
     assert "<dt>Errors</dt><dd>0</dd>" in page

@@ -438,7 +438,10 @@ def test_a_blank_prompt_or_answer_says_what_it_holds(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("imported_from", "shown"),
     [
-        ({"agent": "codex", "path": "/logs/r.jsonl"}, "Codex CLI <code>/logs/r.jsonl</code>"),
+        (
+            {"agent": "codex", "path": "/logs/r.jsonl"},
+            'Codex CLI <code class="origin-path" title="/logs/r.jsonl">…/r.jsonl</code>',
+        ),
         ({"agent": "<b>x</b>", "path": 5}, "&lt;b&gt;x&lt;/b&gt;"),
         ({}, "another agent"),
         ("not an object", None),

@@ -37,6 +37,7 @@ from markupsafe import Markup
 from ..compare import CallChange, TurnComparison
 from ..gate import Tally
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
+from ..outcome import Outcome
 from .markup import RefResolver
 from .tools import ToolView
 from .view import Boundary
@@ -132,6 +133,8 @@ class PartView:
     "" for other parts and for a call that spawned none."""
     sub_url: str | None = None
     """The page of the sub-session a delegate call spawned, when it is in the archive."""
+    sub_outcome: Outcome | None = None
+    """What that sub-session did, with the sessions below it, when it is in the archive."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -186,6 +189,26 @@ class SessionLink:
     """Its page relative to this page, or ``None`` when it is not in the archive."""
     role: str = ""
     """Its role (shown for sub-sessions; empty when unknown)."""
+
+
+@dataclass(slots=True, frozen=True)
+class SubAgent:
+    """A sub-session as its caller's overview lists it: in the order it was called."""
+
+    name: str
+    """Its session name."""
+    url: str | None
+    """Its page relative to this page, or ``None`` when it is not in the archive."""
+    role: str
+    """The role it ran as (its ``role``, else the one its call asked for)."""
+    task: str
+    """The first line of the task its call gave it ("" when no call names it)."""
+    call: str | None
+    """The link to the call that spawned it, or ``None``."""
+    call_label: str = ""
+    """That call's place, ``3.2``."""
+    outcome: Outcome | None = None
+    """What it did, with the sessions below it (``None``: not in the archive)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -289,6 +312,8 @@ class Overview:
     """The findings counted by kind."""
     tool_errors: int
     """Tool calls that failed (a refused call is its refusal)."""
+    calls: int
+    """Its tool calls."""
     bars: list[tuple[str, str, str, str]]
     """The timeline: (x, width) in a 1000-wide box as text, status (``idle`` for a gap),
     its title."""
@@ -314,6 +339,13 @@ class SessionPage:
     """True when the parent chain loops (it is cut where it repeats)."""
     children: list[SessionLink] = field(default_factory=list)
     """Sub-sessions."""
+    sub_agents: list[SubAgent] = field(default_factory=list)
+    """Its sub-sessions in the order they were called (then those no call names), with
+    what each did."""
+    below: Outcome | None = None
+    """What every session below it did, added up (``None`` when it has none)."""
+    with_below: Outcome | None = None
+    """What it and every session below it did (``None`` when it has none below)."""
     decision_counts: list[DecisionCount] = field(default_factory=list)
     """Permission decisions counted, sorted by decision."""
     tool_calls: int = 0

@@ -34,6 +34,7 @@ from markupsafe import Markup, escape
 
 from .. import __version__
 from ..model import Session, ToolPart, Turn
+from ..outcome import Outcome
 from ..theme import Theme
 from . import markup, tools, view
 from .contexts import (
@@ -271,6 +272,7 @@ class HtmlRenderer:
         sections: str = "",
         sub_urls: dict[str, str] | None = None,
         targets: dict[int, str] | None = None,
+        sub_outcomes: dict[str, Outcome] | None = None,
         previous: Turn | None = None,
         ids: str = "",
     ) -> RenderedTurn:
@@ -281,7 +283,8 @@ class HtmlRenderer:
         the page that holds the Errors and Permissions sections (``""``: this one);
         ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name, and
         ``targets`` which sub-session each call spawned, by part number
-        (:func:`publisher.audit.match_delegations`);
+        (:func:`publisher.audit.match_delegations`), and ``sub_outcomes`` what each of those
+        did (by name);
         ``ids`` what the ids of the session's sections start with (a single-file export's
         sub-session)."""
         files: dict[str, str] = {}
@@ -316,6 +319,7 @@ class HtmlRenderer:
                     sub_session=spawned,
                     extra_file=side.add(str(number), part.extra),
                     sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
+                    sub_outcome=(sub_outcomes or {}).get(spawned) if spawned else None,
                 )
             )
         turn_extra_file = side.add("turn", turn.extra)

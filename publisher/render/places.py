@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..audit import DECISION_RULES, ERROR_RULES, Audit
-from ..model import Session
+from ..model import Session, ToolPart
+from ..outcome import Outcome
 from . import tools, view
 from .contexts import (
     ChangedFile,
@@ -19,6 +20,7 @@ from .contexts import (
     OutlineEntry,
     Overview,
     Placed,
+    SubAgent,
 )
 from .text import FIRST_LINE_RE
 
@@ -97,7 +99,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     from ..gate import Tally, fit, session_findings
 
     turns = session.turns
-    found = session_findings(session)
+    found = session_findings(session, audit=audit)
     marks = [Counter[str]() for _ in turns]
     failures = []
     for f in found:
@@ -173,6 +175,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
         failures=failures,
         tally=tally,
         tool_errors=tally.failed_calls,
+        calls=sum(turn.tool_count for turn in turns),
         bars=_bars(outline),
     )
 
@@ -194,6 +197,50 @@ def _what(kind: str, message: str) -> str:
     if message.startswith("status running"):
         return "the run never finished"
     return _STATUS_WHAT.get(message, message)
+
+
+def sub_agents_of(
+    session: Session,
+    targets: Sequence[str],
+    hrefs: Sequence[str],
+    children: Sequence[tuple[str, str | None, str]],
+) -> list[SubAgent]:
+    """The session's sub-sessions in the order its delegate calls spawned them (each with
+    the role and task its first call gave it and a link to that call), then those no call
+    names. ``targets``: the sub-session each delegate call spawned, in file order
+    (:func:`publisher.audit.match_delegations`); ``children``: (name, page or None, role)."""
+    from ..audit import delegations
+
+    known = {name: (url, role) for name, url, role in children}
+    listed: dict[str, SubAgent] = {}
+    for (position, number, call), target in zip(delegations(session), targets, strict=False):
+        if not target or target in listed:
+            continue
+        part = session.turns[position].parts[number - 1]
+        seen = tools.friendly(part) if isinstance(part, ToolPart) else None
+        task = FIRST_LINE_RE.search(seen.task) if seen is not None else None
+        url, role = known.get(target, (None, ""))
+        listed[target] = SubAgent(
+            name=target,
+            url=url,
+            role=role or call.role,
+            task=task.group(0).strip()[:160] if task else "",
+            call=f"{hrefs[position]}.{number}",
+            call_label=f"{session.turns[position].index}.{number}",
+        )
+    for name, url, role in children:
+        if name not in listed:
+            listed[name] = SubAgent(name=name, url=url, role=role, task="", call=None)
+    return list(listed.values())
+
+
+def own_outcome(name: str, facts: Overview) -> Outcome:
+    """What session ``name`` did by itself, from its overview (its tool calls, findings and
+    changed files), to add to what the sessions below it did."""
+    changes = tuple(
+        (name, c.path, action, href) for c in facts.changes for _, href, action in c.calls
+    )
+    return Outcome(1, facts.calls, tuple(facts.tally.by_kind.items()), changes)
 
 
 def changed_files(session: Session, hrefs: Sequence[str]) -> list[ChangedFile]:

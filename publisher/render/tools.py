@@ -244,7 +244,9 @@ class Change:
     """1-based number of the call in its turn."""
 
 
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M
+)
 _PATCH_ACTIONS = {"Add": "added", "Update": "patched", "Delete": "deleted"}
 
 

@@ -93,6 +93,13 @@ def relative_to(path: str, base: str) -> str:
     return path
 
 
+def file_part(path: str) -> str:
+    """The last part of a path as a header shows it (``…/4d5611e5.jsonl``; the whole path
+    is in its title)."""
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return f"…/{path[cut + 1 :]}" if cut > 0 and cut < len(path) - 1 else path
+
+
 def parse_time(value: str) -> datetime | None:
     """An ISO 8601 timestamp, or None when it is empty or malformed."""
     if not value or len(value) > 64:

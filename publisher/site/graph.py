@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit import Audit, Delegation, Spawn, delegations, match_delegations
 from ..model import Session
+from ..outcome import Outcome
 from ..refs import RefIndex
 from ..render import view
 from .staleness import graph_key
@@ -74,6 +75,12 @@ class Summary:
     as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
     link to the tool call, or to the turn, in the session's folder on the page that holds
     it (``page-2.html#turn-200.3``), or "")."""
+    failures: tuple[tuple[str, int], ...] = field(default=())
+    """Its findings by kind (:func:`publisher.gate.session_findings`, counted by
+    :class:`publisher.gate.Tally`), in ``KINDS`` order."""
+    changes: tuple[tuple[str, str, str], ...] = field(default=())
+    """The files its calls changed (:func:`publisher.render.tools.changes_of`): (path,
+    action, link to the call in the session's folder on the page that holds it)."""
     spawns: tuple[tuple[str, str, str, str], ...] = field(default=())
     """Its delegate calls, in file order: (the sub-session the call names or "", the role
     it asked for, its timestamp, link to the call in the session's folder on the page that
@@ -83,11 +90,13 @@ class Summary:
     @classmethod
     def of(cls, session: Session, redacted: int = 0, limits: PageLimits | None = None) -> Summary:
         """``limits``: how the session's pages are cut (where its turns are linked)."""
+        from ..gate import Tally, session_findings
         from ..render.markup import plain_inline
         from ..render.text import first_line
+        from ..render.tools import changes_of
         from ..render.view import prompt_of
 
-        audit = Audit.of(session)  # errors and decisions placed once, for both lists
+        audit = Audit.of(session)  # errors and decisions placed once, for every list
         first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
         first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
@@ -113,6 +122,11 @@ class Summary:
             origin=origin_of(session),
             error_events=error_events(session, audit, where),
             decision_events=decision_events(session, audit, where),
+            failures=tuple(Tally.of(session_findings(session, audit=audit)).by_kind.items()),
+            changes=tuple(
+                (c.path, c.action, where.href(c.position, f".{c.number}"))
+                for c in changes_of(session)
+            ),
             spawns=spawns_of(session, where),
         )
 
@@ -138,6 +152,13 @@ class Summary:
         """The summary of :meth:`to_row`'s list, as this publisher wrote it (the manifest's
         checksum vouches for it)."""
         return _shared(list(row))
+
+
+def outcome_of(summary: Summary) -> Outcome:
+    """What one session did, from its summary."""
+    name = summary.name
+    changes = tuple((name, path, action, href) for path, action, href in summary.changes)
+    return Outcome(1, summary.tool_calls, summary.failures, changes)
 
 
 MESSAGE_CHARS = 300
@@ -260,9 +281,9 @@ _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _SHARED = [
     SUMMARY_FIELDS.index(name) for name in ("kind", "role", "version", "last_status", "origin")
 ]
-_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS = (
+_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS, _FAILURES, _CHANGES = (
     SUMMARY_FIELDS.index(name)
-    for name in ("decisions", "error_events", "decision_events", "spawns")
+    for name in ("decisions", "error_events", "decision_events", "spawns", "failures", "changes")
 )
 
 
@@ -283,6 +304,8 @@ def _shared(row: list[Any]) -> Summary:
     row[_SPAWNS] = tuple(
         (named, intern(role), stamp, href) for named, role, stamp, href in row[_SPAWNS]
     )
+    row[_FAILURES] = tuple((intern(kind), n) for kind, n in row[_FAILURES])
+    row[_CHANGES] = tuple((path, intern(action), href) for path, action, href in row[_CHANGES])
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
     row[_ERROR_EVENTS] = tuple(
         (sort, time, turn, anchor, intern(code), message)
@@ -297,6 +320,8 @@ def _shared(row: list[Any]) -> Summary:
 
 _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
+    "failures": (str, int),
+    "changes": (str, str, str),
     "error_events": (str,) * 6,
     "decision_events": (str,) * 8,
     "spawns": (str, str, str, str),
@@ -324,6 +349,9 @@ class ShapeMemo:
     runs: dict[str, list[tuple[str, str]]] | None = None
     """Role → (created_at, name) of its sessions, unsorted: one pass over every session
     the first time a series is asked, not one a role."""
+    callers: dict[str, set[str]] | None = None
+    """Session name → the sessions that name it as a sub-session or as its parent (made on
+    first use: :meth:`Graph.ancestors`)."""
     row_groups: dict[int, list[list[str]]] = field(default_factory=dict)
     """Shard count → the session names of each row shard of the index, sorted (made by
     the index stage)."""
@@ -414,6 +442,50 @@ class Graph:
                 after = runs[i + 1][1] if i + 1 < len(runs) else ""
                 series[run] = (before, after)
         return series.get(name, ("", ""))
+
+    def outcome(self, name: str) -> Outcome:
+        """What session ``name`` and every session below it did (each counted once,
+        cycles cut)."""
+        return self._subtree(name, set())
+
+    def below(self, name: str) -> Outcome:
+        """What the sessions below ``name`` did (each counted once, cycles cut)."""
+        seen = {name}
+        total = Outcome()
+        for child in self.children(name):
+            total = total.plus(self._subtree(child, seen))
+        return total
+
+    def _subtree(self, name: str, seen: set[str]) -> Outcome:
+        if name in seen or name not in self.all:
+            return Outcome()
+        seen.add(name)
+        total = outcome_of(self.summaries[name])
+        for child in self.children(name):
+            total = total.plus(self._subtree(child, seen))
+        return total
+
+    def ancestors(self, name: str) -> set[str]:
+        """Every session above ``name``: its callers (by ``parent_id`` or a declared
+        sub-session), theirs, and so on (cycle-safe)."""
+        memo = self.memo
+        if memo.callers is None:
+            callers: dict[str, set[str]] = {}
+            for brief in self.all.values():
+                if brief.parent_id:
+                    callers.setdefault(brief.name, set()).add(brief.parent_id)
+                for child in brief.links[0] if brief.links else ():
+                    callers.setdefault(child, set()).add(brief.name)
+            memo.callers = callers
+        found: set[str] = set()
+        stack = [name]
+        while stack:
+            for caller in memo.callers.get(stack.pop(), ()):
+                if caller not in found:
+                    found.add(caller)
+                    stack.append(caller)
+        found.discard(name)
+        return found
 
     def delegated(self, name: str) -> tuple[str, ...]:
         """The sub-session each delegate call of session ``name`` spawned ("" for none), in

@@ -380,12 +380,15 @@ def facts_key(
     series: tuple[str, str] = ("", ""),
     spawned_at: str = "",
     delegated: tuple[str, ...] = (),
+    outcomes: object = (),
+    below: object = None,
 ) -> str:
     """The key of what a session's pages show about other sessions (``series``: the
     previous and next run of its role's series; ``spawned_at``: the call that spawned it;
-    ``delegated``: the sub-session each of its delegate calls spawned)."""
+    ``delegated``: the sub-session each of its delegate calls spawned; ``outcomes`` and
+    ``below``: what its sub-sessions did)."""
     values = (lineage, lineage_cycle, children, sorted(refs.items()), series, spawned_at)
-    return hashlib.sha256(pickle.dumps((*values, delegated))).hexdigest()
+    return hashlib.sha256(pickle.dumps((*values, delegated, outcomes, below))).hexdigest()
 
 
 def refs_key(refs: dict[str, str]) -> str:
@@ -452,20 +455,22 @@ def session_stale(
     same_graph: bool,
     facts_then: str,
     compared_changed: bool = False,
+    below_changed: bool = False,
     facts_now: Callable[[], str],
     outputs_present: Callable[[], bool],
 ) -> bool:
     """The rule for rendering a session's pages again: the build key changed, the file's
     content changed, the content of the previous run of its series changed (its comparison
-    page shows both: ``compared_changed``), the archive's shape changed and with it the facts
-    its pages show (``facts_now()`` differs from ``facts_then``: computed only when the graph
-    changed), or its folder in the site is not as the last build left it
+    page shows both: ``compared_changed``), the archive's shape changed, or the content of a
+    session below it did (its pages show what its sub-sessions did: ``below_changed``), and
+    with it the facts its pages show (``facts_now()`` differs from ``facts_then``: computed
+    only then), or its folder in the site is not as the last build left it
     (``outputs_present``: :func:`folder_intact`)."""
     return (
         not same_key
         or content_changed
         or compared_changed
-        or (not same_graph and facts_now() != facts_then)
+        or ((not same_graph or below_changed) and facts_now() != facts_then)
         or not outputs_present()
     )
 

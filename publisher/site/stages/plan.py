@@ -196,6 +196,12 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
         brief = sources.brief(name)
         if brief.loaded and published.get(brief.name) == name:
             next_of_changed.add(graph.series(brief.name)[1])
+    # Sessions above a changed one: their pages show what it did.
+    above_changed: set[str] = set()
+    for name in scanned.changed:
+        brief = sources.brief(name)
+        if brief.loaded and published.get(brief.name) == name:
+            above_changed |= graph.ancestors(brief.name)
     # One stat a session folder (none when the key changed: every session is rendered),
     # and the rule asked only of the sessions it may concern.
     disturbed = (
@@ -214,7 +220,10 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
         same_key=same_key,
         same_graph=same_graph,
         touched=chain(
-            (sources.brief(name).name for name in scanned.changed), next_of_changed, disturbed
+            (sources.brief(name).name for name in scanned.changed),
+            next_of_changed,
+            above_changed,
+            disturbed,
         ),
     )
     jobs: list[RenderJob] = []
@@ -231,8 +240,11 @@ def plan(ctx: BuildContext, previous: Manifest, scanned: Scan) -> Plan:
             same_key=same_key,
             content_changed=name in scanned.changed,
             compared_changed=session in next_of_changed,
+            below_changed=session in above_changed,
             same_graph=same_graph,
-            facts_then="" if same_graph else sources.brief(name).facts_key,
+            facts_then=(
+                sources.brief(name).facts_key if not same_graph or session in above_changed else ""
+            ),
             facts_now=partial(_facts_key, graph, sources, name),
             outputs_present=partial(operator.not_, session in disturbed),
         )
