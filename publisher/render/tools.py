@@ -564,16 +564,11 @@ def numbered_html(text: str) -> str:
     for line in text.split("\n"):
         match = _NUMBERED_LINE.match(line)
         if match is None:
-            out.append(
-                f'<span class="nl"><span class="lc">{escape(line, quote=False)}</span></span>'
-            )
+            out.append(f'<span class="nl"><span>{escape(line, quote=False)}</span></span>')
             continue
-        content = escape(line[match.end() :], quote=False)
         widest = max(widest, len(match.group(1)))
-        out.append(
-            f'<span class="nl"><span class="ln" data-n="{match.group(1)}"></span>'
-            f'<span class="lc">{content}</span></span>'
-        )
+        number, content = match.group(1), escape(line[match.end() :], quote=False)
+        out.append(f'<span class="nl" data-n="{number}"><span>{content}</span></span>')
     body = visible_controls("".join(out))
     return f'<span class="numbered nd-{min(widest, 9)}">{body}</span>'
 

@@ -27,7 +27,7 @@ from ..archive import ArchiveError
 from ..redact import Redactor
 from ..theme import Theme
 from ..write import is_inside
-from . import staleness
+from . import staleness, urls
 
 if TYPE_CHECKING:
     from ..render.html import HtmlRenderer
@@ -69,9 +69,9 @@ class Tunables:
     file: 8 KB), so thousands of small ones kept cost more memory than time saved (20,000
     sessions of 3.5 KB: the largest worker held 120 MB against 40 MB with none kept, and
     the build took as long)."""
-    page_turns: int = 150
+    page_turns: int = urls.PAGE_TURNS
     """A session page holds at most this many turns (shapes the output)."""
-    page_bytes: int = 2_000_000
+    page_bytes: int = urls.PAGE_BYTES
     """... and about this many bytes of turns at most (shapes the output)."""
     sessions_per_shard: int = 32
     """Search: a shard holds at most this many sessions on average (until max_shards)."""
