@@ -350,3 +350,43 @@ def test_the_single_file_export_shows_what_its_sub_agents_did(
     # The fixer's own section says what its sub-agent did.
     fixer = text[text.index(f'id="s-{FIXER.rsplit("_", 1)[-1]}"') :]
     assert 'With its sub-agents: <span class="outcome-line">4 calls: ' in fixer
+
+
+@pytest.mark.site
+def test_a_sub_agents_report_is_markdown_folded_after_its_first_lines(
+    tmp_path: Path, write_session: Writer
+) -> None:
+    report = "## Findings\n\nThe **cache** is stale.\n\n" + "".join(
+        f"- item {i} <script>x</script>\n" for i in range(30)
+    )
+    short = "All *good*."
+    write_session(
+        session_doc(
+            PARENT,
+            turns=[
+                turn(
+                    1, part("user", "look"),
+                    part("tool", name="Task", input={"subagent_type": "Explore", "prompt": "p"},
+                         output=report),
+                    part("tool", name="Task", input={"subagent_type": "Explore", "prompt": "q"},
+                         output=short),
+                )
+            ],
+        )
+    )  # fmt: skip
+    out = tmp_path / "site"
+    build(tmp_path / "proj" / ".polyglav" / "sessions", out)
+    page = page_of(out, PARENT).read_text(encoding="utf-8")
+    long_card = page[page.index('id="turn-1.2"') : page.index('id="turn-1.3"')]
+    head = long_card[long_card.index('<div class="report md">') :]
+    head = head[: head.index("</div>")]
+    assert "<h4>Findings</h4>" in head and "<strong>cache</strong>" in head
+    assert "item 0" not in head  # folded after the first paragraphs
+    assert (
+        '<details class="report-rest"><summary>The whole report (34 lines)</summary>' in long_card
+    )
+    assert "item 29 &lt;script&gt;" in long_card and "<script>x" not in long_card
+    short_card = page[page.index('id="turn-1.3"') :]
+    short_card = short_card[: short_card.index("</article>")]
+    assert '<div class="report md"><p>All <em>good</em>.</p>' in short_card
+    assert "report-rest" not in short_card

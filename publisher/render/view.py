@@ -291,6 +291,37 @@ def tool_state(part: ToolPart) -> str:
     return "error" if part.is_error else "ok"
 
 
+REPORT_LINES = 8
+"""A sub-agent's report shows this many lines (to a paragraph's end) before it folds."""
+
+
+@dataclass(slots=True, frozen=True)
+class Report:
+    """A delegate call's output read as its sub-agent's report (Markdown)."""
+
+    head: str
+    """What shows before the fold: its first lines, cut at a paragraph's end when one is
+    among them (the whole report when it is short)."""
+    folded: bool
+    """True when there is more than :attr:`head`."""
+
+
+def report_of(part: ToolPart) -> Report | None:
+    """A delegate call's result as its sub-agent's report, rendered as the Markdown it is
+    and folded after its first lines; None for an error or no output (shown as output)."""
+    text = part.output
+    if not text or part.is_error:
+        return None
+    lines = text.split("\n", REPORT_LINES + 4)
+    if len(lines) <= REPORT_LINES + 4:
+        return Report(text, False)
+    head = lines[:REPORT_LINES]
+    blank = max((i for i, line in enumerate(head) if not line.strip()), default=0)
+    if blank >= 2:
+        head = head[:blank]
+    return Report("\n".join(head), True)
+
+
 def tool_notes(part: ToolPart) -> list[str]:
     """Notes about serialization-time transforms visible in the persisted output."""
     notes = []
