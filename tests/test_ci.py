@@ -1284,3 +1284,20 @@ def test_attribution_stays_fast_for_many_events_and_calls() -> None:
     assert len(found) == 2 * n
     assert [f.turn for f in found if f.kind == "denied"][:3] == ["1.1", "1.2", "1.3"]
     assert elapsed < 10, elapsed  # quadratic matching would take minutes
+
+
+#: Bidirectional overrides, isolates and marks, zero-width and invisible characters: a
+#: forge shows none of them, and a right-to-left override reverses what a reviewer reads.
+FORMAT_CHARS = "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff"
+
+
+@pytest.mark.parametrize("char", list(FORMAT_CHARS), ids=lambda c: f"U+{ord(c):04X}")
+def test_summary_shows_invisible_and_bidirectional_characters_as_escapes(char: str) -> None:
+    """``git push origin main<U+202E>niam/nigiro`` would read reversed on a forge: every such
+    character is shown as ``\\uNNNN`` wherever the summary quotes the session."""
+    text = f"run {char}tset{char} ok"
+    members = _hostile_members(text)
+    for base in (None, SITE):
+        out = summary.ci_summary(members, frozenset(gate.KINDS), base)
+        assert char not in out
+        assert f"\\u{ord(char):04x}" in out
