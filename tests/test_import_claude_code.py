@@ -24,6 +24,7 @@ from tests.import_helpers import (
     assert_renders,
     contents,
     loaded,
+    quiet_copy,
     run_import,
     sessions_dir,
     snapshot,
@@ -104,14 +105,15 @@ def test_real_sample_imports_links_and_renders(tmp_path: Path) -> None:
 
 def test_import_twice_is_import_once_and_unchanged_sources_are_skipped(tmp_path: Path) -> None:
     project = tmp_path / "p"
-    assert run_import("claude-code", REAL, project=project)[0] == 0
+    real = quiet_copy(REAL, tmp_path / "real")
+    assert run_import("claude-code", real, project=project)[0] == 0
     first = snapshot(project)
-    code, err = run_import("claude-code", REAL, project=project)
+    code, err = run_import("claude-code", real, project=project)
     assert code == 0 and "skipped (source unchanged)" in err and " 2 skipped" in err
     assert snapshot(project) == first
     # a state lost: converted again, the same bytes
     (project / ".polyglav" / "import-state.json").unlink()
-    code, err = run_import("claude-code", REAL, project=project)
+    code, err = run_import("claude-code", real, project=project)
     assert code == 0 and "0 session files written" in err
     assert snapshot(project) == first
     assert not any(p.name == "import-state.json" for p in sessions_dir(project).iterdir())
