@@ -7,7 +7,8 @@ kind                    found when
 ======================  =================================================================
 ``error``               an entry of the session's ``errors`` array, or a turn whose status
                         is ``error``
-``tool-error``          a tool part whose result has ``is_error: true``
+``tool-error``          a tool part whose result has ``is_error: true`` (not one the person
+                        stopped, ``interrupted``: its turn's ``cancelled`` status counts it)
 ``denied``              a permission decision ``denied`` (blocked by policy)
 ``declined``            a permission decision ``declined`` (the user refused an ask)
 ``truncated``           a turn whose status is ``truncated``
@@ -197,7 +198,7 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
             seq += 1
         if "tool-error" in wanted:
             for number, part in enumerate(turn.parts, start=1):
-                if isinstance(part, ToolPart) and part.output is not None and part.is_error:
+                if isinstance(part, ToolPart) and part.failed:
                     add(seq, _tool_error(name, turn, position, number, part))
                     seq += 1
 

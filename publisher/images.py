@@ -15,9 +15,10 @@ import base64
 import binascii
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .model import Image
+from .model import Image, ImagePart, Session, ToolPart
 
 #: Largest decoded image published (bytes): a bigger one is a placeholder saying its size.
 MAX_BYTES = 5 * 1024 * 1024
@@ -33,6 +34,10 @@ RASTER: dict[str, tuple[tuple[bytes, ...], str]] = {
     "image/gif": ((b"GIF87a", b"GIF89a"), "gif"),
     "image/webp": ((b"RIFF",), "webp"),
 }
+
+NAMES = {"png": "PNG", "jpg": "JPEG", "gif": "GIF", "webp": "WebP"}
+#: The folder of a session's pages its images are published in.
+FOLDER = "images"
 
 _BASE64_RE = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
 #: Characters of the digest a file is named by (128 bits: collisions are not a concern).
@@ -53,10 +58,12 @@ class ImageFacts:
     """The file it is published as (``<digest>.png``), None when it is not published."""
     problem: str
     """Why it is not shown (one line), "" when it is."""
+    checked_type: str = ""
+    """The media type its bytes were checked against (``image/png``), "" when not shown."""
 
     @property
     def label(self) -> str:
-        """``image/png, 12.3 KB, sha256 3f2a…``: what the export and a placeholder say."""
+        """``image/png, 1,234 bytes, sha256 3f2a…``: what the export and a placeholder say."""
         kind = self.media_type or "no media type"
         return f"{kind}, {self.size:,} bytes, sha256 {self.sha256}"
 
@@ -90,17 +97,17 @@ def examine(image: Image, cap: int = MAX_BYTES) -> tuple[ImageFacts, bytes | Non
         return ImageFacts(image.media_type, len(data), digest, None, problem), None
 
     if "svg" in declared or data.lstrip()[:5].lower() in (b"<svg ", b"<?xml"):
-        return refused("an SVG image is not shown (it may hold script)")
+        return refused("an SVG image (it may hold script)")
     known = RASTER.get(declared)
     if known is None:
-        return refused("not an image type pages show (PNG, JPEG, GIF, WebP)")
+        return refused("not a type pages show (PNG, JPEG, GIF, WebP)")
     magics, extension = known
     if not data.startswith(magics) or (extension == "webp" and data[8:12] != b"WEBP"):
-        return refused(f"its bytes are not a {extension.upper()} image, as its type says")
+        return refused(f"its bytes are not a {NAMES[extension]} image, as its type says")
     if len(data) > cap:
-        return refused(f"larger than the {cap // 1024:,} KB shown")
+        return refused(f"larger than the {cap // 1024:,} KB a page shows")
     name = f"{digest[:NAME_DIGITS]}.{extension}"
-    return ImageFacts(image.media_type, len(data), digest, name, ""), data
+    return ImageFacts(image.media_type, len(data), digest, name, "", declared), data
 
 
 def facts(image: Image) -> ImageFacts:
@@ -111,3 +118,23 @@ def facts(image: Image) -> ImageFacts:
 def data_uri(media_type: str, data: bytes) -> str:
     """A ``data:`` URI of checked image bytes (for the single-file export)."""
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def published(session: Session) -> Iterator[tuple[str, bytes]]:
+    """(file name, bytes) of every image of ``session`` a page shows (each once, in the
+    order they first appear): the site writes them in :data:`FOLDER` beside its pages."""
+    seen: set[str] = set()
+    for turn in session.turns:
+        for part in turn.parts:
+            found = (
+                [part.image]
+                if isinstance(part, ImagePart)
+                else part.images
+                if isinstance(part, ToolPart)
+                else []
+            )
+            for image in found:
+                facts, data = examine(image)
+                if data is not None and facts.file_name and facts.file_name not in seen:
+                    seen.add(facts.file_name)
+                    yield facts.file_name, data

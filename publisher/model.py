@@ -98,6 +98,12 @@ class ToolPart(Part):
     the turn is ``cancelled``); an extension of the format (``interrupted``)."""
 
     @property
+    def failed(self) -> bool:
+        """True when the call returned an error result (``is_error``) that is not the
+        person stopping it (:attr:`interrupted`: its turn is ``cancelled``)."""
+        return self.output is not None and self.is_error and not self.interrupted
+
+    @property
     def noise_excluded(self) -> bool:
         """True when the output is the ``noise_tools`` marker written at serialization time."""
         return self.output is not None and NOISE_MARKER_RE.match(self.output) is not None

@@ -628,8 +628,11 @@ class Converter:
                 rest["content"] = text
         elif kind == "interrupt":
             turn = self.b.turn(ts)
+            refused = self.refusals and self.refusals[-1][1] is turn
             part = self.b.part("system", ts, text=text)
-            if turn["status"] == "ok":
+            # After a rejected call, the line says the turn stopped there: an interrupt
+            # cancels it, a refusal does not (:meth:`settle` tells which it was).
+            if turn["status"] == "ok" and not refused:
                 turn["status"] = "cancelled"
         else:
             part = self.b.part("user", ts, text=text)

@@ -32,14 +32,15 @@ from jinja2.nodes import Expr
 from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
-from .. import __version__
-from ..model import Session, ToolPart, Turn
+from .. import __version__, images
+from ..model import Image, ImagePart, Session, ToolPart, Turn
 from ..theme import Theme
 from . import markup, tools, view
 from .contexts import (
     DecisionNote,
     DelegationTree,
     ErrorNote,
+    ImageView,
     IndexPage,
     IndexRow,
     OutputView,
@@ -284,6 +285,13 @@ class HtmlRenderer:
             output = None
             if isinstance(part, ToolPart) and part.output is not None:
                 output = _output_view(turn, number, part.output, externalize, files)
+            shown = (
+                [part.image]
+                if isinstance(part, ImagePart)
+                else part.images
+                if isinstance(part, ToolPart)
+                else []
+            )
             parts.append(
                 PartView(
                     part=part,
@@ -303,6 +311,7 @@ class HtmlRenderer:
                     sub_url=sub_urls.get(tools.delegate_target(part))
                     if isinstance(part, ToolPart) and sub_urls
                     else None,
+                    images=[_image_view(image, externalize) for image in shown],
                 )
             )
         context = TurnView(
@@ -407,6 +416,22 @@ TAIL_LINES = 12
 #: failure summary or an error usually is): Pagefind's time follows the text it indexes,
 #: and tool output is most of a coding agent's bytes (README, "What is indexed").
 INDEXED_LINES = 6
+
+
+def _image_view(image: Image, externalize: bool) -> ImageView:
+    """How a page shows ``image``: a file beside the page (``externalize``: the site, which
+    writes it, :func:`publisher.images.published`) or a ``data:`` URI (the single-file
+    export, up to :data:`publisher.images.MAX_INLINE_BYTES`); a placeholder when it is not
+    a raster image its bytes confirm, or is too big."""
+    facts, data = images.examine(image)
+    if data is None or facts.file_name is None:
+        return ImageView(facts, None, facts.problem)
+    if externalize:
+        return ImageView(facts, f"{images.FOLDER}/{facts.file_name}")
+    if len(data) > images.MAX_INLINE_BYTES:
+        cap = images.MAX_INLINE_BYTES // 1024
+        return ImageView(facts, None, f"larger than the {cap:,} KB a single-file export holds")
+    return ImageView(facts, images.data_uri(facts.checked_type, data))
 
 
 def _last_lines_start(text: str, count: int) -> int:

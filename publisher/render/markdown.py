@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from ..audit import ERROR_RULES, Audit
-from ..model import CommandPart, Part, Session, TextualPart, ToolPart, Turn
+from ..model import CommandPart, ImagePart, Part, Session, TextualPart, ToolPart, Turn
 from . import places, view
 from .contexts import DecisionNote
 from .places import error_code
@@ -194,7 +194,9 @@ def _part(
             label += " — **error**"
         elif state == "pending":
             label += " — pending"
-    elif part.type not in ("user", "text", "thinking", "system", "tool", "command"):
+        elif state == "interrupted":
+            label += " — interrupted"
+    elif part.type not in ("user", "text", "thinking", "system", "tool", "command", "image"):
         label += f" {inline_code(part.type)}"
     yield f"### {turn.index}.{number} {label}\n\n"
     if part.timestamp:
@@ -208,6 +210,12 @@ def _part(
     if isinstance(part, TextualPart):
         yield from code_block(part.text, TEXT_INFO[part.type])
         yield "\n"
+    elif isinstance(part, ImagePart):
+        yield f"Image: {view.image_line(part.image)}\n\n"
+        if part.image.extra:
+            yield "**Image fields** (as written):\n\n"
+            yield from code_block(json_text(part.image.extra), "json")
+            yield "\n"
     elif isinstance(part, ToolPart):
         yield "**Input:**\n\n"
         yield from code_block(json_text(part.input), "json")
@@ -216,6 +224,11 @@ def _part(
             yield f"**Output** (is_error: {'true' if part.is_error else 'false'}):\n\n"
             yield from code_block(part.output, "text")
             yield "\n"
+        for count, image in enumerate(part.images, start=1):
+            yield f"**Image {count} of the result:** {view.image_line(image)}\n\n"
+            if image.extra:
+                yield from code_block(json_text(image.extra), "json")
+                yield "\n"
         for note in view.tool_notes(part):
             yield f"_{note}_\n\n"
         if part.analysis:

@@ -113,7 +113,7 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
         for number, part in enumerate(turn.parts, start=1):
             if isinstance(part, ToolPart):
                 tools += 1
-                if part.is_error and part.output is not None:
+                if part.failed:
                     tool_errors += 1
                     failed_at[position] += 1
                     error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))

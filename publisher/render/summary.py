@@ -223,7 +223,7 @@ def ci_summary(
         1
         for turn in root.turns
         for part in turn.parts
-        if isinstance(part, ToolPart) and part.output is not None and part.is_error
+        if isinstance(part, ToolPart) and part.failed
     )
     lines.append(f"- **Tool calls:** {root.tool_calls}, {tool_errors} with an error result")
     lines.append(f"- **Errors:** {len(root.errors)}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from .. import images
 from ..audit import Audit
 from ..model import Session, ToolPart
 from ..render import places, tools, view
@@ -273,6 +274,8 @@ def render_session_pages(
             for name, text in fragment.files.items():
                 sink(f"{base}/{name}", encode_display(text))
         del fragments
+    for name, data in images.published(session):
+        sink(f"{base}/{images.FOLDER}/{name}", data)
     if previous_run is not None:
         html = comparison.render_compare_page(
             renderer,
