@@ -7,6 +7,7 @@ format)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ from publisher.gate import counts, findings
 from publisher.importers.claude_code import LIVE_SECONDS
 from publisher.loader import read_session
 from publisher.model import ImagePart, Session, TextualPart, ToolPart
-from tests.helpers import build
+from tests.helpers import build, fresh_digest, tree_digest
 from tests.import_helpers import FIXTURES, loaded, quiet_copy, run_import, runner, sessions_dir
 
 pytestmark = pytest.mark.site
@@ -398,3 +399,28 @@ def test_check_counts_what_the_logs_hold(tmp_path: Path) -> None:
         declined = got.get("declined", 0)
         assert got.get("tool-error", 0) == len(failed) + declined, (source.name, got)
         assert got.get("declined", 0) + interrupted == len(rejected), (source.name, got)
+
+
+def test_an_incremental_build_publishes_and_removes_images_as_a_full_one(tmp_path: Path) -> None:
+    """Images are files of the published folder: a changed image replaces its file, a
+    removed one's file goes, and the site equals a fresh full build's, file by file."""
+    sessions = imported(BUILT, tmp_path)
+    main = by_role(sessions)[""]
+    folder = sessions_dir(tmp_path / "p")
+    site = tmp_path / "site"
+    assert not build(folder, site).failures
+    images = site / "sessions" / main.session_name / "images"
+    before = sorted(p.name for p in images.iterdir())
+    assert len(before) == 2
+    path = folder / f"{main.session_name}.json"
+    doc = json.loads(path.read_bytes())
+    read = next(p for t in doc["turns"] for p in t["parts"] if p.get("name") == "Read")
+    del read["images"]  # the Read's image gone
+    shot = next(p for p in doc["turns"][0]["parts"] if p["type"] == "image")
+    red = base64.b64decode(shot["data"]).replace(b"IDAT", b"IDAT", 1)
+    shot["data"] = base64.b64encode(red + b"\x00").decode()  # another image (a byte more)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert not build(folder, site).failures
+    after = sorted(p.name for p in images.iterdir())
+    assert len(after) == 1 and not set(after) & set(before)
+    assert tree_digest(site) == fresh_digest(folder, tmp_path / "fresh")

@@ -174,7 +174,7 @@ ODD = {
         turns=[
             turn(
                 1,
-                {"type": "image", "url": "x.png", "timestamp": "t"},
+                {"type": "hologram", "url": "x.png", "timestamp": "t"},
                 part("user", "hi", mood="calm"),
                 weather="sunny",
             )
@@ -211,7 +211,7 @@ def test_unknown_fields_are_kept_and_shown(archive: Path, write_session: Writer)
         '"future_field"',
         '"weather": "sunny"',
         '"mood": "calm"',
-        "Unknown part `image`",
+        "Unknown part `hologram`",
         '"url": "x.png"',
     ):
         assert needle in out
