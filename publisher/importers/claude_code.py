@@ -399,11 +399,22 @@ def _image(block: JSON) -> dict[str, JSON] | None:
 
 
 def _payload(record: dict[str, JSON]) -> bytes:
-    """A digest of what a line says (its type, message, result and data): a sub-agent log's
-    line replaying the session's has the same."""
-    said = [record.get(key) for key in ("type", "message", "toolUseResult", "data")]
-    text = json.dumps(said, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    """A digest of what a line says: a sub-agent log's line replaying the session's has the
+    same. A message line's type, message and result, in their order (a replay is the same
+    object written again); a ``progress`` line's type, data type and ids (its data is most
+    of a log's bytes)."""
+    if record.get("type") == "progress":
+        data = record.get("data")
+        said: list[JSON] = [
+            "progress",
+            data.get("type") if isinstance(data, dict) else None,
+            record.get("parentToolUseID"),
+            record.get("toolUseID"),
+        ]
+    else:
+        said = [record.get(key) for key in ("type", "message", "toolUseResult")]
+    text = json.dumps(said, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _path_arg(tool_input: JSON) -> str:
