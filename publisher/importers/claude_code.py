@@ -108,9 +108,13 @@ NOTICE_TAGS = (
 """Elements the client writes into a user line (not something the person typed): a text
 block made only of them is a ``system`` note of the turn it arrived in."""
 NOTICE_OPEN_RE = re.compile(r"\s*<(" + "|".join(map(re.escape, NOTICE_TAGS)) + r")>")
-TITLE_TYPES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
-"""Lines naming a session, and the field holding the name (custom first, then summary,
-then AI title: :meth:`Converter.title`)."""
+TITLE_TYPES = {
+    "custom-title": ("customTitle", "title"),
+    "ai-title": ("aiTitle", "title"),
+    "summary": ("summary",),
+}
+"""Lines naming a session, and the fields that may hold the name (custom first, then
+summary, then AI title: :meth:`Converter.title`)."""
 REPLAY_AGENTS = {"acompact": "compaction", "aside_question": "side question"}
 """Sub-agent logs (``agent-<kind>-<id>.jsonl``) that replay the session they serve, and the
 role their sub-session gets."""
@@ -516,8 +520,8 @@ class Converter:
         if isinstance(uuid, str) and uuid in self.copies:
             self._copy_of(record, self.copies.pop(uuid))
         kind = record.get("type")
-        field_name = TITLE_TYPES.get(kind) if isinstance(kind, str) else None
-        title = record.get(field_name) if field_name else None
+        names = TITLE_TYPES.get(kind, ()) if isinstance(kind, str) else ()
+        title = next((v for n in names if isinstance(v := record.get(n), str)), None)
         if isinstance(title, str) and title.strip():
             leaf = record.get("leafUuid")
             if kind != "summary" and isinstance(kind, str):
