@@ -159,7 +159,7 @@ def test_interrupts_and_refusals_are_told_apart_and_counted_once(tmp_path: Path)
     edit = next(p for p in tool_parts(main) if p.name == "Edit")
     assert task.interrupted and not edit.interrupted
     assert [(p.tool, p.decision) for p in main.permissions] == [("Edit", "declined")]
-    assert [t.status for t in main.turns] == ["cancelled", "ok", "ok"]
+    assert [t.status for t in main.turns] == ["cancelled", "ok", "ok", "ok"]
     found = findings(main, load=lambda name: sessions[name])
     # turn 1 cancelled (the Task), the Edit declined, the result without its call failed;
     # the sub-agent's own turn cancelled by its "[Request interrupted by user]". (The
@@ -274,7 +274,13 @@ def test_client_notices_are_notes_of_their_turn_never_a_turn_of_their_own(
     main = by_role(imported(BUILT, tmp_path))[""]
     prompts = [p.text for t in main.turns for p in t.parts if p.type == "user"]  # type: ignore[attr-defined]
     assert not any(text.startswith("<") for text in prompts)
-    assert len(main.turns) == 3  # a system-reminder line opened no turn
+    assert len(main.turns) == 4  # a system-reminder line opened no turn
+    # a skill's line (2.1.x: no <command-name>) is a command, its expansion a note
+    skill = main.turns[3].parts
+    assert [(p.type, getattr(p, "text", "")[:30]) for p in skill[:2]] == [
+        ("command", "/review-css src/Checkout.css"),
+        ("system", "Review the stylesheet named in"),
+    ]
     notes = [p.text for p in main.turns[0].parts if p.type == "system"]  # type: ignore[attr-defined]
     assert notes[0].startswith("<ide_opened_file>") and notes[1].startswith("<system-reminder>")
 

@@ -129,6 +129,9 @@ COMMAND_RE = re.compile(
 )
 COMMAND_LOOSE_RE = re.compile(r"<command-name>(?P<name>[^<]*)</command-name>")
 ARGS_RE = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
+MESSAGE_RE = re.compile(r"\A\s*<command-message>(?P<message>[\w:.-]{1,200})</command-message>")
+"""A skill's line (2.1.x): ``<command-message>name</command-message>`` and its arguments,
+without ``<command-name>``."""
 API_ERROR_RE = re.compile(r"\AAPI Error: (?P<code>\d{1,3}) (?P<message>.*)\Z", re.DOTALL)
 PATH_KEYS = ("file_path", "path", "notebook_path", "command", "url", "pattern")
 TASK_TOOLS = ("Task", "Agent")
@@ -357,7 +360,8 @@ def _command(text: str) -> tuple[str, bool]:
         exact = match.group("message") == name.lstrip("/")
         return line, exact
     loose = COMMAND_LOOSE_RE.search(text)
-    name = loose.group("name") if loose else ""
+    skill = MESSAGE_RE.match(text)
+    name = loose.group("name") if loose else f"/{skill.group('message')}" if skill else ""
     args_match = ARGS_RE.search(text)
     args = args_match.group("args") if args_match else ""
     return (f"{name} {args}" if args else name), False
@@ -614,7 +618,7 @@ class Converter:
             return "other"
         if record.get("isMeta") is True:
             return "notice"
-        if "<command-name>" in text:
+        if "<command-name>" in text or MESSAGE_RE.match(text):
             return "command"
         if text in INTERRUPTS:
             return "interrupt"
