@@ -188,7 +188,7 @@ def _part(
 ) -> Iterator[str]:
     label = view.part_label(part)
     if isinstance(part, ToolPart):
-        label += f" {inline_code(part.name)}"
+        label += f" {inline_code(part.name)}" if part.name or part.input is not None else ""
         state = view.tool_state(part)
         if state == "error":
             label += " — **error**"
