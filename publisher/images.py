@@ -36,8 +36,10 @@ RASTER: dict[str, tuple[tuple[bytes, ...], str]] = {
 }
 
 NAMES = {"png": "PNG", "jpg": "JPEG", "gif": "GIF", "webp": "WebP"}
-#: The folder of a session's pages its images are published in.
-FOLDER = "images"
+#: What the file of a published image is named with: ``img-<digest>.png``, in the session's
+#: folder beside its pages (so a file deleted there by hand is seen as any page is:
+#: :func:`publisher.site.staleness.folder_intact`).
+PREFIX = "img-"
 
 _BASE64_RE = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
 #: Characters of the digest a file is named by (128 bits: collisions are not a concern).
@@ -55,7 +57,7 @@ class ImageFacts:
     sha256: str
     """SHA-256 of its decoded bytes (of its base64 text when that does not decode)."""
     file_name: str | None
-    """The file it is published as (``<digest>.png``), None when it is not published."""
+    """The file it is published as (``img-<digest>.png``), None when it is not published."""
     problem: str
     """Why it is not shown (one line), "" when it is."""
     checked_type: str = ""
@@ -106,7 +108,7 @@ def examine(image: Image, cap: int = MAX_BYTES) -> tuple[ImageFacts, bytes | Non
         return refused(f"its bytes are not a {NAMES[extension]} image, as its type says")
     if len(data) > cap:
         return refused(f"larger than the {cap // 1024:,} KB a page shows")
-    name = f"{digest[:NAME_DIGITS]}.{extension}"
+    name = f"{PREFIX}{digest[:NAME_DIGITS]}.{extension}"
     return ImageFacts(image.media_type, len(data), digest, name, "", declared), data
 
 
@@ -122,7 +124,7 @@ def data_uri(media_type: str, data: bytes) -> str:
 
 def published(session: Session) -> Iterator[tuple[str, bytes]]:
     """(file name, bytes) of every image of ``session`` a page shows (each once, in the
-    order they first appear): the site writes them in :data:`FOLDER` beside its pages."""
+    order they first appear): the site writes them beside the session's pages."""
     seen: set[str] = set()
     for turn in session.turns:
         for part in turn.parts:

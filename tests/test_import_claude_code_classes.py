@@ -187,7 +187,7 @@ def test_a_sub_session_has_the_role_and_task_its_caller_gave(tmp_path: Path) -> 
 # --- 6. images -------------------------------------------------------------------------
 
 
-PNG_NAME_RE = re.compile(r'src="(images/[0-9a-f]{32}\.png)"')
+PNG_NAME_RE = re.compile(r'src="(img-[0-9a-f]{32}\.png)"')
 
 
 def test_images_are_parts_and_tool_results_published_beside_the_page(tmp_path: Path) -> None:
@@ -214,14 +214,12 @@ def test_images_are_parts_and_tool_results_published_beside_the_page(tmp_path: P
     for rel in shown:
         data = (folder / rel).read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
-        assert rel.split("/")[1].startswith(hashlib.sha256(data).hexdigest()[:32])
+        assert rel == f"img-{hashlib.sha256(data).hexdigest()[:32]}.png"
     assert "base64," not in page and len(page) < 200_000  # never inline on the site
     # hostile images: placeholders, never markup, never a file
     assert page.count("Image not shown:") == 3
     assert "<svg xmlns" not in page and "alert(" not in page
-    assert sorted(p.name for p in (folder / "images").iterdir()) == sorted(
-        r.split("/")[1] for r in set(shown)
-    )
+    assert sorted(p.name for p in folder.glob("img-*")) == sorted(set(shown))
     assert "img-src 'self' data:" in page
 
 
@@ -415,9 +413,12 @@ def test_an_incremental_build_publishes_and_removes_images_as_a_full_one(tmp_pat
     folder = sessions_dir(tmp_path / "p")
     site = tmp_path / "site"
     assert not build(folder, site).failures
-    images = site / "sessions" / main.session_name / "images"
-    before = sorted(p.name for p in images.iterdir())
+    images = site / "sessions" / main.session_name
+    before = sorted(p.name for p in images.glob("img-*"))
     assert len(before) == 2
+    (images / before[0]).unlink()  # deleted by hand: the next build writes it again
+    assert not build(folder, site).failures
+    assert (images / before[0]).is_file()
     path = folder / f"{main.session_name}.json"
     doc = json.loads(path.read_bytes())
     read = next(p for t in doc["turns"] for p in t["parts"] if p.get("name") == "Read")
@@ -427,6 +428,6 @@ def test_an_incremental_build_publishes_and_removes_images_as_a_full_one(tmp_pat
     shot["data"] = base64.b64encode(red + b"\x00").decode()  # another image (a byte more)
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert not build(folder, site).failures
-    after = sorted(p.name for p in images.iterdir())
+    after = sorted(p.name for p in images.glob("img-*"))
     assert len(after) == 1 and not set(after) & set(before)
     assert tree_digest(site) == fresh_digest(folder, tmp_path / "fresh")

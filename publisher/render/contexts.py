@@ -82,7 +82,7 @@ class ImageView:
     facts: ImageFacts
     """What it is: type, size, digest, and why it is not shown when it is not."""
     src: str | None
-    """Where the page finds it (``images/<digest>.png`` beside the page, or a ``data:`` URI
+    """Where the page finds it (``img-<digest>.png`` beside the page, or a ``data:`` URI
     in the single-file export); None when it is not shown (a placeholder says why)."""
     note: str = ""
     """Why it is not shown, in words (``facts.problem``, or the single file's cap)."""

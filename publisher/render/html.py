@@ -427,7 +427,7 @@ def _image_view(image: Image, externalize: bool) -> ImageView:
     if data is None or facts.file_name is None:
         return ImageView(facts, None, facts.problem)
     if externalize:
-        return ImageView(facts, f"{images.FOLDER}/{facts.file_name}")
+        return ImageView(facts, facts.file_name)
     if len(data) > images.MAX_INLINE_BYTES:
         cap = images.MAX_INLINE_BYTES // 1024
         return ImageView(facts, None, f"larger than the {cap:,} KB a single-file export holds")

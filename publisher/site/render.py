@@ -275,7 +275,7 @@ def render_session_pages(
                 sink(f"{base}/{name}", encode_display(text))
         del fragments
     for name, data in images.published(session):
-        sink(f"{base}/{images.FOLDER}/{name}", data)
+        sink(f"{base}/{name}", data)
     if previous_run is not None:
         html = comparison.render_compare_page(
             renderer,
