@@ -221,7 +221,7 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
 
 
 def _tool_error(session: str, turn: Turn, position: int, number: int, part: ToolPart) -> Finding:
-    message = f"tool error: {one_line(part.name)}"
+    message = f"tool error: {one_line(part.name) or '(its call is not in the log)'}"
     gist = output_gist(part.output or "")
     if gist:
         message += f": {gist}"
