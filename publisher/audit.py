@@ -18,13 +18,22 @@ command, starting with it) and was not matched yet; the call with the same times
 last call started before it; the first call. Rules: ``path``, ``same time``, ``before``,
 ``first``. A decision whose turn holds no call of that tool, or that is placed in no turn,
 matches no call (rule ``unmatched``) and is shown only in the table.
+
+**Delegate call → sub-session.** A delegate call that names its sub-session (an
+importer's ``sub_session`` field, or Polyglav's ``Delegated to <name>`` output) spawned that
+one. The others, in file order, each take the earliest-created sub-session of the caller
+(declared in ``sub_sessions`` or naming it as ``parent_id``) that no call has taken yet,
+whose ``role`` is the role the call asked for and whose ``created_at`` is at or after the
+call's timestamp (a time that does not read is no constraint). A sub-session named by a
+call is never taken by another. The site's pages, their links back from a sub-session to
+its call, and the single-file export all use :func:`match_delegations`.
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -297,3 +306,82 @@ def match_call(turn: Turn, tool: str, path: str, stamp: str) -> tuple[int | None
     """The tool part of ``turn`` a decision on ``tool``/``path`` at ``stamp`` resolved, and
     the rule that chose it (module docstring); ``(None, "unmatched")`` when none."""
     return _Calls(turn).match(tool, path, stamp)
+
+
+@dataclass(slots=True, frozen=True)
+class Delegation:
+    """A delegate call, as the delegation rule reads it (module docstring)."""
+
+    named: str
+    """The sub-session the call names itself, or "" when it names none."""
+    role: str
+    """The role the call delegated to ("" when it says none)."""
+    timestamp: str
+    """The call's timestamp as written."""
+
+
+@dataclass(slots=True, frozen=True)
+class Spawn:
+    """A sub-session of the caller, as the delegation rule reads it."""
+
+    name: str
+    """Its session name."""
+    role: str
+    """Its ``role``."""
+    created_at: str
+    """Its ``created_at`` as written."""
+
+
+def delegations(session: Session) -> list[tuple[int, int, Delegation]]:
+    """The session's delegate calls in file order: (turn position, part number, call)."""
+    from .render.tools import delegation_of
+
+    found = []
+    for position, turn in enumerate(session.turns):
+        for number, part in enumerate(turn.parts, start=1):
+            if isinstance(part, ToolPart) and (call := delegation_of(part)) is not None:
+                found.append((position, number, call))
+    return found
+
+
+def match_delegations(calls: Sequence[Delegation], children: Iterable[Spawn]) -> list[str]:
+    """The sub-session each of ``calls`` spawned ("" for none), by the delegation rule
+    (module docstring); ``children``: the caller's sub-sessions in the archive."""
+    named = {call.named for call in calls if call.named}
+    free = sorted(
+        (c for c in children if c.name not in named),
+        key=lambda c: (_created(c.created_at), c.name),
+    )
+    out = []
+    for call in calls:
+        if call.named:
+            out.append(call.named)
+            continue
+        after = utc_time(call.timestamp)
+        for i, child in enumerate(free):
+            if child.role != call.role:
+                continue
+            born = utc_time(child.created_at)
+            if after is not None and born is not None and born < after:
+                continue
+            out.append(free.pop(i).name)
+            break
+        else:
+            out.append("")
+    return out
+
+
+def delegation_targets(session: Session, targets: Sequence[str]) -> dict[int, dict[int, str]]:
+    """``targets`` (:func:`match_delegations` of the session's calls, in file order) by turn
+    position and part number; calls that spawned nothing are left out."""
+    out: dict[int, dict[int, str]] = {}
+    for (position, number, _), target in zip(delegations(session), targets, strict=False):
+        if target:
+            out.setdefault(position, {})[number] = target
+    return out
+
+
+def _created(stamp: str) -> tuple[int, datetime]:
+    """A sort key of creation times: readable ones in time order, then the others."""
+    when = utc_time(stamp)
+    return (0, when) if when is not None else (1, datetime.min.replace(tzinfo=UTC))

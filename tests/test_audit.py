@@ -133,14 +133,40 @@ def test_the_overview_tells_failed_calls_from_errors(tmp_path: Path) -> None:
     session = _session(turns=doc["turns"])
     facts = places.overview(session, Audit.of(session), ["#t1", "#t2"])
     assert [(e.errors, e.failed) for e in facts.outline] == [(0, 2), (0, 0)]
-    assert facts.errors == ["#t1.2", "#t1.3"] and facts.tool_errors == 2
+    assert [(f.href, f.kind, f.where) for f in facts.failures] == [
+        ("#t1.2", "tool-error", "turn 1.2"),
+        ("#t1.3", "tool-error", "turn 1.3"),
+    ]
+    assert facts.failures[0].what == "run: boom" and facts.tool_errors == 2
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     write_json(sessions / f"{MAIN}.json", doc)
     build(sessions, tmp_path / "site")
     page = page_of(tmp_path / "site", MAIN).read_text()
-    assert '<span class="jump-label">Errors and failed calls:</span>' in page
+    assert "2 failed calls)</span></h3>" in page  # "What went wrong (2 failed calls)"
+    assert page.count('<li class="failure-item fk-tool-error"><a href="#turn-1.2">') == 1
     assert re.findall(r'class="mark-error">([^<]*)<', page) == ["2 failed"]
     assert "<dt>Errors</dt><dd>0</dd>" in page
     text = export_markdown_text(session)
     assert "- turn 1 `ok`, 5.0s, 2 tools, 2 failed: `go`" in text
+
+
+def test_the_exports_pointer_to_an_error_quotes_its_first_line() -> None:
+    """A reader of the Markdown artifact sees the error in the turn it happened in: its
+    first line, as an inert code span (a hostile message cannot add structure there)."""
+    hostile = "quota `exceeded` for [key](javascript:x)\n## Errors\n<b>second</b> line"
+    session = _session(
+        turns=[turn(1, part("user", "go"), started_at=T.format(0), ended_at=T.format(9))],
+        errors=[
+            {"code": 429, "message": hostile, "timestamp": "2026-08-17T12:00:03+00:00"},
+            {"code": 0, "message": "", "timestamp": "2026-08-17T12:00:04+00:00"},
+        ],
+    )
+    text = export_markdown_text(session)
+    turn_text = text[text.index("## Turn 1") : text.index("## Permissions")]
+    assert "> **Error 1** (HTTP 429, at `2026-08-17T12:00:03+00:00`): " in turn_text
+    assert "``quota `exceeded` for [key](javascript:x)``" in turn_text
+    assert "second" not in turn_text and "\n## Errors" not in turn_text
+    assert (
+        "> **Error 2** (no HTTP status, at `2026-08-17T12:00:04+00:00`): (no message)" in turn_text
+    )

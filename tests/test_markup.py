@@ -201,3 +201,60 @@ def _highlight_reference(text: str) -> str:
 )  # fmt: skip
 def test_highlight_json_matches_tokenising_before_escaping(text: str) -> None:
     assert highlight_json(text) == _highlight_reference(text)
+
+
+_HEADINGS = re.compile(r"<h([1-6])>")
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 6), st.sampled_from(["# ", "", "setext"])),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_headings_in_a_message_never_skip_a_level(marks: list[tuple[int, str]]) -> None:
+    """Under a part's h3, a message's headings start at h4 and each is at most one level
+    below the one before (real aider answers went from h3 to h5: the Nu checker's error)."""
+    blocks = []
+    for depth, style in marks:
+        if style == "setext" and depth <= 2:
+            blocks.append(f"Title\n{'=' if depth == 1 else '-'}")
+        elif style:
+            blocks.append(f"{'#' * depth} Title")
+        else:
+            blocks.append("text")
+    levels = [int(n) for n in _HEADINGS.findall(render_markdown("\n\n".join(blocks) + "\n"))]
+    previous = 3
+    for level in levels:
+        assert 4 <= level <= min(6, previous + 1), levels
+        previous = level
+
+
+def test_a_message_opening_on_a_deeper_heading_starts_at_h4() -> None:
+    out = render_markdown("## Plan\n\ntext\n\n# Summary\n\n### Detail\n")
+    assert [int(n) for n in _HEADINGS.findall(out)] == [4, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("[x.go](pkg/models/x.go)", "x.go (<code>pkg/models/x.go</code>)"),
+        ("[pkg/a.go](pkg/a.go)", "<code>pkg/a.go</code>"),
+        ("[C](/C:/Users/me/a.txt)", "C (<code>/C:/Users/me/a.txt</code>)"),
+        ("[`b.py`](b.py#L3)", "<code>b.py</code> (<code>b.py#L3</code>)"),
+        ("[top](#turn-3)", "top (<code>#turn-3</code>)"),
+        (
+            "![shot](shot.png)",
+            '<span class="blocked-image">[image: shot] <code>shot.png</code></span>',
+        ),
+        ("[**b**](a/<x>.md)", "<strong>b</strong> (<code>a/%3Cx%3E.md</code>)"),
+    ],
+)
+def test_links_into_the_workspace_are_code(text: str, shown: str) -> None:
+    """An agent's link to a file of the user's repository or disk is not on the site: code,
+    never a broken link; links to the web stay links."""
+    html = render_markdown(f"see {text} and [w](https://e.example/)")
+    assert f"<p>see {shown} and " in html
+    assert html.count("<a ") == 1 and 'href="https://e.example/"' in html

@@ -35,6 +35,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..compare import CallChange, TurnComparison
+from ..gate import Tally
 from ..images import ImageFacts
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
 from .markup import RefResolver
@@ -60,7 +61,8 @@ class OutputView:
     """The side file holding the full output (relative to the page), when it is too long to
     inline; ``None`` when the page holds all of it."""
     mode: str = "text"
-    """How it reads: ``diff`` (a unified diff), ``ansi`` (terminal colours) or ``text``."""
+    """How it reads: ``diff`` (a unified diff), ``ansi`` (terminal colours), ``numbered`` (a
+    file read with its line numbers, shown in a gutter) or ``text``."""
     head: str = ""
     """For a long output: its first lines, shown (``head + middle + tail == text``)."""
     middle: str = ""
@@ -136,6 +138,12 @@ class PartView:
     """A tool call's friendly view (:mod:`.tools`), ``None`` for the generic one."""
     tool_template: str | None = None
     """The theme's ``tools/<name>.html`` for this tool, when it ships one."""
+    extra_file: str = ""
+    """The turn's side file holding this part's extra fields, when they are too long to
+    show inline ("": inline, or none)."""
+    sub_session: str = ""
+    """The sub-session a delegate call spawned (:func:`publisher.audit.match_delegations`),
+    "" for other parts and for a call that spawned none."""
     sub_url: str | None = None
     """The page of the sub-session a delegate call spawned, when it is in the archive."""
     images: list[ImageView] = field(default_factory=list)
@@ -166,6 +174,8 @@ class TurnView:
     it is the page the turn is on (the single-file export)."""
     ids: str = ""
     """What the ids of its session's sections start with (:attr:`SessionPage.ids`)."""
+    extra_file: str = ""
+    """The side file holding the turn's own extra fields, when too long to show inline."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -222,20 +232,53 @@ class OutlineEntry:
     """One turn in the overview's outline and timeline."""
 
     index: int
+    """The turn's index."""
     href: str
+    """The link to the turn."""
     status: str
+    """Its status."""
     duration: str
+    """Its work time (:class:`.view.TurnTimes`), as shown."""
     seconds: float
-    """Its duration in seconds (0 when unknown), for the timeline."""
+    """Its work time in seconds (0 when unknown), for the timeline."""
     tools: int
+    """Its tool calls."""
     prompt: str
     """The first line of its prompt (or command)."""
     errors: int
-    """The session's ``errors`` entries placed in it."""
+    """Its ``error`` findings (:func:`publisher.gate.session_findings`)."""
     failed: int
-    """Its tool calls with an error result."""
+    """Its failed tool calls (``tool-error`` findings: a refused call is not one)."""
     refused: int
-    """Decisions ``denied`` or ``declined`` matched to it."""
+    """Its refusals (``denied`` and ``declined`` findings)."""
+    idle: float = 0.0
+    """Idle seconds before it (after the turn before) and within it."""
+
+
+@dataclass(slots=True, frozen=True)
+class FailureLink:
+    """One finding, as the overview lists it: where, what kind, what happened."""
+
+    href: str | None
+    """The link to the call, the error's note or the turn (None: placed in no turn)."""
+    kind: str
+    """Its ``--fail-on`` kind (``tool-error``, ``error``, ``denied``…)."""
+    where: str
+    """``turn 7.2``, or ``no turn``."""
+    what: str
+    """One line: the tool and the gist of its output, the error's message…"""
+
+
+@dataclass(slots=True, frozen=True)
+class ChangedFile:
+    """A file the run changed, with the calls that changed it (the overview's list)."""
+
+    path: str
+    """The file as the calls name it."""
+    shown: str
+    """How the list shows it: relative to the session's working folder when it is inside."""
+    calls: list[tuple[str, str, str]]
+    """Each call that changed it, in order: (its place ``3.2``, link, action)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -244,24 +287,29 @@ class Overview:
 
     outcome: str
     """The last turn's status (empty when there are no turns)."""
-    duration: str
-    """From the first turn's start to the last turn's end."""
-    busy: str
-    """Sum of the turns' durations."""
+    span: str
+    """Wall-clock time from the first turn's start to the last turn's end."""
+    work: str
+    """Work time: the turns' times without their idle gaps."""
+    idle: str
+    """Idle time within and between turns (:data:`.view.IDLE_AFTER`), "" when none."""
     models: list[str]
     """The models used, in order of first use (``model · provider``)."""
     outline: list[OutlineEntry]
     """The turns listed: the first ones, then those with an error or a refusal."""
     outline_hidden: int
     """Turns left out of :attr:`outline` (on the later pages of a long session)."""
-    errors: list[str]
-    """The hrefs of the places of errors, in page order (for previous/next)."""
-    refused: list[str]
-    """The hrefs of the calls with a refused decision, in page order."""
+    failures: list[FailureLink]
+    """Every finding of the session, in page order (:func:`publisher.gate.session_findings`)."""
+    tally: Tally
+    """The findings counted by kind."""
     tool_errors: int
-    """Tool calls whose result is an error."""
+    """Tool calls that failed (a refused call is its refusal)."""
     bars: list[tuple[str, str, str, str]]
-    """The timeline: (x, width) in a 1000-wide box as text, status, which turns."""
+    """The timeline: (x, width) in a 1000-wide box as text, status (``idle`` for a gap),
+    its title."""
+    changes: list[ChangedFile] = field(default_factory=list)
+    """The files its tool calls changed (:func:`.tools.changes_of`), by first change."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -52,6 +52,10 @@ from .contexts import (
 from .places import error_code
 from .text import TERMINAL_CONTROL_RE, json_text
 
+#: A part's or turn's extra fields whose JSON is longer than this (characters) are published
+#: in the turn's side file (``fields-3.json``, linked), not inline: the raw records an
+#: importer keeps were four fifths of the HTML of a real Claude Code session's page.
+EXTRA_INLINE_CHARS = 600
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
 COLLAPSE_CHARS = 3000
 COLLAPSE_LINES = 40
@@ -267,6 +271,7 @@ class HtmlRenderer:
         decisions: dict[int, list[DecisionNote]] | None = None,
         sections: str = "",
         sub_urls: dict[str, str] | None = None,
+        targets: dict[int, str] | None = None,
         previous: Turn | None = None,
         ids: str = "",
     ) -> RenderedTurn:
@@ -275,16 +280,24 @@ class HtmlRenderer:
         ``errors`` and ``decisions`` (by part number) are the session's errors and
         permission decisions placed in this turn (:func:`.places.turn_notes`); ``sections``
         the page that holds the Errors and Permissions sections (``""``: this one);
-        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name;
+        ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name, and
+        ``targets`` which sub-session each call spawned, by part number
+        (:func:`publisher.audit.match_delegations`);
         ``ids`` what the ids of the session's sections start with (a single-file export's
         sub-session)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
+        side = _SideFields(f"fields-{anchor.removeprefix('turn-')}.json", externalize)
         parts = []
         for number, part in enumerate(turn.parts, start=1):
             output = None
-            if isinstance(part, ToolPart) and part.output is not None:
-                output = _output_view(turn, number, part.output, externalize, files)
+            spawned = ""
+            if isinstance(part, ToolPart):
+                if part.output is not None:
+                    output = _output_view(turn, number, part.output, externalize, files)
+                spawned = (
+                    targets.get(number, "") if targets is not None else tools.delegate_target(part)
+                )
             shown = (
                 [part.image]
                 if isinstance(part, ImagePart)
@@ -308,14 +321,17 @@ class HtmlRenderer:
                         if isinstance(part, ToolPart) and part.name in self.tool_templates
                         else None
                     ),
-                    sub_url=sub_urls.get(tools.delegate_target(part))
-                    if isinstance(part, ToolPart) and sub_urls
-                    else None,
+                    sub_session=spawned,
+                    extra_file=side.add(str(number), part.extra),
+                    sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
                     images=[_image_view(image, externalize) for image in shown],
                 )
             )
+        turn_extra_file = side.add("turn", turn.extra)
+        side.write(files)
         context = TurnView(
             turn=turn,
+            extra_file=turn_extra_file,
             anchor=anchor,
             boundaries=boundaries,
             parts=parts,
@@ -371,6 +387,30 @@ def _escape_control(match: re.Match[str]) -> str:
     return char.encode("unicode_escape").decode("ascii")
 
 
+@dataclass(slots=True)
+class _SideFields:
+    """The extra fields of a turn's parts (and of the turn) too long to show inline
+    (:data:`EXTRA_INLINE_CHARS`), gathered for the turn's side file ``name``."""
+
+    name: str
+    """The side file's name in the session folder (``fields-3.json``)."""
+    externalize: bool
+    """False for a page that stands alone (the single-file export): all stay inline."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Part number (or ``turn``) → its extra fields, as written."""
+
+    def add(self, key: str, extra: dict[str, Any]) -> str:
+        """The side file's name when ``extra`` goes to it, else "" (shown inline)."""
+        if not (self.externalize and extra) or len(json_text(extra)) <= EXTRA_INLINE_CHARS:
+            return ""
+        self.fields[key] = extra
+        return self.name
+
+    def write(self, files: dict[str, str]) -> None:
+        if self.fields:
+            files[self.name] = json_text(self.fields) + "\n"
+
+
 def _output_view(
     turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
 ) -> OutputView:
@@ -381,7 +421,15 @@ def _output_view(
     # An ASCII text (told in constant time) is as many bytes as characters: no encoding.
     size = len(output) if output.isascii() else len(output.encode("utf-8", "surrogatepass"))
     collapsed = len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES
-    mode = "diff" if tools.looks_like_diff(output) else "ansi" if tools.has_ansi(output) else "text"
+    mode = (
+        "diff"
+        if tools.looks_like_diff(output)
+        else "ansi"
+        if tools.has_ansi(output)
+        else "numbered"
+        if tools.looks_numbered(output)
+        else "text"
+    )
     if externalize and len(output) > EXTERNAL_CHARS:
         name = f"output-{turn.index}.{number}.txt"
         files[name] = output
@@ -495,6 +543,8 @@ def _output_filter(ctx: Context, text: str, mode: str = "text") -> Markup:
         return Markup(tools.diff_html(text))
     if mode == "ansi":
         return Markup(tools.ansi_html(text))
+    if mode == "numbered":
+        return Markup(tools.numbered_html(text))
     return Markup(markup.escape_text(text, ctx.get("resolve_ref")))
 
 

@@ -13,12 +13,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from ..audit import ERROR_RULES, Audit
+from ..gate import Tally
 from ..model import CommandPart, ImagePart, Part, Session, TextualPart, ToolPart, Turn
 from . import places, view
-from .contexts import DecisionNote
+from .contexts import DecisionNote, Overview
 from .places import error_code
-from .text import code_block, inline_code, json_text
+from .text import code_block, first_line, inline_code, json_text
 
+ERROR_GIST_CHARS = 200
+"""How much of an error's first line a turn's pointer to it quotes (the whole message is
+under Errors)."""
 TEXT_INFO = {"user": "text", "text": "markdown", "thinking": "text", "system": "text"}
 
 
@@ -108,10 +112,11 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
     yield from _bullets(
         [
             ("Outcome", inline_code(facts.outcome) if session.turns else "no turns"),
-            ("Duration", f"{facts.duration} (turns {facts.busy})"),
+            ("Time", _times(facts)),
             ("Models", _names(facts.models)),
-            ("Tool calls", f"{session.tool_calls} ({facts.tool_errors} failed)"),
+            ("Tool calls", _calls(session.tool_calls, facts.tally)),
             ("Errors", str(len(session.errors))),
+            ("Findings", _findings(facts.tally)),
             ("Decisions", decisions or "none"),
         ]
     )
@@ -128,8 +133,28 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
             prompt = f": {inline_code(e.prompt)}" if e.prompt else ""
             status = inline_code(e.status)
             line = f"turn {e.index} {status}, {e.duration}, {view.tools_label(e.tools)}"
+            if e.idle:
+                line += f" ({view.format_duration(e.idle)} idle before or within)"
             yield f"  - {line}{marks}{prompt}\n"
     yield "\n"
+
+
+def _times(facts: Overview) -> str:
+    """``12m05s of work, 24h02m idle; 24h14m from the first turn's start to the last's end``."""
+    said = f"{facts.work} of work"
+    if facts.idle:
+        said += f", {facts.idle} idle"
+    return f"{said}; {facts.span} from the first turn's start to the last turn's end"
+
+
+def _calls(count: int, tally: Tally) -> str:
+    said = tally.calls_text()
+    return f"{count} ({said})" if said else str(count)
+
+
+def _findings(tally: Tally) -> str:
+    """``2 error, 1 tool-error, 1 denied`` (:func:`publisher.gate.session_findings`)."""
+    return ", ".join(f"{n} {inline_code(kind)}" for kind, n in tally.by_kind.items()) or "none"
 
 
 def _turn(
@@ -146,6 +171,9 @@ def _turn(
     if turn.status and not view.status_known(turn.status):
         status += " (not a status this publisher knows)"
     duration = view.turn_duration(turn)
+    times = view.TurnTimes.of(turn)
+    if times.idle:  # the spec's duration is the span: its work time is said apart
+        duration += f" (work time {view.turn_work(turn)})"
     yield from _bullets(
         [
             ("Status", status),
@@ -176,10 +204,11 @@ def _turn(
     for number, part in enumerate(turn.parts, start=1):
         yield from _part(session, turn, number, part, decisions.get(number, []))
     for note in errors:
+        gist = first_line(note.entry.message, ERROR_GIST_CHARS)
         yield (
             f"> **Error {note.number}** ({error_code(note.entry.code)}, at "
-            f"{inline_code(note.entry.timestamp)}) is shown here: {note.rule}. "
-            f"Its message is under Errors.\n\n"
+            f"{inline_code(note.entry.timestamp)}): {inline_code(gist) if gist else '(no message)'}"
+            f"\n>\n> It is shown here: {note.rule}. Its whole message is under Errors.\n\n"
         )
 
 

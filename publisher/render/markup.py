@@ -2,7 +2,12 @@
 
 - Raw HTML is off: ``<script>`` in a prompt is text.
 - Links are allowed by scheme: http, https, mailto and relative ones; nothing else.
-- Images become links (a published page loads nothing from the network).
+- A link that is not to the web (http, https, mailto) points into the agent's workspace: a
+  file of the user's repository or disk (``pkg/models/x.go``, ``/C:/Users/…``), which the
+  published site does not hold. It becomes code (``pkg/models/x.go``, or ``label
+  (pkg/models/x.go)``), never a broken link.
+- Images become links (a published page loads nothing from the network); an image of the
+  workspace becomes code as such links do.
 - Session references (``#<id>``, ``session:<name>``) become links to that session's page,
   through a resolver the caller provides; unknown references stay text.
 - Headings in content get no ids, so content cannot clobber the page's own anchors.
@@ -49,6 +54,15 @@ def link_allowed(url: str) -> bool:
     return scheme in SAFE_SCHEMES
 
 
+def links_out(url: str) -> bool:
+    """True for a link to the web (http, https, protocol-relative, mailto): one that can
+    work on a published page. Any other allowed link is into the agent's workspace."""
+    cleaned = _CONTROL_IN_URL.sub("", url)
+    return cleaned.startswith("//") or (
+        link_allowed(cleaned) and urlsplit(cleaned).scheme.lower() in SAFE_SCHEMES
+    )
+
+
 def _image_as_link(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
@@ -58,6 +72,8 @@ def _image_as_link(
     label = escape(f"image: {alt}" if alt else "image")
     if not link_allowed(src):
         return f'<span class="blocked-image">[{label}]</span>'
+    if not links_out(src):
+        return f'<span class="blocked-image">[{label}] <code>{escape(src)}</code></span>'
     return f'<a class="image-link" href="{escape(src)}" rel="nofollow noopener noreferrer">[{label}]</a>'
 
 
@@ -104,6 +120,49 @@ def _session_refs(state: StateCore) -> None:
         block.children = children
 
 
+def _workspace_links(state: StateCore) -> None:
+    """Core rule: a link into the agent's workspace (not :func:`links_out`) becomes code,
+    its target shown: ``[x.go](pkg/x.go)`` reads ``x.go (`pkg/x.go`)``, a link whose text
+    is its target just the code (module docstring)."""
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        if not any(t.type == "link_open" for t in block.children):
+            continue
+        out: list[Token] = []
+        opened: list[tuple[int, str]] = []  # (where its text starts in out, its target)
+        for token in block.children:
+            if token.type == "link_open":
+                href = str(token.attrGet("href") or "")
+                if token.attrGet("class") == "session-ref" or links_out(href):
+                    opened.append((-1, ""))
+                    out.append(token)
+                else:
+                    opened.append((len(out), href))
+                continue
+            if token.type == "link_close" and opened:
+                start, href = opened.pop()
+                if start < 0:
+                    out.append(token)
+                    continue
+                label = "".join(t.content for t in out[start:] if t.type in ("text", "code_inline"))
+                if label.strip() in (href, f"<{href}>"):
+                    del out[start:]
+                    out.append(_code(href))
+                else:
+                    out.extend([_text(" ("), _code(href), _text(")")])
+                continue
+            out.append(token)
+        block.children = out
+
+
+def _code(content: str) -> Token:
+    token = Token("code_inline", "code", 0)
+    token.content = content
+    token.markup = "`"
+    return token
+
+
 def _text(content: str) -> Token:
     token = Token("text", "", 0)
     token.content = content
@@ -117,6 +176,7 @@ def make_markdown() -> MarkdownIt:
     md.validateLink = link_allowed  # type: ignore[method-assign]
     md.add_render_rule("image", _image_as_link)
     md.add_render_rule("link_open", _link_open)
+    md.core.ruler.push("workspace_links", _workspace_links)
     md.core.ruler.push("session_refs", _session_refs)
     md.core.ruler.push("nest_headings_focusable_code", _nest_headings_focusable_code)
     return md
@@ -130,7 +190,9 @@ def _nest_headings_focusable_code(state: StateCore) -> None:
     """One pass over a message's block tokens (a core rule that runs for every message):
 
     - Heading levels nest under the part that holds the message: the levels it uses, in
-      order, become h4, h5, h6 (the deeper ones h6), so none is skipped.
+      order, become h4, h5, h6 (the deeper ones h6), and no heading is more than one level
+      below the one before it (the part's h3 first), so none is skipped: ``## a`` then
+      ``# b`` in one message is h4, h4, not h5, h4.
     - Every code block a message holds can scroll: it is focusable (axe
       scrollable-region-focusable), as tool blocks are."""
     headings: list[Token] = []
@@ -144,8 +206,11 @@ def _nest_headings_focusable_code(state: StateCore) -> None:
         return
     used = sorted({int(t.tag[1:]) for t in headings})
     level = {n: min(6, 1 + HEADING_SHIFT + i) for i, n in enumerate(used)}
+    last = HEADING_SHIFT
     for token in headings:
-        token.tag = f"h{level[int(token.tag[1:])]}"
+        if token.type == "heading_open":
+            last = min(level[int(token.tag[1:])], last + 1)
+        token.tag = f"h{last}"  # (a heading_close follows its own open)
 
 
 MD = make_markdown()

@@ -23,8 +23,18 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from ..gate import KINDS, Finding, Member, counts, fit, session_findings, spread, utc_time
-from ..model import KNOWN_STATUSES, Session, ToolPart
+from ..gate import (
+    KINDS,
+    Finding,
+    Member,
+    Tally,
+    counts,
+    fit,
+    session_findings,
+    spread,
+    utc_time,
+)
+from ..model import KNOWN_STATUSES, Session
 from ..site import urls
 from . import view
 from .text import inline_code
@@ -219,13 +229,8 @@ def ci_summary(
     lines.append(
         f"- **Turns:** {len(root.turns)}" + (f" ({_status_counts(root)})" if root.turns else "")
     )
-    tool_errors = sum(
-        1
-        for turn in root.turns
-        for part in turn.parts
-        if isinstance(part, ToolPart) and part.failed
-    )
-    lines.append(f"- **Tool calls:** {root.tool_calls}, {tool_errors} with an error result")
+    calls = Tally.of(per_member[0]).calls_text()
+    lines.append(f"- **Tool calls:** {root.tool_calls}" + (f" ({calls})" if calls else ""))
     lines.append(f"- **Errors:** {len(root.errors)}")
     decisions = Counter(p.decision for p in root.permissions)
     decided = _capped([f"{n} {code(d, 40)}" for d, n in sorted(decisions.items())])

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from html import escape
 from importlib.metadata import entry_points
 
-from ..model import JSON, ToolPart
+from ..audit import Delegation
+from ..model import JSON, Session, ToolPart
 from .text import TERMINAL_CONTROL_RE, has_controls
 
 
@@ -133,8 +134,11 @@ def edit_diff(path: str, old: str, new: str) -> str:
     """A unified diff of ``old`` → ``new`` (empty when too large to diff)."""
     if len(old) + len(new) > DIFF_LIMIT:
         return ""
+    # git's a/ and b/ mark a path relative to the repository; an absolute path (Claude Code
+    # writes them) is shown as it is, not as ``a//home/…``.
+    before, after = (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
     lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=3
+        old.splitlines(), new.splitlines(), before, after, lineterm="", n=3
     )
     return "\n".join(lines)
 
@@ -220,10 +224,78 @@ def _write(part: ToolPart) -> ToolView | None:
 
 def _delegate(part: ToolPart) -> ToolView | None:
     d = _d(part)
-    role = _s(d.get("role")) or _s(d.get("subagent_type"))
+    role = delegate_role(part)
     task = _s(d.get("task")) or _s(d.get("description")) or _s(d.get("prompt"))
     target = delegate_target(part)
     return ToolView("delegate", role=role, task=task, target=target)
+
+
+@dataclass(slots=True, frozen=True)
+class Change:
+    """A file a tool call changed (an edit, a write, a patch), as the overview lists it."""
+
+    path: str
+    """The file, as the call names it."""
+    action: str
+    """``edited``, ``written``, ``patched``, ``added``, ``deleted`` or ``moved``."""
+    position: int
+    """0-based position of the call's turn in the session."""
+    number: int
+    """1-based number of the call in its turn."""
+
+
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M
+)
+_PATCH_ACTIONS = {"Add": "added", "Update": "patched", "Delete": "deleted"}
+
+
+def changes_of(session: Session) -> list[Change]:
+    """The files the session's tool calls changed, in file order: edits, writes and patches
+    whose call returned without an error (a failed or unfinished call changed nothing that
+    the log can vouch for). A patch names each file it adds, updates, deletes or moves."""
+    found = []
+    for position, turn in enumerate(session.turns):
+        for number, part in enumerate(turn.parts, start=1):
+            if not isinstance(part, ToolPart) or part.output is None or part.is_error:
+                continue
+            view = friendly(part)
+            if view is None or view.kind not in ("diff", "write"):
+                continue
+            if view.path:
+                action = (
+                    "written" if view.kind == "write" else "edited" if _is_edit(part) else "patched"
+                )
+                found.append(Change(view.path, action, position, number))
+                continue
+            for match in _PATCH_FILE.finditer(view.diff[:DIFF_LIMIT]):
+                if match.group(3):
+                    found.append(Change(match.group(3), "moved", position, number))
+                else:
+                    action = _PATCH_ACTIONS[match.group(1)]
+                    found.append(Change(match.group(2), action, position, number))
+    return found
+
+
+def _is_edit(part: ToolPart) -> bool:
+    """True for a call read by the edit view (old text → new text)."""
+    return REGISTRY.get(part.name) is _edit
+
+
+def delegate_role(part: ToolPart) -> str:
+    """The role a delegate call asked for (Polyglav's ``role``, Claude Code's
+    ``subagent_type``)."""
+    d = _d(part)
+    return _s(d.get("role")) or _s(d.get("subagent_type"))
+
+
+def delegation_of(part: ToolPart) -> Delegation | None:
+    """The call as :mod:`publisher.audit`'s delegation rule reads it, when it is a delegate
+    call (a tool read as a delegation, or any call naming the sub-session it spawned)."""
+    named = delegate_target(part)
+    if not named and REGISTRY.get(part.name) is not _delegate:
+        return None
+    return Delegation(named, delegate_role(part), part.timestamp)
 
 
 def delegate_target(part: ToolPart) -> str:
@@ -466,6 +538,44 @@ def diff_html(text: str) -> str:
 
 
 _SGR_RE = re.compile("\x1b\\[([0-9;]*)m")
+
+
+#: A line as Claude Code's Read (``cat -n`` with an arrow) gives it: ``     12→text``.
+_NUMBERED_LINE = re.compile(r" {0,10}(\d{1,9})\u2192")
+#: How many of an output's first lines are looked at to tell it is numbered.
+NUMBERED_PROBE = 20
+
+
+def looks_numbered(text: str) -> bool:
+    """True when ``text`` is a file read with its line numbers (``     1→…``): every one of
+    its first :data:`NUMBERED_PROBE` lines (blank last lines aside) starts with one."""
+    lines = text[:8192].split("\n", NUMBERED_PROBE)[:NUMBERED_PROBE]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return bool(lines) and all(_NUMBERED_LINE.match(line) for line in lines)
+
+
+def numbered_html(text: str) -> str:
+    """A numbered file read as lines beside a gutter of their numbers (the numbers outside
+    the text, so a wrapped line stays right of them on a phone and a copy takes only the
+    file's text); a line without a number (the output's own note) is a line of its own."""
+    out = []
+    widest = 1
+    for line in text.split("\n"):
+        match = _NUMBERED_LINE.match(line)
+        if match is None:
+            out.append(
+                f'<span class="nl"><span class="lc">{escape(line, quote=False)}</span></span>'
+            )
+            continue
+        content = escape(line[match.end() :], quote=False)
+        widest = max(widest, len(match.group(1)))
+        out.append(
+            f'<span class="nl"><span class="ln" data-n="{match.group(1)}"></span>'
+            f'<span class="lc">{content}</span></span>'
+        )
+    body = visible_controls("".join(out))
+    return f'<span class="numbered nd-{min(widest, 9)}">{body}</span>'
 
 
 def has_ansi(text: str) -> bool:

@@ -6,6 +6,7 @@ file never disagree about what a part is or what a marker means.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +32,26 @@ KIND_LABELS = {
     "named": "explicitly named session",
 }
 assert set(KINDS) <= set(KIND_LABELS)
+
+FINDING_LABELS = {
+    "error": "error",
+    "tool-error": "failed call",
+    "denied": "denied",
+    "declined": "declined",
+    "truncated": "truncated",
+    "cancelled": "interrupted",
+    "running": "unfinished",
+}
+"""How a page names each kind of finding (:data:`publisher.gate.KINDS`)."""
+
+
+def finding_count(kind: str, number: int) -> str:
+    """``3 failed calls``, ``1 interrupted``: a count of findings of one kind, in words."""
+    label = FINDING_LABELS.get(kind, kind)
+    return (
+        plural(number, label) if label in ("error", "failed call") else f"{count(number)} {label}"
+    )
+
 
 AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex CLI", "aider": "aider"}
 """How a page names the agents ``polyglav import`` reads (another is shown as written)."""
@@ -59,6 +80,21 @@ def origin(session: Session) -> Origin | None:
         return None
     agent, path = found.get("agent"), found.get("path")
     return Origin(agent if isinstance(agent, str) else "", path if isinstance(path, str) else "")
+
+
+def workspace(session: Session) -> str:
+    """The folder the session worked in, when its log says it (an imported session's
+    ``imported_from.cwd``), else ""."""
+    found = session.extra.get("imported_from")
+    cwd = found.get("cwd") if isinstance(found, dict) else None
+    return cwd.rstrip("/") if isinstance(cwd, str) and cwd.startswith("/") else ""
+
+
+def relative_to(path: str, base: str) -> str:
+    """``path`` relative to folder ``base`` when it is inside it, else as it is."""
+    if base and path.startswith(base + "/") and len(path) > len(base) + 1:
+        return path[len(base) + 1 :]
+    return path
 
 
 def parse_time(value: str) -> datetime | None:
@@ -109,6 +145,62 @@ def format_duration(seconds: float | None) -> str:
 
 def turn_duration(turn: Turn) -> str:
     return format_duration(duration_seconds(turn))
+
+
+IDLE_AFTER = 30 * 60
+"""Seconds without any record, within a turn or between two turns, from which that time is
+idle (the person away, the run waiting on nobody), not work: a turn of 2m43s of work that
+the person answered the next day is 2m43s of work and a day idle. A tool that runs longer
+than this without a record in between (one call recorded, its result this much later) is
+read as idle too: the log cannot tell the two apart."""
+
+
+@dataclass(slots=True, frozen=True)
+class TurnTimes:
+    """Where a turn's time went, from its start, its end and its parts' timestamps."""
+
+    span: float | None
+    """Wall-clock seconds from ``started_at`` to ``ended_at`` (None when unknown)."""
+    work: float | None
+    """The span without its idle gaps (None when the span is unknown)."""
+    idle: tuple[float, ...] = ()
+    """Each gap of more than :data:`IDLE_AFTER` between two records of the turn, in order."""
+
+    @classmethod
+    def of(cls, turn: Turn) -> TurnTimes:
+        start, end = parse_time(turn.started_at), parse_time(turn.ended_at)
+        span = seconds_between(start, end)
+        if span is None or span <= IDLE_AFTER:
+            return cls(span, span)
+        assert start is not None and end is not None
+        naive = start.tzinfo is None
+        stamps = (parse_time(p.timestamp) for p in turn.parts)
+        inner = [m for m in stamps if m is not None and (m.tzinfo is None) == naive]
+        idle = _gaps([start, *inner, end])
+        return cls(span, span - sum(idle), idle)
+
+
+def _gaps(moments: list[datetime]) -> tuple[float, ...]:
+    """The gaps of more than :data:`IDLE_AFTER` between ``moments`` in time order (those
+    between the first and the last: a part stamped outside its turn's span adds none)."""
+    first, last = moments[0], moments[-1]
+    inside = sorted(m for m in moments if first <= m <= last)  # (aware ones in UTC order)
+    gaps = []
+    for before, after in itertools.pairwise(inside):
+        seconds = (after - before).total_seconds()
+        if seconds > IDLE_AFTER:
+            gaps.append(seconds)
+    return tuple(gaps)
+
+
+def turn_work(turn: Turn) -> str:
+    """The turn's work time (:class:`TurnTimes`), with its idle time said apart when it had
+    any: ``2m43s (24h02m idle)``."""
+    times = TurnTimes.of(turn)
+    shown = format_duration(times.work)
+    if times.idle:
+        shown += f" ({format_duration(sum(times.idle))} idle)"
+    return shown
 
 
 def status_known(status: str) -> bool:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from sys import intern
 from typing import TYPE_CHECKING, Any
 
-from ..audit import Audit
-from ..model import Session, ToolPart
+from ..audit import Audit, Delegation, Spawn, delegations, match_delegations
+from ..model import Session
 from ..refs import RefIndex
 from ..render import view
 from .staleness import graph_key
@@ -75,10 +75,11 @@ class Summary:
     as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
     link to the tool call, or to the turn, in the session's folder on the page that holds
     it (``page-2.html#turn-200.3``), or "")."""
-    spawns: tuple[tuple[str, str], ...] = field(default=())
-    """The sub-sessions its delegate calls spawned: (sub-session name, link to the call in
-    the session's folder on the page that holds it, ``page-2.html#turn-200.3``), in file
-    order, the first call of a name only."""
+    spawns: tuple[tuple[str, str, str, str], ...] = field(default=())
+    """Its delegate calls, in file order: (the sub-session the call names or "", the role
+    it asked for, its timestamp, link to the call in the session's folder on the page that
+    holds it, ``page-2.html#turn-200.3``); which sub-session each spawned is
+    :func:`publisher.audit.match_delegations` of these and the session's children."""
 
     @classmethod
     def of(cls, session: Session, redacted: int = 0, limits: PageLimits | None = None) -> Summary:
@@ -178,19 +179,15 @@ class TurnLinks:
         return turn_href(self.starts, position, self.anchors[position] + suffix)
 
 
-def spawns_of(session: Session, where: TurnLinks | None = None) -> tuple[tuple[str, str], ...]:
+def spawns_of(
+    session: Session, where: TurnLinks | None = None
+) -> tuple[tuple[str, str, str, str], ...]:
     """:attr:`Summary.spawns` of a session."""
-    from ..render.tools import delegate_target
-
     where = where or TurnLinks.of(session)
-    found: dict[str, str] = {}
-    for position, turn in enumerate(session.turns):
-        for number, part in enumerate(turn.parts, start=1):
-            if isinstance(part, ToolPart):
-                target = delegate_target(part)
-                if target and target not in found:
-                    found[target] = where.href(position, f".{number}")
-    return tuple(found.items())
+    return tuple(
+        (call.named, call.role, call.timestamp, where.href(position, f".{number}"))
+        for position, number, call in delegations(session)
+    )
 
 
 def error_events(
@@ -286,7 +283,9 @@ def _shared(row: list[Any]) -> Summary:
     for index in _SHARED:
         row[index] = intern(row[index])
     row[_SUB_SESSIONS] = tuple(row[_SUB_SESSIONS])
-    row[_SPAWNS] = tuple(map(tuple, row[_SPAWNS]))
+    row[_SPAWNS] = tuple(
+        (named, intern(role), stamp, href) for named, role, stamp, href in row[_SPAWNS]
+    )
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
     row[_ERROR_EVENTS] = tuple(
         (sort, time, turn, anchor, intern(code), message)
@@ -303,7 +302,7 @@ _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
     "error_events": (str,) * 6,
     "decision_events": (str,) * 8,
-    "spawns": (str, str),
+    "spawns": (str, str, str, str),
 }
 """The fields that are lists of tuples, with the types of each tuple's values."""
 _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
@@ -419,16 +418,35 @@ class Graph:
                 series[run] = (before, after)
         return series.get(name, ("", ""))
 
+    def delegated(self, name: str) -> tuple[str, ...]:
+        """The sub-session each delegate call of session ``name`` spawned ("" for none), in
+        file order (:func:`publisher.audit.match_delegations` against its children)."""
+        brief = self.all.get(name)
+        spawns = brief.links[1] if brief is not None and brief.links else ()
+        if not spawns:
+            return ()
+        calls = [Delegation(named, role, stamp) for named, role, stamp, _ in spawns]
+        children = [
+            Spawn(child, b.role, b.created_at)
+            for child in self.children(name)
+            if (b := self.all.get(child)) is not None
+        ]
+        return tuple(match_delegations(calls, children))
+
     def spawned_at(self, name: str) -> str:
         """The call that spawned session ``name`` in its direct parent, relative to the
         parent's folder on the page that holds it (``page-2.html#turn-200.3``); "" when
-        the parent is not in the archive or names no such call."""
+        the parent is not in the archive or no call of it spawned ``name``."""
         brief = self.all.get(name)
         if brief is None or brief.parent_id not in self.all:
             return ""
         parent = self.all[brief.parent_id]
         spawns = parent.links[1] if parent.links else ()
-        return next((href for target, href in spawns if target == name), "")
+        targets = self.delegated(brief.parent_id)
+        return next(
+            (spawn[3] for spawn, target in zip(spawns, targets, strict=True) if target == name),
+            "",
+        )
 
     def lineage(self, name: str) -> tuple[list[str], bool]:
         """Parents from the root down to the direct parent; True when a cycle was cut."""

@@ -203,7 +203,8 @@ class Brief(NamedTuple):
     """:attr:`SourceState.warnings` (told each build)."""
     links: list[Any] | None
     """What the session says of others, when it says anything: ``[sub_sessions, spawns,
-    refs]`` as JSON lists (its summary's declared sub-sessions, the (session, href) of its
+    refs]`` as JSON lists (its summary's declared sub-sessions, the (named session, role,
+    timestamp, href) of its
     delegate calls, :attr:`SourceState.refs`); None when all three are empty, as for most
     sessions. With these, the graph's key and every session's page facts are made of
     briefs alone: a build that adds a session decodes no state for them."""

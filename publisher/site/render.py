@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from .. import images
-from ..audit import Audit
-from ..model import Session, ToolPart
-from ..render import places, tools, view
+from ..audit import Audit, delegation_targets
+from ..model import Session
+from ..render import places, view
 from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.markup import RefResolver
@@ -46,6 +46,9 @@ class PageFacts:
     """The previous and next run of its role's series (:meth:`.graph.Graph.series`)."""
     spawned_at: str = ""
     """The call that spawned it in its parent (:meth:`.graph.Graph.spawned_at`), or ""."""
+    delegated: tuple[str, ...] = ()
+    """The sub-session each of its delegate calls spawned, in file order, "" for none
+    (:meth:`.graph.Graph.delegated`)."""
 
     @classmethod
     def from_graph(cls, graph: Graph, session_name: str, ref_candidates: set[str]) -> PageFacts:
@@ -67,6 +70,7 @@ class PageFacts:
             refs=refs,
             series=graph.series(session_name),
             spawned_at=graph.spawned_at(session_name),
+            delegated=graph.delegated(session_name),
         )
 
     def key(self) -> str:
@@ -78,6 +82,7 @@ class PageFacts:
             self.refs,
             self.series,
             self.spawned_at,
+            self.delegated,
         )
 
 
@@ -149,6 +154,7 @@ def render_session_pages(
     audit = Audit.of(session)
     anchors: list[str] = []
     sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
+    calls_by_turn = delegation_targets(session, facts.delegated)
     refs_key = staleness.refs_key(facts.refs)
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
@@ -164,18 +170,21 @@ def render_session_pages(
         anchors.append(anchor)
         errors, decisions = places.turn_notes(session, audit, len(anchors) - 1)
         # The sub-sessions its delegate calls link to (present in the site or not).
-        spawned = {
-            target: sub_urls.get(target)
-            for part in turn.parts
-            if isinstance(part, ToolPart) and (target := tools.delegate_target(part))
-        }
+        targets = calls_by_turn.get(len(anchors) - 1, {})
+        spawned = {target: sub_urls.get(target) for target in targets.values()}
         key = staleness.turn_key(
             turn,
             refs_key,
             marks.get(turn.index, []),
             last_index,
             anchor,
-            (errors, decisions, sorted(spawned.items()), sorted(view.meta_changes(previous, turn))),
+            (
+                errors,
+                decisions,
+                sorted(targets.items()),
+                sorted(spawned.items()),
+                sorted(view.meta_changes(previous, turn)),
+            ),
         )
         fragment = cached.get(key) if cached is not None else None
         if fragment is None:
@@ -189,6 +198,7 @@ def render_session_pages(
                 decisions=decisions,
                 sections="index.html",
                 sub_urls={k: v for k, v in spawned.items() if v is not None},
+                targets=targets,
                 previous=previous,
             )
         previous = turn

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 
 from markupsafe import Markup
 
-from ..audit import Audit
+from ..audit import Audit, Spawn, delegation_targets, delegations, match_delegations
 from ..gate import Member
-from ..model import Session, ToolPart, Turn
-from ..render import places, tools, view
+from ..model import Session, Turn
+from ..render import places, view
 from ..render.contexts import PageLink, SessionLink, SessionPage, SinglePage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
@@ -47,14 +47,17 @@ def export_html(
     )
     # Where each session's section starts (the session's own is the page's main).
     sections = {root: "#main"} | {name: f"#{prefix[:-1]}" for name, prefix in ids.items()}
-    spawned = {
-        (name, target): href
-        for name, s in [(root, session), *((m.name, m.session) for m in included)]
-        if s is not None
-        for target, href in _calls(s, ids.get(name, "")).items()
-    }
     parents = {m.name: m.parent for m in members[1:]}
     roles = {m.name: m.session.role for m in members if m.session is not None}
+    owners = [(root, session), *((m.name, m.session) for m in included if m.session is not None)]
+    # Which sub-session each delegate call spawned (publisher.audit's delegation rule,
+    # against the sub-sessions of the tree), by owner, turn position and part number.
+    targets = {name: _targets(s, [m for m in included if m.parent == name]) for name, s in owners}
+    spawned = {
+        (name, target): href
+        for name, s in owners
+        for target, href in _calls(s, ids.get(name, ""), targets[name]).items()
+    }
 
     def page_of(name: str, s: Session, prefix: str) -> dict[str, object]:
         """The fields a session's section shares between the main page and a sub-page."""
@@ -81,6 +84,7 @@ def export_html(
                 errors=errors,
                 decisions=decisions,
                 sub_urls=sub_urls,
+                targets=targets[name].get(position, {}),
                 previous=s.turns[position - 1] if position else None,
                 ids=prefix,
             )
@@ -138,15 +142,25 @@ def export_html(
         yield encode_display("".join(batch)).decode("utf-8")
 
 
-def _calls(session: Session, prefix: str) -> dict[str, str]:
+def _targets(session: Session, children: Sequence[Member]) -> dict[int, dict[int, str]]:
+    """Which of ``children`` (members of the tree) each delegate call of ``session``
+    spawned, by turn position and part number."""
+    calls = [call for _, _, call in delegations(session)]
+    spawns = [
+        Spawn(m.name, m.session.role, m.session.created_at)
+        for m in children
+        if m.session is not None
+    ]
+    return delegation_targets(session, match_delegations(calls, spawns))
+
+
+def _calls(session: Session, prefix: str, targets: dict[int, dict[int, str]]) -> dict[str, str]:
     """The link to the first delegate call of each sub-session ``session`` spawned."""
     found: dict[str, str] = {}
-    for anchor, turn in zip(view.turn_anchors(session), session.turns, strict=True):
-        for number, part in enumerate(turn.parts, start=1):
-            if isinstance(part, ToolPart):
-                target = tools.delegate_target(part)
-                if target and target not in found:
-                    found[target] = f"#{prefix}{anchor}.{number}"
+    anchors = view.turn_anchors(session)
+    for position in sorted(targets):
+        for number, target in sorted(targets[position].items()):
+            found.setdefault(target, f"#{prefix}{anchors[position]}.{number}")
     return found
 
 

@@ -108,7 +108,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 11
+MANIFEST_FORMAT = 12
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
@@ -380,12 +380,13 @@ def facts_key(
     refs: dict[str, str],
     series: tuple[str, str] = ("", ""),
     spawned_at: str = "",
+    delegated: tuple[str, ...] = (),
 ) -> str:
     """The key of what a session's pages show about other sessions (``series``: the
-    previous and next run of its role's series; ``spawned_at``: the call that spawned it)."""
-    return hashlib.sha256(
-        pickle.dumps((lineage, lineage_cycle, children, sorted(refs.items()), series, spawned_at))
-    ).hexdigest()
+    previous and next run of its role's series; ``spawned_at``: the call that spawned it;
+    ``delegated``: the sub-session each of its delegate calls spawned)."""
+    values = (lineage, lineage_cycle, children, sorted(refs.items()), series, spawned_at)
+    return hashlib.sha256(pickle.dumps((*values, delegated))).hexdigest()
 
 
 def refs_key(refs: dict[str, str]) -> str:
