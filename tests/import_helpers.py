@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,8 @@ def assert_renders(project: Path, tmp: Path) -> None:
 
 
 def quiet_copy(source: Path, target: Path, age: float = 86_400.0) -> Path:
-    """``source`` (a file or folder) copied to ``target`` with every file's modification time
-    ``age`` seconds back: a log nobody writes to any more (a recent one may still be running:
+    """``source`` (a file or folder) copied to ``target``, every file modified ``age`` seconds
+    ago: a log nobody writes to any more (a recent one may still be running:
     ``claude_code.LIVE_SECONDS``)."""
     if source.is_dir():
         shutil.copytree(source, target)
@@ -85,7 +86,7 @@ def quiet_copy(source: Path, target: Path, age: float = 86_400.0) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source, target)
         files = [target]
+    stamp = time.time() - age  # not the source's own times: a checkout's are any age
     for path in files:
-        stat = path.stat()
-        os.utime(path, (stat.st_atime - age, stat.st_mtime - age))
+        os.utime(path, (stamp, stamp))
     return target
