@@ -257,6 +257,8 @@ def test_a_log_of_titles_names_the_session_it_titles_and_makes_no_session(
         p.read_text() for p in (site / "rows").glob("*.js")
     )
     assert "Empty Repo Setup: CLAUDE.md Foundation Created" in index
+    markdown = export(tmp_path / "p", session.session_name)
+    assert "- **Title:** `Empty Repo Setup: CLAUDE.md Foundation Created`\n" in markdown
 
 
 def test_a_custom_title_names_the_session(tmp_path: Path) -> None:

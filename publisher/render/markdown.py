@@ -71,8 +71,10 @@ def _header(session: Session, redaction: str | None) -> Iterator[str]:
     ident = inline_code(session.session_id)
     if session.session_id:
         ident += f" (reference it as {inline_code('#' + session.session_id)})"
+    titled = [("Title", inline_code(session.title))] if session.title else []
     yield from _bullets(
         [
+            *titled,
             ("Kind", view.KIND_LABELS[kind] + prefix),
             ("Name", inline_code(session.session_name)),
             ("Id", ident),
