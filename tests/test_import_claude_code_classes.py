@@ -122,6 +122,13 @@ def test_the_2_1_39_compaction_log_is_a_short_sub_session_of_what_it_adds(
     kinds = [p.type for t in compaction.turns for p in t.parts]
     assert kinds == ["system", "system", "user", "text"]
     assert "<analysis>" in compaction.turns[-1].parts[-1].text  # type: ignore[attr-defined]
+    # ...and named where the compaction happened, on the session's /compact record
+    (main,) = (s for s in sessions.values() if s.session_name == compaction.parent_id)
+    (record,) = (p for t in main.turns for p in t.parts if p.type == "command")
+    assert record.extra["sub_session"] == compaction.session_name
+    assert not build(sessions_dir(tmp_path / "p"), tmp_path / "site").failures
+    page = (tmp_path / "site" / "sessions" / main.session_name / "index.html").read_text()
+    assert f"the sub-session <code>{compaction.session_name}</code>" in page
 
 
 # --- 31.4 interrupts apart from refusals ---------------------------------------------

@@ -61,14 +61,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from ..render.view import plural
-from .common import JSON, Counts, Problem, Result, SessionBuilder, iso, iter_jsonl
+from .common import JSON, Counts, Problem, Result, SessionBuilder, iso, iter_jsonl, parse_time
 
 AGENT = "claude-code"
 DEFAULT_SOURCE = "~/.claude/projects"
@@ -461,6 +463,9 @@ class Converter:
         """The last title of each kind a line of this log gave (:data:`TITLE_TYPES`)."""
         self.leaf_titles: dict[str, str] = {}
         """``leafUuid`` → the title a ``summary`` line of this log gives it."""
+        self.compactions: list[dict[str, JSON]] = []
+        """The ``/compact`` records of compaction boundaries, in order (a compaction's own
+        log is linked to the nearest in time: :func:`_link_compactions`)."""
         self.refusals: list[tuple[dict[str, JSON], dict[str, JSON], str]] = []
         """(tool part, its turn, time) of each call the user refused or stopped, decided by
         :meth:`settle` once what ran is known."""
@@ -867,6 +872,7 @@ class Converter:
                 "command", ts, text="/compact", summary="", compact_from=turn["index"]
             )
             self._attach(self.compaction, "claude_code", left)
+            self.compactions.append(self.compaction)
             return True
         if subtype == "local_command" and isinstance(record.get("content"), str):
             left = self._left(record, ("type", "subtype", "timestamp", "content"))
@@ -1132,6 +1138,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
         counts.add(sub.b.counts)
         sub_docs.append(sub)
     _link_tasks(converter, subs, by_agent)
+    _link_compactions(converter, sub_docs)
     for each in (converter, *sub_docs):
         each.settle()
         each.b.title = each.title(unit.titles)
@@ -1141,6 +1148,28 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
         documents.append(main.document())
     documents.extend(sub.b.document() for sub in sub_docs)
     return Result(documents, counts, notes, live=live and _running(documents))
+
+
+def _link_compactions(converter: Converter, subs: list[Converter]) -> None:
+    """Name on each ``/compact`` record the compaction log it came from (``sub_session``):
+    each compaction sub-session goes to the record nearest its last line in time, so its
+    request and summary are found where the compaction happened."""
+    free = list(converter.compactions)
+    for sub in subs:
+        end = parse_time(sub.b.last_time)
+        if sub.b.role != REPLAY_AGENTS["acompact"] or end is None or not free:
+            continue
+
+        def distance(part: dict[str, JSON], end: datetime = end) -> float:
+            at = parse_time(part.get("timestamp"))
+            if at is None or (at.tzinfo is None) != (end.tzinfo is None):
+                return math.inf
+            return abs((at - end).total_seconds())
+
+        nearest = min(free, key=distance)
+        if distance(nearest) < math.inf:
+            nearest["sub_session"] = sub.b.name
+            free.remove(nearest)
 
 
 def _running(documents: list[dict[str, JSON]]) -> bool:
