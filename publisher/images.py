@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .model import Image, ImagePart, Session, ToolPart
+from .model import Image, ImagePart, Part, Session, ToolPart
 
 #: Largest decoded image published (bytes): a bigger one is a placeholder saying its size.
 MAX_BYTES = 5 * 1024 * 1024
@@ -122,20 +122,20 @@ def data_uri(media_type: str, data: bytes) -> str:
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def of_part(part: Part) -> list[Image]:
+    """The images a part holds: an image part's one, a tool call's result's."""
+    if isinstance(part, ImagePart):
+        return [part.image]
+    return part.images if isinstance(part, ToolPart) else []
+
+
 def published(session: Session) -> Iterator[tuple[str, bytes]]:
     """(file name, bytes) of every image of ``session`` a page shows (each once, in the
     order they first appear): the site writes them beside the session's pages."""
     seen: set[str] = set()
     for turn in session.turns:
         for part in turn.parts:
-            found = (
-                [part.image]
-                if isinstance(part, ImagePart)
-                else part.images
-                if isinstance(part, ToolPart)
-                else []
-            )
-            for image in found:
+            for image in of_part(part):
                 facts, data = examine(image)
                 if data is not None and facts.file_name and facts.file_name not in seen:
                     seen.add(facts.file_name)

@@ -33,7 +33,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
 from .. import __version__, images
-from ..model import Image, ImagePart, Session, ToolPart, Turn
+from ..model import Image, Session, ToolPart, Turn
 from ..theme import Theme
 from . import markup, tools, view
 from .contexts import (
@@ -298,13 +298,6 @@ class HtmlRenderer:
                 spawned = (
                     targets.get(number, "") if targets is not None else tools.delegate_target(part)
                 )
-            shown = (
-                [part.image]
-                if isinstance(part, ImagePart)
-                else part.images
-                if isinstance(part, ToolPart)
-                else []
-            )
             parts.append(
                 PartView(
                     part=part,
@@ -324,7 +317,7 @@ class HtmlRenderer:
                     sub_session=spawned,
                     extra_file=side.add(str(number), part.extra),
                     sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
-                    images=[_image_view(image, externalize) for image in shown],
+                    images=[_image_view(image, externalize) for image in images.of_part(part)],
                 )
             )
         turn_extra_file = side.add("turn", turn.extra)
