@@ -7,7 +7,8 @@ kind                    found when
 ======================  =================================================================
 ``error``               an entry of the session's ``errors`` array, or a turn whose status
                         is ``error``
-``tool-error``          a tool part whose result has ``is_error: true``
+``tool-error``          a tool part whose result has ``is_error: true`` (not one the person
+                        stopped, ``interrupted``: its turn's ``cancelled`` status counts it)
 ``denied``              a permission decision ``denied`` (blocked by policy)
 ``declined``            a permission decision ``declined`` (the user refused an ask)
 ``truncated``           a turn whose status is ``truncated``
@@ -224,12 +225,7 @@ def session_findings(
             seq += 1
         if "tool-error" in wanted:
             for number, part in enumerate(turn.parts, start=1):
-                if (
-                    isinstance(part, ToolPart)
-                    and part.output is not None
-                    and part.is_error
-                    and (position, number) not in refused
-                ):
+                if isinstance(part, ToolPart) and part.failed and (position, number) not in refused:
                     add(seq, _tool_error(name, turn, position, number, part))
                     seq += 1
 
@@ -253,7 +249,7 @@ def session_findings(
 
 
 def _tool_error(session: str, turn: Turn, position: int, number: int, part: ToolPart) -> Finding:
-    message = f"tool error: {one_line(part.name)}"
+    message = f"tool error: {one_line(part.name) or '(its call is not in the log)'}"
     gist = output_gist(part.output or "")
     if gist:
         message += f": {gist}"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .model import JSON, Session
+from .model import JSON, Image, Session
 
 #: Every kind a marker can name, most specific first (the first wins when spans overlap).
 KINDS = (
@@ -749,6 +749,10 @@ def redact_json(value: JSON, redactor: Redactor, counts: Counter[str] | None = N
 
 
 def _redact_field(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
+    if isinstance(value, Image):
+        # An image's base64 is bytes, not text: a rule matching in it would only break the
+        # image (and scanning megabytes of it costs). What it shows is not text to redact.
+        return _redact_object(value, redactor, counts, frozenset({"data"}))
     if isinstance(value, str):
         return redactor.redact_text(value, counts)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

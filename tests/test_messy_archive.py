@@ -85,6 +85,11 @@ def messy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = root / "project"
     for agent, source in (
         ("claude-code", FIXTURES / "claude_code"),
+        # images, titles, interrupts, notices, compaction and side-question logs
+        ("claude-code", FIXTURES / "claude_code_built"),
+        ("claude-code", FIXTURES / "claude_code_replay"),
+        ("claude-code", FIXTURES / "claude_code_spotter"),
+        ("claude-code", FIXTURES / "claude_code_titles"),
         ("codex", FIXTURES / "codex"),
         ("aider", FIXTURES / "aider"),
     ):

@@ -207,7 +207,7 @@ def test_every_part_kind_has_a_default_template() -> None:
 
     templates = ROOT / "themes" / "default" / "templates"
     assert sorted(PART_TEMPLATES) == [
-        "command", "system", "text", "thinking", "tool", "unknown", "user"
+        "command", "image", "system", "text", "thinking", "tool", "unknown", "user"
     ]  # fmt: skip
     for name in PART_TEMPLATES.values():
         assert (templates / name).is_file(), name

@@ -35,7 +35,6 @@ from tests.helpers import (
     copy_samples,
     fresh_digest,
     page_of,
-    polyglav,
     python_env,
     tree_digest,
 )
@@ -201,14 +200,6 @@ def test_reload_tag_goes_before_head_end() -> None:
     page = b"<html><head><title>x</title></HEAD ><body></body></html>"
     assert inject_reload(page) == page.replace(b"</HEAD >", RELOAD_TAG + b"</HEAD >")
     assert inject_reload(b"<p>no head</p>") == b"<p>no head</p>" + RELOAD_TAG
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize("command", ["watch", "serve"])
-def test_help_has_an_example(command: str) -> None:
-    result = polyglav("site", command, "--help")
-    assert result.exit_code == 0
-    assert f"Example: polyglav site {command}" in result.stdout
 
 
 # --------------------------------------------------------------------------------------

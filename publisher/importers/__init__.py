@@ -162,6 +162,8 @@ class _Converted:
     """What could not be imported as it is."""
     notes: list[Problem] = field(default_factory=list)
     """What was imported but should be known (:attr:`.common.Result.notes`)."""
+    live: bool = False
+    """:attr:`.common.Result.live`."""
 
 
 def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
@@ -180,6 +182,7 @@ def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
             done.problems.append(Problem(str(unit.key), 0, str(exc)))
     done.counts = result.counts
     done.notes = list(result.notes)
+    done.live = result.live
     return done
 
 
@@ -246,8 +249,9 @@ def import_sources(
         if on_note is not None:
             for note in converted.notes:
                 on_note(note)
-        if converted.problems:
-            store.sources.pop(unit.key, None)  # imported again (and reported) next time
+        if converted.problems or converted.live:
+            # imported again (and reported) next time; a running session, until it is not
+            store.sources.pop(unit.key, None)
             continue
         try:
             after = [Stamp.of(path).with_hash() for path in unit.files]

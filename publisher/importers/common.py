@@ -26,7 +26,7 @@ from ..write import WriteError, atomic_write
 #: JSON value as produced by :func:`json.loads`.
 JSON = Any
 
-IMPORTER_VERSION = 3
+IMPORTER_VERSION = 4
 """Bumped when a mapping changes, so that sources imported by an older mapping are
 imported again although their stamps did not change."""
 
@@ -79,6 +79,9 @@ class Result:
     notes: list[Problem] = field(default_factory=list)
     """What the user should know of an import that did not fail, one line each (a
     sub-agent's log imported without its session's, which is gone)."""
+    live: bool = False
+    """True when a session reads ``running`` because its source was written to recently:
+    the source is converted again at the next import, whatever its stamps."""
 
 
 # --- names and times -------------------------------------------------------------------
@@ -276,6 +279,10 @@ class SessionBuilder:
     """The ``permissions`` array."""
     parent_id: str = ""
     """Name of the parent session (sub-agents)."""
+    role: str = ""
+    """The role that owns the session (a sub-agent's, as its caller named it)."""
+    title: str = ""
+    """A title the source gives the session (written only when not empty)."""
     sub_sessions: list[str] = field(default_factory=list)
     """Names of the sub-agent sessions."""
     counts: Counts = field(default_factory=Counts)
@@ -422,10 +429,14 @@ class SessionBuilder:
             "errors": self.errors,
             "parent_id": self.parent_id,
             "permissions": self.permissions,
-            "role": "",
+            "role": self.role,
             "session_id": self.ident,
             "session_name": self.name,
             "sub_sessions": self.sub_sessions,
+        }
+        if self.title:
+            doc["title"] = self.title
+        doc |= {
             "turns": self.turns,
             "updated_at": self.last_time,
             "version": "",

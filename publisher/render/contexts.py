@@ -36,6 +36,7 @@ from markupsafe import Markup
 
 from ..compare import CallChange, TurnComparison
 from ..gate import Tally
+from ..images import ImageFacts
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
 from ..outcome import Outcome
 from .markup import RefResolver
@@ -75,6 +76,19 @@ class OutputView:
     """Where, in ``tail``, the lines the search index holds start: its last
     :data:`publisher.render.html.INDEXED_LINES` lines (``tail[indexed_from:]``); the head and
     the rest of the tail are shown but not indexed."""
+
+
+@dataclass(slots=True, frozen=True)
+class ImageView:
+    """An image a part holds, as ``parts/image.html`` and ``parts/tool.html`` show it."""
+
+    facts: ImageFacts
+    """What it is: type, size, digest, and why it is not shown when it is not."""
+    src: str | None
+    """Where the page finds it (``img-<digest>.png`` beside the page, or a ``data:`` URI
+    in the single-file export); None when it is not shown (a placeholder says why)."""
+    note: str = ""
+    """Why it is not shown, in words (``facts.problem``, or the single file's cap)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -135,6 +149,8 @@ class PartView:
     """The page of the sub-session a delegate call spawned, when it is in the archive."""
     sub_outcome: Outcome | None = None
     """What that sub-session did, with the sessions below it, when it is in the archive."""
+    images: list[ImageView] = field(default_factory=list)
+    """An image part's image, or the images a tool call's result returned."""
 
 
 @dataclass(slots=True, frozen=True)

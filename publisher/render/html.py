@@ -32,8 +32,8 @@ from jinja2.nodes import Expr
 from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
-from .. import __version__
-from ..model import Session, ToolPart, Turn
+from .. import __version__, images
+from ..model import Image, Session, ToolPart, Turn
 from ..outcome import Outcome
 from ..theme import Theme
 from . import markup, tools, view
@@ -41,6 +41,7 @@ from .contexts import (
     DecisionNote,
     DelegationTree,
     ErrorNote,
+    ImageView,
     IndexPage,
     IndexRow,
     OutputView,
@@ -320,6 +321,7 @@ class HtmlRenderer:
                     extra_file=side.add(str(number), part.extra),
                     sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
                     sub_outcome=(sub_outcomes or {}).get(spawned) if spawned else None,
+                    images=[_image_view(image, externalize) for image in images.of_part(part)],
                 )
             )
         turn_extra_file = side.add("turn", turn.extra)
@@ -459,6 +461,22 @@ TAIL_LINES = 12
 #: failure summary or an error usually is): Pagefind's time follows the text it indexes,
 #: and tool output is most of a coding agent's bytes (README, "What is indexed").
 INDEXED_LINES = 6
+
+
+def _image_view(image: Image, externalize: bool) -> ImageView:
+    """How a page shows ``image``: a file beside the page (``externalize``: the site, which
+    writes it, :func:`publisher.images.published`) or a ``data:`` URI (the single-file
+    export, up to :data:`publisher.images.MAX_INLINE_BYTES`); a placeholder when it is not
+    a raster image its bytes confirm, or is too big."""
+    facts, data = images.examine(image)
+    if data is None or facts.file_name is None:
+        return ImageView(facts, None, facts.problem)
+    if externalize:
+        return ImageView(facts, facts.file_name)
+    if len(data) > images.MAX_INLINE_BYTES:
+        cap = images.MAX_INLINE_BYTES // 1024
+        return ImageView(facts, None, f"larger than the {cap:,} KB a single-file export holds")
+    return ImageView(facts, images.data_uri(facts.checked_type, data))
 
 
 def _last_lines_start(text: str, count: int) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 
 from ..audit import ERROR_RULES, Audit
 from ..gate import Tally
-from ..model import CommandPart, Part, Session, TextualPart, ToolPart, Turn
+from ..model import CommandPart, ImagePart, Part, Session, TextualPart, ToolPart, Turn
 from . import places, view
 from .contexts import DecisionNote, Overview
 from .places import error_code
@@ -71,8 +71,10 @@ def _header(session: Session, redaction: str | None) -> Iterator[str]:
     ident = inline_code(session.session_id)
     if session.session_id:
         ident += f" (reference it as {inline_code('#' + session.session_id)})"
+    titled = [("Title", inline_code(session.title))] if session.title else []
     yield from _bullets(
         [
+            *titled,
             ("Kind", view.KIND_LABELS[kind] + prefix),
             ("Name", inline_code(session.session_name)),
             ("Id", ident),
@@ -217,13 +219,15 @@ def _part(
 ) -> Iterator[str]:
     label = view.part_label(part)
     if isinstance(part, ToolPart):
-        label += f" {inline_code(part.name)}"
+        label += f" {inline_code(part.name)}" if part.name or part.input is not None else ""
         state = view.tool_state(part)
         if state == "error":
             label += " — **error**"
         elif state == "pending":
             label += " — pending"
-    elif part.type not in ("user", "text", "thinking", "system", "tool", "command"):
+        elif state == "interrupted":
+            label += " — interrupted"
+    elif part.type not in ("user", "text", "thinking", "system", "tool", "command", "image"):
         label += f" {inline_code(part.type)}"
     yield f"### {turn.index}.{number} {label}\n\n"
     if part.timestamp:
@@ -237,6 +241,12 @@ def _part(
     if isinstance(part, TextualPart):
         yield from code_block(part.text, TEXT_INFO[part.type])
         yield "\n"
+    elif isinstance(part, ImagePart):
+        yield f"Image: {view.image_line(part.image)}\n\n"
+        if part.image.extra:
+            yield "**Image fields** (as written):\n\n"
+            yield from code_block(json_text(part.image.extra), "json")
+            yield "\n"
     elif isinstance(part, ToolPart):
         yield "**Input:**\n\n"
         yield from code_block(json_text(part.input), "json")
@@ -245,6 +255,11 @@ def _part(
             yield f"**Output** (is_error: {'true' if part.is_error else 'false'}):\n\n"
             yield from code_block(part.output, "text")
             yield "\n"
+        for count, image in enumerate(part.images, start=1):
+            yield f"**Image {count} of the result:** {view.image_line(image)}\n\n"
+            if image.extra:
+                yield from code_block(json_text(image.extra), "json")
+                yield "\n"
         for note in view.tool_notes(part):
             yield f"_{note}_\n\n"
         if part.analysis:

@@ -7,13 +7,17 @@ file never disagree about what a part is or what a marker means.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from .. import images
 from ..model import (
     KINDS,
     KNOWN_STATUSES,
     CommandPart,
+    Image,
+    ImagePart,
     Part,
     Session,
     TextualPart,
@@ -245,9 +249,13 @@ def part_label(part: Part) -> str:
         if part.type == "user":
             ask = part.parked_ask_id
             return f"Parked-ask answer (ask #{ask})" if ask is not None else "User prompt"
+        if part.type == "thinking" and not part.text:
+            return "Thinking not in the log"
         return {"text": "Answer", "thinking": "Thinking", "system": "System note"}[part.type]
     if isinstance(part, ToolPart):
-        return "Tool call"
+        return "Tool call" if part.name or part.input is not None else "Tool result"
+    if isinstance(part, ImagePart):
+        return "Image"
     if isinstance(part, CommandPart):
         return "Compaction" if part.is_compaction else "Command"
     return "Unknown part"
@@ -260,6 +268,7 @@ PART_TEMPLATES = {
     "system": "parts/system.html",
     "tool": "parts/tool.html",
     "command": "parts/command.html",
+    "image": "parts/image.html",
     "unknown": "parts/unknown.html",
 }
 """Part kind → the template that shows it. The kind is the textual part's type (``user``,
@@ -276,6 +285,8 @@ def part_kind(part: Part) -> str:
         return "tool"
     if isinstance(part, CommandPart):
         return "command"
+    if isinstance(part, ImagePart):
+        return "image"
     return "unknown"
 
 
@@ -285,9 +296,12 @@ def part_template(part: Part) -> str:
 
 
 def tool_state(part: ToolPart) -> str:
-    """``ok``, ``error`` or ``pending`` (no output yet)."""
+    """``ok``, ``error``, ``interrupted`` (the person stopped it) or ``pending`` (no output
+    yet)."""
     if part.output is None:
         return "pending"
+    if part.interrupted:
+        return "interrupted"
     return "error" if part.is_error else "ok"
 
 
@@ -322,9 +336,52 @@ def report_of(part: ToolPart) -> Report | None:
     return Report("\n".join(head), True)
 
 
+#: What a tool call's badge says of each :func:`tool_state`.
+TOOL_STATE_LABELS = {
+    "ok": "ok",
+    "error": "error",
+    "interrupted": "interrupted",
+    "pending": "no output yet",
+}
+
+
+def image_line(image: Image) -> str:
+    """What the export says of an image: ``image/png, 1,234 bytes, sha256 …`` and, when a
+    page does not show it, why."""
+    facts = images.facts(image)
+    return facts.label + (f" (not shown: {facts.problem})" if facts.problem else "")
+
+
+_NOTICE_RE = re.compile(r"\s*<([a-z][a-z0-9_-]{0,40})>")
+
+
+def notice_tag(text: str) -> str | None:
+    """The name of the element a system note is made of (``system-reminder`` for
+    ``<system-reminder>…</system-reminder>``, a notice an agent's client injected), None
+    when it is not made only of such elements. Pages fold such notes under that name."""
+    end = len(text.rstrip())
+    position = 0
+    first = None
+    while position < end:
+        match = _NOTICE_RE.match(text, position)
+        if match is None:
+            return None
+        name = match.group(1)
+        close = text.find(f"</{name}>", match.end())
+        if close < 0:
+            return None
+        first = first or name
+        position = close + len(name) + 3
+    return first
+
+
 def tool_notes(part: ToolPart) -> list[str]:
     """Notes about serialization-time transforms visible in the persisted output."""
     notes = []
+    if not part.name and part.input is None:
+        notes.append("The call of this result is not in the log (only its result is).")
+    if part.interrupted:
+        notes.append("The person stopped this call while it ran (an interrupt, not a refusal).")
     if part.output is None:
         notes.append("No output yet: the call had not returned when the file was written.")
     if part.noise_excluded:

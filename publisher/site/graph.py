@@ -58,7 +58,8 @@ class Summary:
     last_status: str
     """Status of the last turn."""
     first_prompt: str
-    """First line of the first prompt (for the index)."""
+    """What names the session in the index: its title (:attr:`Session.title`), else the
+    first line of its first prompt."""
     decisions: tuple[tuple[str, int], ...] = field(default=())
     """Permission decision counts, sorted by decision."""
     redacted: int = 0
@@ -97,7 +98,9 @@ class Summary:
         from ..render.view import prompt_of
 
         audit = Audit.of(session)  # errors and decisions placed once, for every list
-        first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        first = session.title or (
+            first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        )
         first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
         where = TurnLinks.of(session, limits)

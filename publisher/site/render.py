@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
+from .. import images
 from ..audit import Audit, delegation_targets
 from ..model import Session
 from ..outcome import Outcome
@@ -311,6 +312,8 @@ def render_session_pages(
             for name, text in fragment.files.items():
                 sink(f"{base}/{name}", encode_display(text))
         del fragments
+    for name, data in images.published(session):
+        sink(f"{base}/{name}", data)
     if previous_run is not None:
         html = comparison.render_compare_page(
             renderer,

@@ -17,8 +17,9 @@ a source's scan           its stamp (size, mtime), trusted only        the stamp
                                                                        the content hash then
                                                                        decides
 a session's pages         the file's content hash, and                 content or facts
-(and its comparison       :func:`facts_key` of what its pages show     changed, or its folder
-page, ``compare.html``)   of others (parent chain, sub-sessions,       in the site is not as
+(its comparison page,     :func:`facts_key` of what its pages show     changed, or its folder
+``compare.html``, its     of others (parent chain, sub-sessions,       in the site is not as
+images, ``img-*``)
                           reference targets, previous and next run     the last build left it
                           of its series, the page and anchor of the    (:func:`folder_intact`:
                           delegate call that spawned it); recomputed   a page deleted by
