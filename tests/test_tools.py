@@ -342,7 +342,8 @@ _JSON = st.recursive(
 _KEYS = ["command", "cmd", "questions", "question", "options", "label", "todos", "plan", "step",
          "status", "content", "pattern", "path", "glob", "query", "url", "prompt", "session_id",
          "chars", "file_path", "old_string", "new_string", "edits", "role", "task", "task_id",
-         "block", "timeout", "skill", "args", "bash_id"]  # fmt: skip
+         "block", "timeout", "skill", "args", "bash_id", "type", "queries", "agent_type",
+         "message"]  # fmt: skip
 _INPUTS = st.recursive(
     _JSON,
     lambda inner: (

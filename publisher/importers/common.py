@@ -295,6 +295,8 @@ class SessionBuilder:
     """Raw records seen before the first turn."""
     _early: dict[str, list[JSON]] = field(default_factory=dict)
     """Entries of turn lists (:meth:`attach`) seen before the first turn."""
+    _waiting: list[dict[str, JSON]] = field(default_factory=list)
+    """Parts (:meth:`leading_part`) written before the first turn, waiting for it."""
 
     @property
     def ident(self) -> str:
@@ -351,6 +353,9 @@ class SessionBuilder:
         for key, entries in self._early.items():
             turn[key] = entries
         self._early = {}
+        if self._waiting:
+            turn["parts"].extend(self._waiting)
+            self._waiting = []
         self.seen(timestamp)
         return turn
 
@@ -365,6 +370,20 @@ class SessionBuilder:
         part["timestamp"] = timestamp
         parts = self.turn(timestamp)["parts"]
         parts.append(part)
+        self.seen(timestamp)
+        return part
+
+    def leading_part(self, ptype: str, timestamp: str, **fields: JSON) -> dict[str, JSON]:
+        """A part that comes with the turn about to start (what an agent's client injects
+        before the first prompt: instructions, the environment, inherited context): appended
+        to the current turn when there is one, else kept and placed first in the next turn
+        opened, so that it never makes a turn of its own (unless no turn ever opens)."""
+        if self.current is not None:
+            return self.part(ptype, timestamp, **fields)
+        part: dict[str, JSON] = {"type": ptype}
+        part.update(fields)
+        part["timestamp"] = timestamp
+        self._waiting.append(part)
         self.seen(timestamp)
         return part
 
@@ -411,6 +430,8 @@ class SessionBuilder:
 
     def document(self) -> dict[str, JSON]:
         """The session file's JSON value."""
+        if self._waiting:
+            self.start_turn(str(self._waiting[0]["timestamp"] or ""))
         if self._before:
             self.extra.setdefault("raw_records", []).extend(self._before)
             self._before = []
@@ -445,6 +466,14 @@ class SessionBuilder:
         for key, value in self.extra.items():
             doc.setdefault(key, value)
         return doc
+
+
+def link_sub_session(parent: SessionBuilder, sub: SessionBuilder) -> None:
+    """Link a sub-agent's session to its parent's both ways (the spec's ``parent_id`` and
+    ``sub_sessions``); call once both names are final (their first times are known)."""
+    sub.parent_id = parent.name
+    if sub.name not in parent.sub_sessions:
+        parent.sub_sessions.append(sub.name)
 
 
 # --- writing ---------------------------------------------------------------------------

@@ -221,8 +221,9 @@ def _part(
     if isinstance(part, ToolPart):
         label += f" {inline_code(part.name)}" if part.name or part.input is not None else ""
         state = view.tool_state(part)
+        code = view.exit_code(part)
         if state == "error":
-            label += " — **error**"
+            label += " — **error**" if code is None else f" — **error** (exit {code})"
         elif state == "pending":
             label += " — pending"
         elif state == "interrupted":

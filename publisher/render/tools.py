@@ -148,11 +148,31 @@ def _shell(part: ToolPart) -> ToolView | None:
     value = d["command"] if "command" in d else d.get("cmd", part.input)  # (Codex: cmd)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         words = [str(v) for v in value]
+        if len(words) == 2 and words[0] == "apply_patch":
+            return ToolView("diff", diff=words[1])  # Codex's patch tool run as a command
         if len(words) == 3 and words[0] in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
-            return ToolView("shell", command=words[2])
+            return _script(words[2])
         return ToolView("shell", command=" ".join(_quote(w) for w in words))
     command = _s(value)
-    return ToolView("shell", command=command) if command else None
+    return _script(command) if command else None
+
+
+APPLY_PATCH_RE = re.compile(
+    r"\Aapply_patch <<-?\s*['\"]?(\w{1,64})['\"]?\n"
+    r"(?P<patch>\*\*\* Begin Patch\n.*?\*\*\* End Patch)\n?\1\n?\Z",
+    re.DOTALL,
+)
+"""A shell script that only feeds a patch to ``apply_patch`` through a here-document
+(``apply_patch <<'PATCH'`` … ``PATCH``, as Codex wrote patches before its patch tool)."""
+
+
+def _script(command: str) -> ToolView:
+    """A command line, or the diff view when it only applies a patch (:data:`APPLY_PATCH_RE`)."""
+    if command.startswith("apply_patch") and "*** Begin Patch" in command[:8192]:
+        match = APPLY_PATCH_RE.match(command)
+        if match:
+            return ToolView("diff", diff=match.group("patch"))
+    return ToolView("shell", command=command)
 
 
 def _quote(word: str) -> str:
@@ -225,7 +245,12 @@ def _write(part: ToolPart) -> ToolView | None:
 def _delegate(part: ToolPart) -> ToolView | None:
     d = _d(part)
     role = delegate_role(part)
-    task = _s(d.get("task")) or _s(d.get("description")) or _s(d.get("prompt"))
+    task = (
+        _s(d.get("task"))
+        or _s(d.get("description"))
+        or _s(d.get("prompt"))
+        or _s(d.get("message"))  # (Codex's spawn_agent)
+    )
     target = delegate_target(part)
     return ToolView("delegate", role=role, task=task, target=target)
 
@@ -284,9 +309,9 @@ def _is_edit(part: ToolPart) -> bool:
 
 def delegate_role(part: ToolPart) -> str:
     """The role a delegate call asked for (Polyglav's ``role``, Claude Code's
-    ``subagent_type``)."""
+    ``subagent_type``, Codex's ``agent_type``)."""
     d = _d(part)
-    return _s(d.get("role")) or _s(d.get("subagent_type"))
+    return _s(d.get("role")) or _s(d.get("subagent_type")) or _s(d.get("agent_type"))
 
 
 def delegation_of(part: ToolPart) -> Delegation | None:
@@ -368,7 +393,20 @@ def _glob(part: ToolPart) -> ToolView | None:
 
 
 def _web_search(part: ToolPart) -> ToolView | None:
-    query = _s(_d(part).get("query"))
+    """A web search; Codex's ``web_search_call`` also opens a page it found (``open_page``)
+    and looks for a pattern in one (``find_in_page``)."""
+    d = _d(part)
+    action = _s(d.get("type"))
+    if action == "open_page":
+        url = _s(d.get("url"))
+        return ToolView("fetch", url=url) if url else None
+    if action == "find_in_page":
+        pattern, url = _s(d.get("pattern")), _s(d.get("url"))
+        return ToolView("search", pattern=pattern, path=url) if pattern else None
+    query = _s(d.get("query"))
+    queries = d.get("queries")
+    if not query and isinstance(queries, list):
+        query = " · ".join(q for q in queries if isinstance(q, str) and q)
     return ToolView("web_search", query=query) if query else None
 
 
@@ -417,10 +455,12 @@ REGISTRY.update(
         "run_command": _shell,
         "Bash": _shell,
         "shell": _shell,
+        "shell_command": _shell,
         "exec_command": _shell,
         "local_shell": _shell,
         "file_read": _read,
         "Read": _read,
+        "view_image": _read,
         "file_write": _patch,
         "Edit": _edit,
         "MultiEdit": _edit,
@@ -430,6 +470,7 @@ REGISTRY.update(
         "delegate": _delegate,
         "Task": _delegate,
         "Agent": _delegate,
+        "spawn_agent": _delegate,
         "web_fetch": _fetch,
         "WebFetch": _fetch,
         "fetch_page": _fetch,
@@ -441,6 +482,7 @@ REGISTRY.update(
         "web_search": _web_search,
         "WebSearch": _web_search,
         "AskUserQuestion": _ask,
+        "request_user_input": _ask,
         "ExitPlanMode": _plan,
         "TodoWrite": _todos,
         "update_plan": _todos,

@@ -375,6 +375,22 @@ def notice_tag(text: str) -> str | None:
     return first
 
 
+def exit_code(part: ToolPart) -> int | None:
+    """The exit code of a call that ran a command, when its record gives one (``exit_code``,
+    as the importers of Codex logs write it), else None."""
+    code = part.extra.get("exit_code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def tool_badge(part: ToolPart) -> str:
+    """The word a call's badge shows: ``ok``, ``error`` (``error, exit 2`` when the exit code
+    is known: a failed command's card says how it ended even when its output, a running
+    command's first chunk, does not), ``interrupted`` or ``no output yet``."""
+    state = tool_state(part)
+    code = exit_code(part) if state == "error" else None
+    return TOOL_STATE_LABELS[state] if code is None else f"error, exit {code}"
+
+
 def tool_notes(part: ToolPart) -> list[str]:
     """Notes about serialization-time transforms visible in the persisted output."""
     notes = []
