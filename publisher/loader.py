@@ -17,6 +17,7 @@ from typing import Any
 
 from .model import (
     JSON,
+    USAGE_FIELDS,
     CommandPart,
     ErrorEntry,
     Image,
@@ -28,6 +29,7 @@ from .model import (
     ToolPart,
     Turn,
     UnknownPart,
+    Usage,
 )
 
 #: Longest integer literal accepted (Python refuses > 4300 digits by default).
@@ -36,6 +38,10 @@ MAX_INT_DIGITS = 20_000
 MAX_VALUE_DEPTH = 200
 
 TEXTUAL_TYPES = ("user", "text", "thinking", "system")
+
+MAX_TOKENS = 1_000_000_000
+"""The largest token count a usage entry may give for one request (the largest context
+windows are a few million tokens): a larger one is not counted."""
 
 # Integer literals up to MAX_INT_DIGITS must parse (a 5,000-digit number is legal JSON).
 if 0 < sys.get_int_max_str_digits() < MAX_INT_DIGITS:
@@ -231,6 +237,7 @@ def _parse_part(obj: JSON, path: str) -> Part:
             analysis=f.text("analysis"),
             images=_parse_images(f.array("images"), f"{path}.images"),
             interrupted=interrupted,
+            ended_at=f.text("ended_at"),
         )
     elif ptype == "image":
         part = ImagePart(type=ptype, timestamp=timestamp, image=_parse_image(f))
@@ -262,6 +269,13 @@ def _parse_turn(obj: JSON, path: str, position: int) -> Turn:
         index = index_raw
     else:
         raise _FormatError(f"{path}.index: expected an integer, got {_type_name(index_raw)}")
+    f.used.add("usage")
+    written = f.obj.get("usage")
+    usage = _parse_usage(written)
+    try:
+        _check_depth(written, f"{path}.usage")
+    except _FormatError:  # not kept (as written it could not be shown), never fatal
+        usage, written = [Usage(problem=f"usage nested deeper than {MAX_VALUE_DEPTH} levels")], None
     turn = Turn(
         index=index,
         status=f.text("status"),
@@ -272,9 +286,60 @@ def _parse_turn(obj: JSON, path: str, position: int) -> Turn:
         mode=f.text("mode"),
         reasoning=f.text("reasoning"),
         parts=[_parse_part(p, f"{path}.parts[{i}]") for i, p in enumerate(f.array("parts"))],
+        usage=usage,
+        usage_written=written,
     )
     turn.extra = f.extra()
     return turn
+
+
+def _shown(value: JSON) -> str:
+    """A hostile value as a problem names it: short, on one line."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = _type_name(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _parse_usage(written: JSON) -> list[Usage]:
+    """A turn's ``usage`` entries. Never raises: an entry that is not an object, or whose
+    counts are not whole numbers from 0 to :data:`MAX_TOKENS` (a string, a float, a
+    negative or huge number, NaN), or whose parts exceed their whole, is kept with its
+    :attr:`~.model.Usage.problem` and counts as zero (its page still shows)."""
+    if written is None:
+        return []
+    if not isinstance(written, list):
+        return [Usage(problem=f"usage is {_type_name(written)}, not an array")]
+    entries = []
+    for value in written:
+        if not isinstance(value, dict):
+            entries.append(Usage(problem=f"an entry is {_type_name(value)}, not an object"))
+            continue
+        model = value.get("model", "")
+        if not isinstance(model, str):
+            entries.append(Usage(problem=f"model is {_type_name(model)}, not a string"))
+            continue
+        counts: list[int] = []
+        problem = ""
+        for key in USAGE_FIELDS:
+            count = value.get(key, 0)
+            if type(count) is not int or not 0 <= count <= MAX_TOKENS:
+                problem = f"{key} is {_shown(count)}, not a whole number of tokens"
+                break
+            counts.append(count)
+        if not problem:
+            _, output, _, cache_write, cache_write_1h, reasoning = counts
+            if cache_write_1h > cache_write:
+                problem = "cache_write_1h is more than cache_write"
+            elif reasoning > output:
+                problem = "reasoning is more than output"
+        if problem:
+            entries.append(Usage(model=model, problem=problem))
+        else:
+            i, o, cr, cw, cw1h, r = counts
+            entries.append(Usage(model, i, o, cr, cw, cw1h, r))
+    return entries
 
 
 def _parse_error(obj: JSON, path: str) -> ErrorEntry:

@@ -96,6 +96,10 @@ class ToolPart(Part):
     interrupted: bool = False
     """True when the person stopped the call while it ran (an interrupt, not a refusal:
     the turn is ``cancelled``); an extension of the format (``interrupted``)."""
+    ended_at: str = ""
+    """When its result was written (ISO 8601), as the log says; empty when it does not
+    (Polyglav's own format: the part's ``timestamp`` is when the call was made). An
+    extension of the format (``ended_at``)."""
 
     @property
     def failed(self) -> bool:
@@ -139,6 +143,38 @@ class UnknownPart(Part):
     """A part of a type this version does not know; every field is in ``extra``."""
 
 
+USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "reasoning")
+"""The token counts of a :class:`Usage` entry, in the order they are written."""
+
+
+@dataclass(slots=True)
+class Usage:
+    """The tokens one request to a model spent: an entry of a turn's ``usage`` (an
+    extension of the format, ``docs/format-extensions.md``). Counts are whole numbers of
+    tokens; ``cache_write_1h`` is part of ``cache_write`` and ``reasoning`` part of
+    ``output``. An entry that does not count has a :attr:`problem` and counts as zero."""
+
+    model: str = ""
+    """The model that spent them, as written; empty when the entry names none (the turn's
+    :attr:`Turn.model` then)."""
+    input: int = 0
+    """Input tokens neither read from nor written to the prompt cache."""
+    output: int = 0
+    """Output tokens, reasoning included."""
+    cache_read: int = 0
+    """Input tokens read from the prompt cache."""
+    cache_write: int = 0
+    """Input tokens written to the prompt cache."""
+    cache_write_1h: int = 0
+    """Of :attr:`cache_write`, those cached for an hour (priced apart by some providers)."""
+    reasoning: int = 0
+    """Of :attr:`output`, reasoning tokens (0 when the log does not say them apart)."""
+    problem: str = ""
+    """Why the entry does not count (a count that is not a whole number from 0 to
+    :data:`publisher.loader.MAX_TOKENS`, an entry that is not an object...); "" when it
+    counts."""
+
+
 @dataclass(slots=True)
 class Turn:
     """One operator prompt (or slash command) and the agent's response."""
@@ -163,6 +199,12 @@ class Turn:
     """The ordered parts."""
     extra: dict[str, JSON] = field(default_factory=dict)
     """Fields this version does not know."""
+    usage: list[Usage] = field(default_factory=list)
+    """The tokens its requests to models spent, one entry a request (an extension of the
+    format, ``usage``); empty when the log records none (Polyglav's own format)."""
+    usage_written: JSON = None
+    """The ``usage`` field as written (None when absent): what the Markdown export shows,
+    so nothing of it is lost, even the entries that do not count."""
 
     @property
     def tool_count(self) -> int:

@@ -140,6 +140,15 @@ TASK_TOOLS = ("Task", "Agent")
 PROGRESS_TYPES = ("hook_progress", "bash_progress", "agent_progress", "waiting_for_task")
 """``progress`` data types mapped (compactly); others are kept raw."""
 PROGRESS = "claude_code_progress"
+USAGE_KEYS = (
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_input_tokens"),
+    ("cache_write", "cache_creation_input_tokens"),
+    ("cache_write_1h", "ephemeral_1h_input_tokens"),
+)
+"""A usage entry's counts and the fields of a message's ``usage`` they are
+(``ephemeral_1h_input_tokens`` is in its ``cache_creation``)."""
 SAME_MIN = 64
 """Shortest string of a ``toolUseResult`` left out as a duplicate (a shorter one costs
 less than the note saying where it is)."""
@@ -427,6 +436,11 @@ def _payload(record: dict[str, JSON]) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def _count(value: JSON) -> bool:
+    """Whether ``value`` is a count (an integer, not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _path_arg(tool_input: JSON) -> str:
     if isinstance(tool_input, dict):
         for key in PATH_KEYS:
@@ -483,6 +497,10 @@ class Converter:
         """tool_use id → the agent id its result names."""
         self.compaction: dict[str, JSON] | None = None
         """The ``/compact`` record waiting for its summary line."""
+        self.spent: dict[str, dict[str, JSON]] = {}
+        """message id → its turn's usage entry: a message is written on one line per
+        content block, each repeating its usage, and counts once (shared by the
+        converters of one session's logs, :func:`convert`)."""
 
     # -- helpers --
 
@@ -724,9 +742,8 @@ class Converter:
             if first is None:
                 first = part
                 self._attach(part, "claude_code_result", left)
-            result_ts = ts
-            if result_ts and part.get("timestamp") != result_ts:
-                part.setdefault("claude_code_result", {})["timestamp"] = result_ts
+            if ts:
+                part["ended_at"] = ts
             self.b.seen(ts)
             tool_result = record.get("toolUseResult")
             output = part["output"]
@@ -814,6 +831,8 @@ class Converter:
         message = record.get("message")
         model = message.get("model") if isinstance(message, dict) else None
         turn = self.b.turn(ts)
+        if isinstance(message, dict):
+            self._usage(record, message, turn)
         if isinstance(model, str) and model != "<synthetic>":
             if not turn["model"]:
                 turn["model"] = model
@@ -833,6 +852,42 @@ class Converter:
             first = self.b.part("text", ts, text="")
         self._attach(first, "claude_code", left)
         return True
+
+    def _usage(
+        self, record: dict[str, JSON], message: dict[str, JSON], turn: dict[str, JSON]
+    ) -> None:
+        """The message's ``usage`` as a usage entry of its turn, once a message (by its
+        ``id``, else the line's ``requestId``): a later line of the same message gives the
+        larger of each count (a line may hold the usage as the stream began)."""
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return
+        found: dict[str, JSON] = {}
+        for name, source in USAGE_KEYS:
+            value = usage.get(source)
+            if source == "ephemeral_1h_input_tokens":
+                creation = usage.get("cache_creation")
+                value = creation.get(source) if isinstance(creation, dict) else None
+            if value is not None:
+                found[name] = value
+        if all(isinstance(v, int) and not v for v in found.values()):
+            return  # none spent (a synthetic message, an API error)
+        key: JSON = message.get("id")
+        if not isinstance(key, str) or not key:
+            key = record.get("requestId")
+        entry = self.spent.get(key) if isinstance(key, str) and key else None
+        if entry is not None:
+            for name, value in found.items():
+                kept = entry.get(name)
+                if kept is None or (_count(value) and _count(kept) and value > kept):
+                    entry[name] = value
+            return
+        model = message.get("model")
+        entry = {"model": model if isinstance(model, str) else ""}
+        entry.update(found)
+        turn.setdefault("usage", []).append(entry)
+        if isinstance(key, str) and key:
+            self.spent[key] = entry
 
     def _assistant_block(self, block: JSON, ts: str) -> dict[str, JSON]:
         if not isinstance(block, dict):
@@ -1069,6 +1124,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
                     SessionBuilder(AGENT, str(unit.main), f"{main_id}/{key}", "sub"),
                     converter.copies,
                 )
+                sub.spent = converter.spent
                 sidechains[key] = sub
             sub.feed(line.number, record)
             continue
@@ -1087,6 +1143,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
             converter.copies,
             converter.payloads,
         )
+        sub.spent = converter.spent
         for line in iter_jsonl(path, problems):
             sub.feed(line.number, line.value, line.text)
         agent = path.stem.removeprefix("agent-")

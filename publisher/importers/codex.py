@@ -454,6 +454,9 @@ class Converter:
         """The parts of the calls that spawned sub-agents, in order."""
         self.inherited: Inherited | None = None
         """Copied history being read, if any."""
+        self.total: tuple[int, int, int, int] = (0, 0, 0, 0)
+        """The running total of tokens the last ``token_count`` gave (input, cached input,
+        output, reasoning output): the next one's difference is what was spent since."""
 
     def feed(self, number: int, record: JSON, raw_text: str) -> None:
         if record is None:
@@ -554,6 +557,12 @@ class Converter:
             }
         )
         self.b.counts.mapped += len(copy.records)
+        for _, record in reversed(copy.records):  # the copied log's running total
+            payload = record.get("payload") if isinstance(record, dict) else None
+            found = _running_total(payload) if isinstance(payload, dict) else None
+            if found is not None:
+                self.total = found
+                break
         whose = "the parent session" if copy.origin == self._forked_from() else "session"
         text = (
             f"Context inherited from {whose} {copy.origin}: Codex copied"
@@ -804,8 +813,10 @@ class Converter:
         if isinstance(output, dict) and output.get("success") is False:
             part["is_error"] = True
         self._judge(part, said, ts)
-        rest["timestamp"] = ts
-        part.setdefault("codex_output", {}).update(rest)
+        if ts:
+            part["ended_at"] = ts
+        if rest:
+            part.setdefault("codex_output", {}).update(rest)
         self.b.seen(ts)
         return True
 
@@ -899,6 +910,9 @@ class Converter:
             rest = {k: v for k, v in payload.items() if k not in ("type", "message")}
             self.b.error(0, text_of_message(message), ts, **({"codex": rest} if rest else {}))
             return True
+        if kind == "token_count":
+            self._tokens(payload)
+            return False  # (the event itself is kept as written)
         if kind == "turn_aborted":
             aborted = self.b.turn(ts)
             aborted["status"] = "cancelled"
@@ -906,6 +920,34 @@ class Converter:
             self.b.seen(ts)
             return True
         return False
+
+    def _tokens(self, payload: dict[str, JSON]) -> None:
+        """A ``token_count`` event: what was spent since the last one (the difference of
+        their running totals, ``total_token_usage``) becomes a usage entry of the current
+        turn, so the entries add up to the last total. A total lower than the one before,
+        in any count, means the count started again (the difference is the whole new
+        total); an event repeating the last total adds nothing."""
+        now = _running_total(payload)
+        if now is None:
+            return
+        before = self.total
+        if any(n < b for n, b in zip(now, before, strict=True)):
+            before = (0, 0, 0, 0)
+        self.total = now
+        spent = [n - b for n, b in zip(now, before, strict=True)]
+        if not any(spent):
+            return
+        inputs, cached, output, reasoning = spent
+        model = self.context.get("model") if self.context is not None else None
+        entry: dict[str, JSON] = {
+            "model": model if isinstance(model, str) else "",
+            "input": inputs - cached,  # (input_tokens counts the cached ones too)
+            "output": output,  # (output_tokens counts the reasoning ones too)
+            "cache_read": cached,
+        }
+        if reasoning:
+            entry["reasoning"] = reasoning
+        self.b.attach("usage", entry)
 
     def _compacted(self, payload: dict[str, JSON], ts: str) -> bool:
         message = payload.get("message")
@@ -970,6 +1012,26 @@ def _written(parts: list[dict[str, JSON]]) -> set[tuple[JSON, JSON]]:
         if isinstance(codex, dict) and codex.get("ide_context") is True:
             out.add((prompt.get("type"), f"{note.get('text')}{prompt.get('text')}"))
     return out
+
+
+TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+"""The counts of a ``token_count`` event's ``total_token_usage`` that usage is made of."""
+
+
+def _running_total(payload: dict[str, JSON]) -> tuple[int, int, int, int] | None:
+    """The running total a ``token_count`` event gives, None when it gives none (``info:
+    null``) or one that is not made of counts."""
+    if payload.get("type") != "token_count":
+        return None
+    info = payload.get("info")
+    total = info.get("total_token_usage") if isinstance(info, dict) else None
+    if not isinstance(total, dict):
+        return None
+    counts = [total.get(key, 0) for key in TOTAL_KEYS]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return None
+    inputs, cached, output, reasoning = counts
+    return (inputs, cached, output, reasoning)
 
 
 def _mcp_failed(result: JSON) -> bool:
