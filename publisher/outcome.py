@@ -1,15 +1,17 @@
 """What sessions did, added up: the figures a caller's page shows of its sub-sessions.
 
-A session's own figures are its tool calls, its findings by kind (:func:`.gate.session_findings`)
-and the files its calls changed (:func:`.render.tools.changes_of`); an :class:`Outcome` adds
+A session's own figures are its tool calls, its findings by kind (:func:`.gate.session_findings`),
+the files its calls changed (:func:`.render.tools.changes_of`) and what its requests to models
+spent (:mod:`.usage`); an :class:`Outcome` adds
 them up over a sub-session and the sessions below it, or over everything below a session.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .gate import FAILURE_KINDS, KINDS
+from .usage import Spend
 
 
 @dataclass(slots=True, frozen=True)
@@ -26,6 +28,8 @@ class Outcome:
     changes: tuple[tuple[str, str, str, str], ...] = ()
     """The files they changed: (session, path, action, link to the call in that session's
     folder)."""
+    spend: Spend = field(default_factory=Spend)
+    """What their requests to models spent (:mod:`.usage`)."""
 
     def plus(self, other: Outcome) -> Outcome:
         counts = dict(self.failures)
@@ -36,6 +40,7 @@ class Outcome:
             self.calls + other.calls,
             tuple((k, counts[k]) for k in KINDS if counts.get(k)),
             self.changes + other.changes,
+            self.spend.plus(other.spend),
         )
 
     def count(self, kind: str) -> int:

@@ -39,9 +39,10 @@ from ..gate import Tally
 from ..images import ImageFacts
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
 from ..outcome import Outcome
+from ..usage import Spend
 from .markup import RefResolver
 from .tools import ToolView
-from .view import Boundary
+from .view import Boundary, TurnTimes
 
 
 @dataclass(slots=True, frozen=True)
@@ -179,6 +180,10 @@ class TurnView:
     """What the ids of its session's sections start with (:attr:`SessionPage.ids`)."""
     extra_file: str = ""
     """The side file holding the turn's own extra fields, when too long to show inline."""
+    times: TurnTimes | None = None
+    """Where its time went (model, tools, waiting on the person)."""
+    spend: Spend | None = None
+    """What its requests to models spent; None when it records no usage."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -276,6 +281,11 @@ class OutlineEntry:
     """Its refusals (``denied`` and ``declined`` findings)."""
     idle: float = 0.0
     """Idle seconds before it (after the turn before) and within it."""
+    waiting: float = 0.0
+    """Seconds waiting on the person before it, when more than
+    :data:`.view.IDLE_AFTER` (a break on the timeline)."""
+    tokens: int | None = None
+    """Its tokens (:attr:`publisher.usage.Tokens.total`), None when it records no usage."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -313,7 +323,7 @@ class Overview:
     span: str
     """Wall-clock time from the first turn's start to the last turn's end."""
     work: str
-    """Work time: the turns' times without their idle gaps."""
+    """Work time: the time the turns waited on the model and on tools."""
     idle: str
     """Idle time within and between turns (:data:`.view.IDLE_AFTER`), "" when none."""
     models: list[str]
@@ -335,6 +345,17 @@ class Overview:
     its title."""
     changes: list[ChangedFile] = field(default_factory=list)
     """The files its tool calls changed (:func:`.tools.changes_of`), by first change."""
+    spend: Spend = field(default_factory=Spend)
+    """What its own requests to models spent (:mod:`publisher.usage`)."""
+    priced_by: str = ""
+    """The price table its cost was priced with (:attr:`publisher.usage.Prices.label`)."""
+    model_time: str = "-"
+    """Of the work time, waiting on the model (:class:`.view.TurnTimes`)."""
+    tool_time: str = "-"
+    """Of the work time, waiting on tools."""
+    waiting: str = "-"
+    """Time waiting on the person: permission and parked asks, and from an answer to the
+    next prompt."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -36,6 +36,7 @@ from .. import __version__, images
 from ..model import Image, Session, ToolPart, Turn
 from ..outcome import Outcome
 from ..theme import Theme
+from ..usage import Spend
 from . import markup, tools, view
 from .contexts import (
     DecisionNote,
@@ -276,6 +277,7 @@ class HtmlRenderer:
         sub_outcomes: dict[str, Outcome] | None = None,
         previous: Turn | None = None,
         ids: str = "",
+        spend: Spend | None = None,
     ) -> RenderedTurn:
         """``turn.html`` for one turn, and the side files of its long outputs.
 
@@ -287,7 +289,8 @@ class HtmlRenderer:
         (:func:`publisher.audit.match_delegations`), and ``sub_outcomes`` what each of those
         did (by name);
         ``ids`` what the ids of the session's sections start with (a single-file export's
-        sub-session)."""
+        sub-session); ``spend`` what its requests to models spent (:mod:`publisher.usage`),
+        None when the caller does not say."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
         side = _SideFields(f"fields-{anchor.removeprefix('turn-')}.json", externalize)
@@ -337,6 +340,17 @@ class HtmlRenderer:
             sections=sections,
             ids=ids,
             changed=view.meta_changes(previous, turn),
+            times=view.TurnTimes.of(
+                turn,
+                [
+                    d.permission.timestamp
+                    for found in (decisions or {}).values()
+                    for d in found
+                    if d.permission.action == "ask"
+                ],
+                previous.ended_at if previous is not None else "",
+            ),
+            spend=spend if spend is not None and (spend.recorded or spend.uncounted) else None,
         )
         html = self.template("turn.html").render(t=context, resolve_ref=resolve_ref)
         return RenderedTurn(html, files)

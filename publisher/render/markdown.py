@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from ..audit import ERROR_RULES, Audit
 from ..gate import Tally
 from ..model import CommandPart, ImagePart, Part, Session, TextualPart, ToolPart, Turn
+from ..usage import Priced, Prices, Spend, Tokens, spend_of, turn_spend
 from . import places, view
 from .contexts import DecisionNote, Overview
 from .places import error_code
@@ -26,18 +27,25 @@ under Errors)."""
 TEXT_INFO = {"user": "text", "text": "markdown", "thinking": "text", "system": "text"}
 
 
-def export_markdown(session: Session, redaction: str | None = None) -> Iterator[str]:
+def export_markdown(
+    session: Session, redaction: str | None = None, prices: Prices | None = None
+) -> Iterator[str]:
     """Yield the Markdown export of ``session`` chunk by chunk (deterministic).
 
     ``redaction`` (e.g. ``3 secrets redacted (2 openai, 1 jwt)``) is stated in the header
-    when the session was redacted before rendering.
+    when the session was redacted before rendering; ``prices``: the table its usage is
+    priced with (the shipped one when None).
     """
     yield from _header(session, redaction)
     audit = Audit.of(session)
-    yield from _overview(session, audit)
+    prices = prices or Prices()
+    spends = [turn_spend(session, turn, prices) for turn in session.turns]
+    yield from _overview(session, audit, spends, prices.label)
     marks = view.boundaries(session)
     for position, turn in enumerate(session.turns):
-        yield from _turn(session, turn, marks.get(turn.index, []), audit, position)
+        yield from _turn(
+            session, turn, marks.get(turn.index, []), audit, position, spends[position]
+        )
     yield from _permissions(session, audit)
     yield from _errors(session, audit)
 
@@ -103,9 +111,9 @@ def _header(session: Session, redaction: str | None) -> Iterator[str]:
         yield "\n"
 
 
-def _overview(session: Session, audit: Audit) -> Iterator[str]:
+def _overview(session: Session, audit: Audit, spends: list[Spend], priced_by: str) -> Iterator[str]:
     """The overview: what a reviewer reads first (the same facts as the page's)."""
-    facts = places.overview(session, audit, view.turn_anchors(session))
+    facts = places.overview(session, audit, view.turn_anchors(session), spends, priced_by)
     yield "**Overview:**\n\n"
     decisions = ", ".join(
         f"{n} {inline_code(d)}"
@@ -120,6 +128,7 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
             ("Errors", str(len(session.errors))),
             ("Findings", _findings(facts.tally)),
             ("Decisions", decisions or "none"),
+            *_spend_bullets(facts.spend, facts.priced_by),
         ]
     )
     if facts.outline:
@@ -135,15 +144,36 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
             prompt = f": {inline_code(e.prompt)}" if e.prompt else ""
             status = inline_code(e.status)
             line = f"turn {e.index} {status}, {e.duration}, {view.tools_label(e.tools)}"
+            if e.tokens is not None:
+                line += f", {view.plural(e.tokens, 'token')}"
             if e.idle:
                 line += f" ({view.format_duration(e.idle)} idle before or within)"
             yield f"  - {line}{marks}{prompt}\n"
     yield "\n"
 
 
+def _spend_bullets(spend: Spend, priced_by: str) -> list[tuple[str, str]]:
+    """The Tokens and Cost bullets of what ``spend`` says (none when it records no
+    usage)."""
+    out = []
+    if spend.tokens is not None:
+        tokens = f"{view.tokens_line(spend.tokens)} ({view.tokens_detail(spend.tokens)})"
+        out.append(("Tokens", tokens))
+        cost = f"{view.cost_line(spend)}, priced with {priced_by}" if priced_by else ""
+        note = view.unpriced_note(spend)
+        out.append(("Cost", cost + (f"; {note}" if note else "")))
+    if spend.uncounted:
+        noun = "usage entry" if spend.uncounted == 1 else "usage entries"
+        out.append(("Not counted", f"{view.count(spend.uncounted)} {noun}"))
+    return [(label, value) for label, value in out if value]
+
+
 def _times(facts: Overview) -> str:
-    """``12m05s of work, 24h02m idle; 24h14m from the first turn's start to the last's end``."""
-    said = f"{facts.work} of work"
+    """``12m05s of work (model 10m, tools 2m05s), 3m waiting on the person, 24h02m idle;
+    24h14m from the first turn's start to the last's end``."""
+    said = f"{facts.work} of work (model {facts.model_time}, tools {facts.tool_time})"
+    if facts.waiting not in ("-", "0.0s"):
+        said += f", {facts.waiting} waiting on the person"
     if facts.idle:
         said += f", {facts.idle} idle"
     return f"{said}; {facts.span} from the first turn's start to the last turn's end"
@@ -165,6 +195,7 @@ def _turn(
     marks: list[view.Boundary],
     audit: Audit | None,
     position: int | None,
+    spend: Spend | None = None,
 ) -> Iterator[str]:
     yield f"## Turn {turn.index}\n\n"
     for mark in marks:
@@ -173,13 +204,31 @@ def _turn(
     if turn.status and not view.status_known(turn.status):
         status += " (not a status this publisher knows)"
     duration = view.turn_duration(turn)
-    times = view.TurnTimes.of(turn)
-    if times.idle:  # the spec's duration is the span: its work time is said apart
-        duration += f" (work time {view.turn_work(turn)})"
+    asks = places.asks_in(session, audit, position) if audit and position is not None else []
+    before = session.turns[position - 1].ended_at if position else ""
+    times = view.TurnTimes.of(turn, asks, before)
+    spent: list[tuple[str, str]] = []
+    if times.span is not None:  # the spec's duration is the span: where it went, apart
+        spent.append(("Work time", view.work_line(times)))
+    if times.waiting:
+        spent.append(("Waiting on the person", view.format_duration(times.waiting)))
+    if spend is not None and spend.tokens is not None:
+        spent.append(
+            ("Tokens", f"{view.tokens_line(spend.tokens)} ({view.tokens_detail(spend.tokens)})")
+        )
+        spent.append(("Cost", view.cost_line(spend)))
+    elif spend is None and turn.usage:
+        tokens = spend_of(Priced("", "", Tokens.of(u), 0, u.problem) for u in turn.usage).tokens
+        if tokens is not None:
+            spent.append(("Tokens", f"{view.tokens_line(tokens)} ({view.tokens_detail(tokens)})"))
+    uncounted = view.uncounted_note(turn)
+    if uncounted:
+        spent.append(("Not counted", uncounted))
     yield from _bullets(
         [
             ("Status", status),
             ("Duration", duration),
+            *spent,
             ("Started", inline_code(turn.started_at)),
             ("Ended", inline_code(turn.ended_at)),
             ("Model", inline_code(turn.model)),
@@ -190,6 +239,10 @@ def _turn(
         ]
     )
     yield "\n"
+    if turn.usage_written is not None:
+        yield "**Usage, as written:**\n\n"
+        yield from code_block(json_text(turn.usage_written), "json")
+        yield "\n"
     if turn.extra:
         yield "**Other turn fields:**\n\n"
         yield from code_block(json_text(turn.extra), "json")

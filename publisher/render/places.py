@@ -11,6 +11,7 @@ from datetime import datetime
 from ..audit import DECISION_RULES, ERROR_RULES, Audit
 from ..model import Session, ToolPart
 from ..outcome import Outcome
+from ..usage import Spend
 from . import tools, view
 from .contexts import (
     ChangedFile,
@@ -90,8 +91,16 @@ def section_places(
     return errors, decisions
 
 
-def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
-    """The overview of a session whose turn ``position`` is at ``hrefs[position]``.
+def overview(
+    session: Session,
+    audit: Audit,
+    hrefs: Sequence[str],
+    spends: Sequence[Spend] = (),
+    priced_by: str = "",
+) -> Overview:
+    """The overview of a session whose turn ``position`` is at ``hrefs[position]``;
+    ``spends``: what each turn spent (:func:`publisher.usage.turn_spend`, none when not
+    given), priced with the table ``priced_by`` names.
 
     Its failures are :func:`publisher.gate.session_findings` (the counts ``check``, the
     index, the summary and the JUnit report give); its times are work time
@@ -118,10 +127,11 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
     models: list[str] = []
     seen: set[str] = set()
     outline = []
-    work = 0.0
-    idle: list[float] = []
+    totals = dict.fromkeys(("model", "tool", "waiting", "idle"), 0.0)
     first_start: datetime | None = None
     last_end: datetime | None = None
+    previous_end = ""
+    total = Spend()
     for position, turn in enumerate(turns):
         model, provider = turn.model, turn.provider
         label = f"{model} · {provider}" if model and provider else model or provider
@@ -129,19 +139,21 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
             seen.add(label)
             models.append(label)
         start, end = view.parse_time(turn.started_at), view.parse_time(turn.ended_at)
-        gap = view.seconds_between(last_end, start)  # idle between two turns
-        if gap is not None and gap > view.IDLE_AFTER:
-            idle.append(gap)
         first_start = first_start or start
         last_end = end or last_end
-        times = view.TurnTimes.of(turn)
+        times = view.TurnTimes.of(turn, asks_in(session, audit, position), previous_end)
+        previous_end = turn.ended_at or previous_end
         seconds = times.work if times.work is not None and times.work > 0 else 0.0
-        work += seconds
-        idle.extend(times.idle)
+        totals["model"] += times.model
+        totals["tool"] += times.tool
+        totals["waiting"] += times.waiting
+        totals["idle"] += sum(times.idle) + times.idle_before
+        spent = spends[position] if position < len(spends) else Spend()
         prompt = view.prompt_of(turn)
         match = FIRST_LINE_RE.search(prompt)
         first = prompt[match.start() : match.end()][:120] if match else ""
         here = marks[position]
+        long_wait = times.before if times.before > view.IDLE_AFTER else 0.0
         outline.append(
             OutlineEntry(
                 index=turn.index,
@@ -154,21 +166,28 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
                 errors=here["error"],
                 failed=here["tool-error"],
                 refused=here["denied"] + here["declined"],
-                idle=sum(times.idle) + (gap if gap is not None and gap > view.IDLE_AFTER else 0),
+                idle=sum(times.idle) + times.idle_before,
+                waiting=long_wait,
+                tokens=spent.tokens.total if spent.tokens is not None else None,
             )
         )
+        total = total.plus(spent)
     shown = [
         entry
         for position, entry in enumerate(outline)
         if position < OUTLINE_TURNS or entry.errors or entry.failed or entry.refused
     ]
     tally = Tally.of(found)
+    work = totals["model"] + totals["tool"]
     return Overview(
         changes=changed_files(session, hrefs),
         outcome=turns[-1].status if turns else "",
         span=view.format_duration(view.seconds_between(first_start, last_end)),
         work=view.format_duration(work) if turns else "-",
-        idle=view.format_duration(sum(idle)) if idle else "",
+        model_time=view.format_duration(totals["model"]) if turns else "-",
+        tool_time=view.format_duration(totals["tool"]) if turns else "-",
+        waiting=view.format_duration(totals["waiting"]) if turns else "-",
+        idle=view.format_duration(totals["idle"]) if totals["idle"] else "",
         models=models,
         outline=shown,
         outline_hidden=len(outline) - len(shown),
@@ -177,6 +196,8 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
         tool_errors=tally.failed_calls,
         calls=sum(turn.tool_count for turn in turns),
         bars=_bars(outline),
+        spend=total,
+        priced_by=priced_by,
     )
 
 
@@ -197,6 +218,17 @@ def _what(kind: str, message: str) -> str:
     if message.startswith("status running"):
         return "the run never finished"
     return _STATUS_WHAT.get(message, message)
+
+
+def asks_in(session: Session, audit: Audit, position: int) -> list[str]:
+    """The times of the permission decisions that asked the person (action ``ask``)
+    matched to a call of the turn at ``position`` (:class:`.view.TurnTimes`)."""
+    return [
+        permission.timestamp
+        for found in audit.decisions_in(position).values()
+        for d in found
+        if (permission := session.permissions[d.number - 1]).action == "ask"
+    ]
 
 
 def sub_agents_of(
@@ -240,7 +272,7 @@ def own_outcome(name: str, facts: Overview) -> Outcome:
     changes = tuple(
         (name, c.path, action, href) for c in facts.changes for _, href, action in c.calls
     )
-    return Outcome(1, facts.calls, tuple(facts.tally.by_kind.items()), changes)
+    return Outcome(1, facts.calls, tuple(facts.tally.by_kind.items()), changes, facts.spend)
 
 
 def changed_files(session: Session, hrefs: Sequence[str]) -> list[ChangedFile]:
@@ -273,15 +305,15 @@ def _bars(outline: list[OutlineEntry]) -> list[tuple[str, str, str, str]]:
     longest = max(e.seconds for e in outline)
     floor = (longest or 1.0) / 50
     widths = [max(e.seconds, floor) for e in outline]
-    breaks = sum(1 for e in outline if e.idle)
+    breaks = sum(1 for e in outline if e.idle or e.waiting)
     gap = 12.0 if breaks else 0.0  # a break's width, out of 1000
     room = 1000 - gap * breaks
     total = sum(widths)
     runs: list[tuple[float, float, str, str, str]] = []  # x, width, status, first, last
     x = 0.0
     for entry, width in zip(outline, widths, strict=True):
-        if entry.idle:
-            runs.append((x, gap, "idle", view.format_duration(entry.idle), ""))
+        if entry.idle or entry.waiting:
+            runs.append((x, gap, "idle", _pause(entry), ""))
             x += gap
         w = width / total * room
         index = str(entry.index)
@@ -294,12 +326,19 @@ def _bars(outline: list[OutlineEntry]) -> list[tuple[str, str, str, str]]:
     out = []
     for start, w, status, first, last in runs:
         if status == "idle":
-            title = f"idle {first}"
+            title = first
         else:
             title = f"Turn {first}" if first == last else f"Turns {first}–{last}"
             title += f": {status or 'no status'}"
         out.append((f"{start:.2f}", f"{max(w - 0.5, 0.3):.2f}", status, title))
     return out
+
+
+def _pause(entry: OutlineEntry) -> str:
+    """A break's title: ``waiting on the person 14h05m``, ``idle 2h10m``, or both."""
+    said = [f"waiting on the person {view.format_duration(entry.waiting)}" if entry.waiting else ""]
+    said.append(f"idle {view.format_duration(entry.idle)}" if entry.idle else "")
+    return ", ".join(filter(None, said))
 
 
 RUN_BARS_FROM = 100

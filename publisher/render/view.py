@@ -6,10 +6,11 @@ file never disagree about what a part is or what a marker means.
 
 from __future__ import annotations
 
-import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from .. import images
 from ..model import (
@@ -24,6 +25,7 @@ from ..model import (
     ToolPart,
     Turn,
 )
+from ..usage import Spend, Tokens, micro_usd
 
 KIND_LABELS = {
     "ses": "interactive session",
@@ -159,45 +161,213 @@ IDLE_AFTER = 30 * 60
 idle (the person away, the run waiting on nobody), not work: a turn of 2m43s of work that
 the person answered the next day is 2m43s of work and a day idle. A tool that runs longer
 than this without a record in between (one call recorded, its result this much later) is
-read as idle too: the log cannot tell the two apart."""
+read as idle too: the log cannot tell the two apart. Time waiting on the person (below) is
+never idle, however long."""
+
+MODEL, TOOL, PERSON, NEUTRAL = "model", "tool", "person", ""
+"""What a record of a turn says the run was waiting for until it was written
+(:class:`TurnTimes`)."""
 
 
 @dataclass(slots=True, frozen=True)
 class TurnTimes:
-    """Where a turn's time went, from its start, its end and its parts' timestamps."""
+    """Where a turn's time went, from its start, its end, its parts' timestamps, its tool
+    results' (``ended_at``) and its permission asks' (``docs/usage.md`` has the rules).
+
+    Each stretch of time between two records of the turn, in time order, is charged to what
+    the later record says the run was waiting for: the **model** (its text, thinking or a
+    call it wrote), a **tool** (a call's result), or **the person** (an answer to a
+    permission ask, or a prompt, such as the answer to a parked ask); after a call whose
+    result's time the log does not give (Polyglav's own format), the time to the next
+    record that is not the person's is the tool's. A stretch of more than :data:`IDLE_AFTER` that was not waiting on
+    the person is idle. Time before a turn that the person's prompt opens, since the turn
+    before ended, is waiting on the person (:attr:`before`)."""
 
     span: float | None
     """Wall-clock seconds from ``started_at`` to ``ended_at`` (None when unknown)."""
     work: float | None
-    """The span without its idle gaps (None when the span is unknown)."""
+    """Model and tool time (None when the span is unknown)."""
     idle: tuple[float, ...] = ()
-    """Each gap of more than :data:`IDLE_AFTER` between two records of the turn, in order."""
+    """Each idle stretch within the turn, in order."""
+    model: float = 0.0
+    """Seconds waiting on the model."""
+    tool: float = 0.0
+    """Seconds waiting on tools."""
+    person: float = 0.0
+    """Seconds waiting on the person within the turn (permission asks, parked asks)."""
+    before: float = 0.0
+    """Seconds waiting on the person before the turn: from the end of the turn before to
+    this turn's start, when the person's prompt (or command) opens it; 0 otherwise."""
+    idle_before: float = 0.0
+    """Seconds idle before the turn: the same gap, longer than :data:`IDLE_AFTER`, when no
+    prompt of the person's opens the turn."""
+
+    @property
+    def waiting(self) -> float:
+        """Every second waiting on the person, before and within the turn."""
+        return self.before + self.person
 
     @classmethod
-    def of(cls, turn: Turn) -> TurnTimes:
+    def of(cls, turn: Turn, asks: Sequence[str] = (), previous_end: str = "") -> TurnTimes:
+        """``asks``: the times of the permission decisions that asked the person, placed in
+        this turn; ``previous_end``: the ``ended_at`` of the turn before ("" for none)."""
         start, end = parse_time(turn.started_at), parse_time(turn.ended_at)
         span = seconds_between(start, end)
-        if span is None or span <= IDLE_AFTER:
-            return cls(span, span)
-        assert start is not None and end is not None
+        before = idle_before = 0.0
+        gap = seconds_between(parse_time(previous_end), start) if previous_end else None
+        if gap is not None and gap > 0:
+            if _prompted(turn):
+                before = gap
+            elif gap > IDLE_AFTER:
+                idle_before = gap
+        if span is None or start is None or end is None:
+            return cls(span, span, before=before, idle_before=idle_before)
         naive = start.tzinfo is None
-        stamps = (parse_time(p.timestamp) for p in turn.parts)
-        inner = [m for m in stamps if m is not None and (m.tzinfo is None) == naive]
-        idle = _gaps([start, *inner, end])
-        return cls(span, span - sum(idle), idle)
+        events: list[tuple[datetime, int, str, bool]] = []
+        """(time, order, what it waited for, a call whose result's time is unknown)."""
+        for order, part in enumerate(turn.parts):
+            at = parse_time(part.timestamp)
+            if isinstance(part, ToolPart):
+                done = parse_time(part.ended_at)
+                if done is not None and (done.tzinfo is None) == naive:
+                    events.append((done, order, TOOL, False))
+                if at is not None and (at.tzinfo is None) == naive:
+                    events.append((at, order, MODEL, done is None))
+                continue
+            kind = _waited_for(part)
+            if kind == PERSON and not events:
+                continue  # the prompt that opens the turn: the turn starts with it
+            if kind and at is not None and (at.tzinfo is None) == naive:
+                events.append((at, order, kind, False))
+        for ask in asks:
+            at = parse_time(ask)
+            if at is not None and (at.tzinfo is None) == naive:
+                events.append((at, len(turn.parts), PERSON, False))
+        events.sort(key=lambda e: (e[0], e[1]))
+        spent = {MODEL: 0.0, TOOL: 0.0, PERSON: 0.0}
+        idle: list[float] = []
+        last, running = start, False
+        for at, _, kind, unknown in [*events, (end, len(turn.parts) + 1, MODEL, False)]:
+            if not start <= at <= end:
+                continue  # (a record stamped outside its turn's span adds no time)
+            seconds = (at - last).total_seconds()
+            charged = kind if kind == PERSON or not running else TOOL
+            if seconds > IDLE_AFTER and charged != PERSON:
+                idle.append(seconds)
+            else:
+                spent[charged] += seconds
+            # (an answer of the person's leaves a call without a result's time running)
+            last, running = at, running if kind == PERSON else unknown
+        work = spent[MODEL] + spent[TOOL]
+        return cls(
+            span, work, tuple(idle), spent[MODEL], spent[TOOL], spent[PERSON], before, idle_before
+        )
 
 
-def _gaps(moments: list[datetime]) -> tuple[float, ...]:
-    """The gaps of more than :data:`IDLE_AFTER` between ``moments`` in time order (those
-    between the first and the last: a part stamped outside its turn's span adds none)."""
-    first, last = moments[0], moments[-1]
-    inside = sorted(m for m in moments if first <= m <= last)  # (aware ones in UTC order)
-    gaps = []
-    for before, after in itertools.pairwise(inside):
-        seconds = (after - before).total_seconds()
-        if seconds > IDLE_AFTER:
-            gaps.append(seconds)
-    return tuple(gaps)
+def _waited_for(part: Part) -> str:
+    """What a part (not a tool call) says the run was waiting for until it was written."""
+    if isinstance(part, TextualPart):
+        if part.type == "user":
+            return PERSON
+        if part.type in ("text", "thinking"):
+            return MODEL
+    return NEUTRAL  # (system notes, commands, images: written by the client, not waited on)
+
+
+def _prompted(turn: Turn) -> bool:
+    """Whether the person opened the turn: a prompt or a command of theirs is in it."""
+    return any(
+        (isinstance(p, TextualPart) and p.type == "user") or isinstance(p, CommandPart)
+        for p in turn.parts
+    )
+
+
+def usd(micro: int) -> str:
+    """A cost in micro-dollars (:func:`publisher.usage.micro_usd`) as every output shows
+    it: ``$0.0042`` (to the hundredth of a cent under $100), ``$1,234.57`` (to the cent
+    from $100); halves round to even."""
+    dollars = Decimal(micro) / 10**6
+    places = Decimal("0.01") if micro >= 100 * 10**6 else Decimal("0.0001")
+    return f"${dollars.quantize(places, rounding=ROUND_HALF_EVEN):,}"
+
+
+def short_tokens(number: int) -> str:
+    """A token count in a few characters, for a dense list: ``850 tok``, ``12.3k tok``,
+    ``4.5M tok`` (the exact count is on the turn)."""
+    if number < 1000:
+        return f"{number} tok"
+    if number < 1_000_000:
+        return f"{number / 1000:.1f}k tok"
+    return f"{number / 1_000_000:.1f}M tok"
+
+
+def tokens_line(tokens: Tokens) -> str:
+    """``1,234,567 tokens``."""
+    return plural(tokens.total, "token")
+
+
+def tokens_detail(tokens: Tokens) -> str:
+    """The kinds of tokens: ``input 1,234, output 567 (reasoning 12), cache read 89,000,
+    cache write 1,000`` (kinds with none left out; ``no tokens`` when all are 0)."""
+    said = [f"input {count(tokens.input)}" if tokens.input else ""]
+    output = f"output {count(tokens.output)}" if tokens.output else ""
+    if output and tokens.reasoning:
+        output += f" (reasoning {count(tokens.reasoning)})"
+    said.append(output)
+    said.append(f"cache read {count(tokens.cache_read)}" if tokens.cache_read else "")
+    said.append(f"cache write {count(tokens.cache_write)}" if tokens.cache_write else "")
+    return ", ".join(filter(None, said)) or "no tokens"
+
+
+def cost_line(spend: Spend) -> str:
+    """What a spend cost: ``$1.2346``; ``unpriced`` when no request of it was priced;
+    ``$1.2346 + unpriced`` when some were not (the sum is then unknown); "" when it records
+    no usage."""
+    if spend.tokens is None:
+        return ""
+    if spend.priced:
+        return usd(micro_usd(spend.picousd))
+    if spend.unpriced >= spend.tokens.total:
+        return "unpriced"
+    return f"{usd(micro_usd(spend.picousd))} + unpriced"
+
+
+def unpriced_note(spend: Spend) -> str:
+    """``12,345 tokens of model foo-1 unpriced: the table has no price for it`` ("" when
+    everything was priced)."""
+    if not spend.unpriced_models:
+        return ""
+    names = ", ".join(m or "(no model named)" for m in spend.unpriced_models[:5])
+    more = f" and {len(spend.unpriced_models) - 5} more" if len(spend.unpriced_models) > 5 else ""
+    noun = "model" if len(spend.unpriced_models) == 1 else "models"
+    return (
+        f"{plural(spend.unpriced, 'token')} of {noun} {names}{more} unpriced: the price"
+        " table has no price for them"
+    )
+
+
+def uncounted_note(turn: Turn) -> str:
+    """``2 usage entries not counted: input is -5, not a whole number of tokens; …`` (the
+    entries of ``turn.usage`` that do not count), "" when every entry counts."""
+    problems = [entry.problem for entry in turn.usage if entry.problem]
+    if not problems:
+        return ""
+    shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
+    noun = "usage entry" if len(problems) == 1 else "usage entries"
+    return f"{count(len(problems))} {noun} not counted: {shown}"
+
+
+def work_line(times: TurnTimes) -> str:
+    """A turn's work time and what it waited on: ``1m32s (model 1m02s, tools 30.0s)``,
+    with its idle time said apart (``, 24h02m idle``); ``-`` when unknown."""
+    if times.span is None:
+        return "-"
+    said = (
+        f"{format_duration(times.work)} (model {format_duration(times.model)}, tools "
+        f"{format_duration(times.tool)})"
+    )
+    idle = sum(times.idle) + times.idle_before
+    return said + (f", {format_duration(idle)} idle" if idle else "")
 
 
 def turn_work(turn: Turn) -> str:

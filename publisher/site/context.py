@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ..archive import ArchiveError
 from ..redact import Redactor
 from ..theme import Theme
+from ..usage import Prices
 from ..write import is_inside
 from . import staleness, urls
 
@@ -117,6 +118,8 @@ class BuildOptions:
     :attr:`.build.BuildReport.pending_search`): ``site watch`` reloads pages before it."""
     tunables: Tunables = field(default_factory=Tunables)
     """Sizes that shape the work."""
+    prices: Prices = field(default_factory=Prices)
+    """The price table usage is priced with (``--prices``; the shipped one by default)."""
 
 
 def default_cache_dir(out_dir: Path) -> Path:
@@ -309,7 +312,11 @@ class BuildContext:
             options=options,
             theme=theme,
             key=staleness.build_key(
-                search=options.search, redactor=options.redactor, theme=theme_key, code=warm.code
+                search=options.search,
+                redactor=options.redactor,
+                theme=theme_key,
+                code=warm.code,
+                prices=options.prices.key,
             ),
             renderer=warm.renderer(theme, theme_key),
             cache=CachePaths(cache),

@@ -18,6 +18,7 @@ from ..model import Session
 from ..outcome import Outcome
 from ..refs import RefIndex
 from ..render import view
+from ..usage import Group, Prices, groups_of, spend_of_groups
 from .staleness import graph_key
 from .urls import PageLimits, page_starts, turn_href
 
@@ -87,10 +88,21 @@ class Summary:
     it asked for, its timestamp, link to the call in the session's folder on the page that
     holds it, ``page-2.html#turn-200.3``); which sub-session each spawned is
     :func:`publisher.audit.match_delegations` of these and the session's children."""
+    usage: tuple[Group, ...] = field(default=())
+    """What its requests to models spent, by day and model (:func:`publisher.usage.groups_of`,
+    priced with the build's table): its tokens and cost on the index, the activity chart's
+    and its callers' sums; empty when it records no usage."""
 
     @classmethod
-    def of(cls, session: Session, redacted: int = 0, limits: PageLimits | None = None) -> Summary:
-        """``limits``: how the session's pages are cut (where its turns are linked)."""
+    def of(
+        cls,
+        session: Session,
+        redacted: int = 0,
+        limits: PageLimits | None = None,
+        prices: Prices | None = None,
+    ) -> Summary:
+        """``limits``: how the session's pages are cut (where its turns are linked);
+        ``prices``: the table its usage is priced with (the shipped one when None)."""
         from ..gate import Tally, session_findings
         from ..render.markup import plain_inline
         from ..render.text import first_line
@@ -131,6 +143,7 @@ class Summary:
                 for c in changes_of(session)
             ),
             spawns=spawns_of(session, where),
+            usage=groups_of(session, prices or Prices()),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -161,7 +174,7 @@ def outcome_of(summary: Summary) -> Outcome:
     """What one session did, from its summary."""
     name = summary.name
     changes = tuple((name, path, action, href) for path, action, href in summary.changes)
-    return Outcome(1, summary.tool_calls, summary.failures, changes)
+    return Outcome(1, summary.tool_calls, summary.failures, changes, spend_of_groups(summary.usage))
 
 
 MESSAGE_CHARS = 300
@@ -284,9 +297,17 @@ _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _SHARED = [
     SUMMARY_FIELDS.index(name) for name in ("kind", "role", "version", "last_status", "origin")
 ]
-_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS, _FAILURES, _CHANGES = (
+_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS, _FAILURES, _CHANGES, _USAGE = (
     SUMMARY_FIELDS.index(name)
-    for name in ("decisions", "error_events", "decision_events", "spawns", "failures", "changes")
+    for name in (
+        "decisions",
+        "error_events",
+        "decision_events",
+        "spawns",
+        "failures",
+        "changes",
+        "usage",
+    )
 )
 
 
@@ -310,6 +331,7 @@ def _shared(row: list[Any]) -> Summary:
     row[_FAILURES] = tuple((intern(kind), n) for kind, n in row[_FAILURES])
     row[_CHANGES] = tuple((path, intern(action), href) for path, action, href in row[_CHANGES])
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
+    row[_USAGE] = tuple((intern(day), intern(model), *rest) for day, model, *rest in row[_USAGE])
     row[_ERROR_EVENTS] = tuple(
         (sort, time, turn, anchor, intern(code), message)
         for sort, time, turn, anchor, code, message in row[_ERROR_EVENTS]
@@ -328,6 +350,7 @@ _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "error_events": (str,) * 6,
     "decision_events": (str,) * 8,
     "spawns": (str, str, str, str),
+    "usage": (str, str) + (int,) * 7,
 }
 """The fields that are lists of tuples, with the types of each tuple's values."""
 _NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}

@@ -25,6 +25,7 @@ from ..render.html import HtmlRenderer
 from ..render.markup import RefResolver
 from ..render.places import own_outcome, sub_agents_of
 from ..render.text import encode_display
+from ..usage import Prices, turn_spend
 from . import comparison, staleness, urls
 from .fragments import FragmentSink, FragmentSource
 from .graph import Graph
@@ -138,6 +139,7 @@ def render_session_pages(
     store: FragmentSink,
     limits: PageLimits | None = None,
     previous_run: PreviousRun | None = None,
+    prices: Prices | None = None,
 ) -> None:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
@@ -147,7 +149,8 @@ def render_session_pages(
     long session is never held as HTML all at once. ``sink`` takes each file (its path
     relative to the site root, its bytes) as soon as it is made. ``limits``: how many turns
     and bytes of turns a page holds at most. ``previous_run``: the previous run of its
-    series, when it has one: a comparison page is made against it.
+    series, when it has one: a comparison page is made against it. ``prices``: the table
+    its usage is priced with (the shipped one when None).
     """
     limits = limits or PageLimits()
     base = urls.session_dir(session.session_name)
@@ -164,6 +167,8 @@ def render_session_pages(
 
     marks = view.boundaries(session)
     audit = Audit.of(session)
+    prices = prices or Prices()
+    spends = [turn_spend(session, turn, prices) for turn in session.turns]
     anchors: list[str] = []
     sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
     calls_by_turn = delegation_targets(session, facts.delegated)
@@ -173,7 +178,7 @@ def render_session_pages(
     seen: Counter[int] = Counter()
     rendered: list[_Fragment] = []
     previous = None
-    for turn in session.turns:
+    for position, turn in enumerate(session.turns):
         seen[turn.index] += 1
         anchor = (
             f"turn-{turn.index}"
@@ -200,6 +205,8 @@ def render_session_pages(
                 ],
                 sorted(spawned.items()),
                 sorted(view.meta_changes(previous, turn)),
+                previous.ended_at if previous is not None else "",
+                spends[position],
             ),
         )
         fragment = cached.get(key) if cached is not None else None
@@ -217,6 +224,7 @@ def render_session_pages(
                 targets=targets,
                 sub_outcomes=outcomes,
                 previous=previous,
+                spend=spends[position],
             )
         previous = turn
         store.add(key, fragment)
@@ -252,7 +260,7 @@ def render_session_pages(
         for position, anchor in enumerate(anchors)
     ]
     error_places, decision_places = places.section_places(session, audit, hrefs)
-    summary = places.overview(session, audit, hrefs)
+    summary = places.overview(session, audit, hrefs, spends, prices.label)
     decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [

@@ -24,6 +24,7 @@ from ..render.contexts import PageLink, SessionLink, SessionPage, SinglePage
 from ..render.html import HtmlRenderer
 from ..render.text import encode_display
 from ..theme import Theme
+from ..usage import Prices, turn_spend
 from ..write import batches
 from .render import decision_counts_of
 from .urls import single_file_ids
@@ -34,13 +35,16 @@ def export_html(
     theme: str | None = None,
     redaction: str | None = None,
     members: Sequence[Member] = (),
+    prices: Prices | None = None,
 ) -> Iterator[str]:
     """The whole session on one page; long outputs stay inline (collapsed).
 
     ``members``: the session's tree (the session first, then its sub-sessions in tree
     order, as :func:`publisher.gate.session_tree` gives it); each loaded sub-session gets a
-    section of the page, each one that did not load a line saying so."""
+    section of the page, each one that did not load a line saying so. ``prices``: the table
+    usage is priced with (the shipped one when None)."""
     renderer = HtmlRenderer(Theme.load(theme))
+    prices = prices or Prices()
     root = members[0].name if members else session.session_name
     included = [m for m in members[1:] if m.session is not None and m.name != root]
     # Sessions are known by their names in the tree (a file's session_name may differ).
@@ -63,9 +67,14 @@ def export_html(
     }
     # Each session's overview (its links in this file), and what each did with the sessions
     # below it in the tree, for its callers' sections.
+    spends = {name: [turn_spend(s, turn, prices) for turn in s.turns] for name, s in owners}
     overviews = {
         name: places.overview(
-            s, Audit.of(s), [f"#{ids.get(name, '')}{a}" for a in view.turn_anchors(s)]
+            s,
+            Audit.of(s),
+            [f"#{ids.get(name, '')}{a}" for a in view.turn_anchors(s)],
+            spends[name],
+            prices.label,
         )
         for name, s in owners
     }
@@ -110,6 +119,7 @@ def export_html(
                 sub_outcomes=outcomes,
                 previous=s.turns[position - 1] if position else None,
                 ids=prefix,
+                spend=spends[name][position],
             )
             return Markup(rendered.html)
 

@@ -205,17 +205,22 @@ def code_key() -> str:
     return digest.hexdigest()
 
 
-def build_key(*, search: bool, redactor: Redactor | None, theme: str, code: str) -> str:
+def build_key(
+    *, search: bool, redactor: Redactor | None, theme: str, code: str, prices: str = ""
+) -> str:
     """The key of everything a build keeps: when it changes, nothing is reused.
 
     It covers the publisher (its version and :func:`code_key`), the manifest format, search
-    on or off, the redaction values (hashed, never stored) and ``theme``
-    (:func:`theme_key`); ``code`` is :func:`code_key`."""
+    on or off, the redaction values (hashed, never stored), ``theme`` (:func:`theme_key`)
+    and the price table (``prices``: :attr:`publisher.usage.Prices.key`, the shipped table's
+    version or a ``--prices`` file's digest: every figure of cost depends on it); ``code``
+    is :func:`code_key`."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}\0{code}\0{MANIFEST_FORMAT}\0{search}\0".encode())
     if redactor is not None:
         digest.update(redactor.identity())
     digest.update(theme.encode())
+    digest.update(f"\0{prices}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 

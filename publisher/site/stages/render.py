@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
@@ -33,6 +33,7 @@ from ...prepare import Prepared, prepare_file
 from ...redact import Redactor
 from ...render.html import HtmlRenderer
 from ...theme import Theme
+from ...usage import Prices
 from ...write import WriteError, is_inside, prepare_target, write_if_changed
 from .. import urls
 from ..context import BuildContext
@@ -96,13 +97,23 @@ class RenderSetup:
     """Where long sessions are cut into pages."""
     keep_runs_bytes: int = 0
     """:attr:`..context.Tunables.keep_runs_bytes`."""
+    prices: Prices = field(default_factory=Prices)
+    """The price table (:attr:`..context.BuildOptions.prices`)."""
 
 
 class SessionRenderer:
     """Renders sessions with one setup (in a worker, or in the build's own process)."""
 
-    def __init__(self, setup: RenderSetup, renderer: HtmlRenderer, kept: worker.Kept) -> None:
+    def __init__(
+        self,
+        setup: RenderSetup,
+        renderer: HtmlRenderer,
+        kept: worker.Kept,
+        prices: Prices | None = None,
+    ) -> None:
         self.setup = setup
+        self.prices = prices or setup.prices
+        """The price table (a crew worker's own: what the scan looked up is kept)."""
         self.renderer = renderer
         self.kept = kept
         """Sessions the scan prepared, by file name: not read again."""
@@ -217,6 +228,7 @@ class SessionRenderer:
                 store=spool,
                 limits=setup.limits,
                 previous_run=previous_run,
+                prices=self.prices,
             )
         except BaseException as exc:
             spool.abort()
@@ -257,6 +269,7 @@ def render(
         redactor=ctx.options.redactor,
         limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
+        prices=ctx.options.prices,
     )
     tasks = Tasks(planned)
     kept = {
@@ -345,7 +358,9 @@ def _start_worker(setup: RenderSetup, file_names: list[str]) -> None:
     state = worker.here()
     assert state is not None, "a render worker runs in a crew"
     state.kept.retain(file_names)
-    _worker = SessionRenderer(setup, state.renderer or HtmlRenderer(setup.theme), state.kept)
+    _worker = SessionRenderer(
+        setup, state.renderer or HtmlRenderer(setup.theme), state.kept, state.prices
+    )
 
 
 def _render_in_worker(job: RenderJob, told: GraphFacts) -> Rendered:

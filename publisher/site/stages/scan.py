@@ -35,6 +35,7 @@ from ...loader import (
 from ...model import LoadFailure
 from ...prepare import Prepared, prepare
 from ...redact import Redactor
+from ...usage import Prices
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
 from ..index import row_slot
@@ -197,7 +198,11 @@ def _read(
     kept: dict[str, Prepared] = {}
     for done, name in enumerate(names, start=1):
         state, prepared = scan_file(
-            folder / name, folder, redactor, PageLimits(tunables.page_turns, tunables.page_bytes)
+            folder / name,
+            folder,
+            redactor,
+            PageLimits(tunables.page_turns, tunables.page_bytes),
+            ctx.options.prices,
         )
         scanned[name] = state
         if prepared is not None and (keep_all or budget.keep(name, prepared, state.size)):
@@ -212,7 +217,8 @@ def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None
     the build's renderer and ``kept`` as they are; clean ones compile the theme, and get
     ``kept`` pickled."""
     keep = (ctx.tunables.worker_keep_bytes, ctx.tunables.worker_keep_min_bytes)
-    crew.start(worker.start, lambda forked: (keep, ctx.renderer if forked else None, kept))
+    prices = ctx.options.prices
+    crew.start(worker.start, lambda forked: (keep, ctx.renderer if forked else None, kept, prices))
 
 
 def _scan_job(
@@ -220,21 +226,23 @@ def _scan_job(
 ) -> tuple[str, SourceState, bool]:
     """A crew worker scans one file and keeps its prepared session if it fits; True when
     kept."""
-    state, prepared = scan_file(path, folder, redactor, limits)
     here = worker.here()
-    kept = (
-        prepared is not None
-        and here is not None
-        and here.kept.keep(path.name, prepared, state.size)
-    )
+    assert here is not None, "a scan job runs in a crew"
+    state, prepared = scan_file(path, folder, redactor, limits, here.prices)
+    kept = prepared is not None and here.kept.keep(path.name, prepared, state.size)
     return path.name, state, kept
 
 
 def scan_file(
-    path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits | None = None
+    path: Path,
+    folder: Path,
+    redactor: Redactor | None,
+    limits: PageLimits | None = None,
+    prices: Prices | None = None,
 ) -> tuple[SourceState, Prepared | None]:
     """Read, hash, prepare and summarise one file; its state, and the prepared session
-    when it loads (``limits``: how its pages are cut)."""
+    when it loads (``limits``: how its pages are cut; ``prices``: the table its usage is
+    priced with, the shipped one when None)."""
     size, mtime_ns = file_stamp(path)
     try:
         check_inside(path, folder)
@@ -253,7 +261,7 @@ def scan_file(
         return SourceState(read_size, mtime_ns, file_hash, None, exc.reason), None
     del text
     prepared = prepare(session, redactor)
-    summary = Summary.of(prepared.session, prepared.redacted_total, limits)
+    summary = Summary.of(prepared.session, prepared.redacted_total, limits, prices)
     state = SourceState(
         size,
         mtime_ns,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ...prepare import Prepared
 from ...render.html import HtmlRenderer
+from ...usage import Prices
 
 
 @dataclass(slots=True)
@@ -71,13 +72,21 @@ class WorkerState:
     renderer: HtmlRenderer | None
     """The build's renderer when the worker was forked from the build (nothing pickled);
     None when it was started clean (a render then compiles the theme)."""
+    prices: Prices
+    """The build's price table, for the scan's summaries and the render's pages alike
+    (one object a process: what it looked up is looked up once)."""
 
 
 _state: WorkerState | None = None
 """This process's state when it is a build's pool worker (set by :func:`start` only)."""
 
 
-def start(keep: tuple[int, int], renderer: HtmlRenderer | None, kept: dict[str, Prepared]) -> None:
+def start(
+    keep: tuple[int, int],
+    renderer: HtmlRenderer | None,
+    kept: dict[str, Prepared],
+    prices: Prices,
+) -> None:
     """The crew's initializer: runs once in each worker process when it starts. ``kept``:
     sessions the build's own process prepared (a fork shares them; nothing is read again);
     ``keep``: the budget and the least size of what the worker keeps (:class:`Kept`)."""
@@ -85,7 +94,7 @@ def start(keep: tuple[int, int], renderer: HtmlRenderer | None, kept: dict[str, 
     from ..memory import return_large_blocks
 
     return_large_blocks()
-    state = WorkerState(Kept(*keep), renderer)
+    state = WorkerState(Kept(*keep), renderer, prices)
     for name, prepared in kept.items():
         state.kept.sessions[name] = (prepared, 0)  # not counted: the build holds them anyway
     _state = state
