@@ -12,10 +12,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import refs
 from .loader import SessionLoadError, is_session_file, read_session, session_file_names
 from .model import LoadFailure, Session
+
+if TYPE_CHECKING:
+    from .usage import Prices, Spend
 
 #: A name that can be a file in the folder: no separators, no leading dot, no NUL.
 NAME_RE = re.compile(r"\A[^/\\\x00]+\Z")
@@ -88,6 +92,38 @@ def read_config(sessions_dir: Path) -> dict[str, object]:
 
 
 @dataclass(slots=True, frozen=True)
+class Facts:
+    """The figures ``polyglav sessions --format json`` gives of a session beside its
+    listing (made only when asked: they need a pass over every turn)."""
+
+    title: str
+    created_at: str
+    sub_sessions: tuple[str, ...]
+    tool_calls: int
+    errors: int
+    """Entries of its ``errors`` array."""
+    findings: tuple[tuple[str, int], ...]
+    """Its findings by kind (:func:`.gate.session_findings`), in ``KINDS`` order."""
+    spend: Spend
+    """What its own requests to models spent (:mod:`.usage`)."""
+
+    @classmethod
+    def of(cls, session: Session, prices: Prices) -> Facts:
+        from .gate import Tally, session_findings
+        from .usage import session_spend
+
+        return cls(
+            title=session.title,
+            created_at=session.created_at,
+            sub_sessions=tuple(session.sub_sessions),
+            tool_calls=session.tool_calls,
+            errors=len(session.errors),
+            findings=tuple(Tally.of(session_findings(session)).by_kind.items()),
+            spend=session_spend(session, prices),
+        )
+
+
+@dataclass(slots=True, frozen=True)
 class Listed:
     """What a listing of the folder keeps of one ``*.json`` file: the facts the listing,
     the role and "latest" resolution and a preview's children need, never the session
@@ -108,10 +144,13 @@ class Listed:
     """How many turns it has."""
     updated_at: str = ""
     parent_id: str = ""
+    facts: Facts | None = None
+    """What ``polyglav sessions --format json`` prints beside (None: not asked for)."""
 
     @classmethod
-    def of(cls, session: Session) -> Listed:
-        """The listing's facts of a loaded session."""
+    def of(cls, session: Session, prices: Prices | None = None) -> Listed:
+        """The listing's facts of a loaded session; with ``prices``, its :class:`Facts`
+        too (its usage priced with that table)."""
         return cls(
             file_name=session.file_name,
             session_name=session.session_name,
@@ -122,6 +161,7 @@ class Listed:
             turns=len(session.turns),
             updated_at=session.updated_at,
             parent_id=session.parent_id,
+            facts=Facts.of(session, prices) if prices is not None else None,
         )
 
     @property
@@ -133,14 +173,15 @@ LIST_CHUNK = 32
 """Files a listing job reads (a folder of fewer than two chunks is read in this process)."""
 
 
-def list_files(folder: Path, names: list[str]) -> list[Listed]:
+def list_files(folder: Path, names: list[str], prices: Prices | None = None) -> list[Listed]:
     """:class:`Listed` of each of ``names`` in ``folder``, one session held at a time (a
-    listing job: run in a worker process for a large folder)."""
+    listing job: run in a worker process for a large folder); with ``prices``, each with
+    its :class:`Facts`."""
     out = []
     for name in names:
         path = folder / name
         try:
-            out.append(Listed.of(read_session(path, folder)))
+            out.append(Listed.of(read_session(path, folder), prices))
         except SessionLoadError as exc:
             out.append(Listed(name, failure=failure_for(path, exc.reason)))
     return out
@@ -159,21 +200,21 @@ class Archive:
     def read(self, path: Path) -> Session:
         return read_session(path, self.folder)
 
-    def listing(self, workers: int | None = None) -> list[Listed]:
+    def listing(self, workers: int | None = None, prices: Prices | None = None) -> list[Listed]:
         """Every file, sorted by name, with its listed facts or its failure. Each file is
         loaded whole (whether it loads depends on every turn), one at a time: the memory
         is the largest session's, not the archive's. A folder of more than
         :data:`LIST_CHUNK` files is read by ``workers`` processes (default: one per
-        core)."""
+        core). With ``prices``, each loaded file's :class:`Facts` too."""
         names = session_file_names(self.folder)
         if len(names) <= LIST_CHUNK:
-            return list_files(self.folder, names)  # (no pool to import)
+            return list_files(self.folder, names, prices)  # (no pool to import)
         from .site.pool import run_jobs
 
         chunks = [names[i : i + LIST_CHUNK] for i in range(0, len(names), LIST_CHUNK)]
         done = run_jobs(
             list_files,
-            [(self.folder, chunk) for chunk in chunks],
+            [(self.folder, chunk, prices) for chunk in chunks],
             workers=workers if workers is not None else os.cpu_count() or 1,
             progress=None,
             stage="list",

@@ -27,6 +27,7 @@ from .write import atomic_write, is_inside
 if TYPE_CHECKING:
     from .ci import GateOptions, GateReport
     from .redact import Redactor
+    from .usage import Prices, Spend
 
 PRINT_TARGET_RE = re.compile(r"\A(\d+)(?:\.(\d+))?\Z")
 
@@ -96,6 +97,19 @@ def make_redactor(redact: bool, values_file: Path | None) -> Redactor | None:
         raise UsageError(str(exc)) from None
 
 
+def make_prices(path: Path | None) -> Prices:
+    """The price table of ``--prices FILE`` (the shipped one without it); a file that
+    cannot be used is a :class:`UsageError` naming it and why."""
+    from .usage import PriceFileError, Prices, load_price_file
+
+    if path is None:
+        return Prices()
+    try:
+        return Prices(load_price_file(path))
+    except PriceFileError as exc:
+        raise UsageError(f"--prices: {exc}") from None
+
+
 @dataclass(slots=True)
 class ExportResult:
     """Where an export went and what redaction did."""
@@ -132,6 +146,7 @@ def export(
         raise UsageError("--summary - and --out - cannot both write to stdout")
     prepared = prepare(ctx.archive.resolve(name), redactor)
     session = prepared.session
+    prices = gate.prices if gate is not None else None
     result = ExportResult(
         path=None, redaction=prepared.redaction_note, warnings=list(prepared.warnings)
     )
@@ -150,16 +165,18 @@ def export(
             result.warnings.extend(
                 f"sub-session {m.name} of {m.parent}: {m.problem}" for m in members if m.problem
             )
-        chunks: Iterator[str] = export_html(session, redaction=result.redaction, members=members)
+        chunks: Iterator[str] = export_html(
+            session, redaction=result.redaction, members=members, prices=prices
+        )
         suffix = ".html"
     elif fmt == "junit":
         from .render.junit import junit_report
 
         kinds = gate.kinds if gate is not None and gate.kinds is not None else frozenset()
-        chunks = junit_report(members, kinds)
+        chunks = junit_report(members, kinds, prices, gate.budget if gate is not None else None)
         suffix = ".xml"
     else:
-        chunks = export_markdown(session, redaction=result.redaction)
+        chunks = export_markdown(session, redaction=result.redaction, prices=prices)
         suffix = ".md"
     if out == "-":
         for chunk in chunks:
@@ -273,6 +290,88 @@ def sessions(ctx: Context) -> tuple[list[str], list[str]]:
     if not entries:
         warnings.append(f"{ctx.archive.folder}: no session files")
     return list(console.sessions_table(entries)), warnings
+
+
+def sessions_json(ctx: Context, prices: Prices) -> tuple[list[str], list[str]]:
+    """``polyglav sessions --format json``: a JSON array, one object a session (a line
+    each, ``docs/usage.md`` has the schema), and one warning line per file that does not
+    load."""
+    import json
+
+    from .gate import FAILURE_KINDS
+    from .usage import Spend
+
+    entries = ctx.archive.listing(prices=prices)
+    loaded = {e.session_name: e for e in entries if e.loads and e.facts is not None}
+    found: dict[str, list[str]] = {}
+    for e in sorted(loaded.values(), key=lambda e: e.session_name):
+        if e.parent_id:
+            found.setdefault(e.parent_id, []).append(e.session_name)
+
+    def children(name: str) -> list[str]:
+        facts = loaded[name].facts
+        declared = list(facts.sub_sessions) if facts is not None else []
+        return list(dict.fromkeys([*declared, *found.get(name, [])]))
+
+    def tree_spend(name: str) -> Spend:
+        total, seen, stack = Spend(), {name}, [name]
+        while stack:
+            here = loaded[stack.pop()]
+            assert here.facts is not None
+            total = total.plus(here.facts.spend)
+            for child in children(here.session_name):
+                if child in loaded and child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        return total
+
+    lines, warnings = [], []
+    for e in entries:
+        if e.failure is not None:
+            warnings.append(f"{e.file_name}: {e.failure.reason}")
+            item: dict[str, object] = {
+                "file": e.file_name,
+                "name": e.failure.name,
+                "error": e.failure.reason,
+            }
+        else:
+            facts = e.facts
+            assert facts is not None
+            own, total = facts.spend, tree_spend(e.session_name)
+            findings = dict(facts.findings)
+            item = {
+                "name": e.session_name,
+                "file": e.file_name,
+                "id": e.session_id,
+                "kind": e.kind,
+                "role": e.role,
+                "version": e.version,
+                "title": facts.title,
+                "parent": e.parent_id,
+                "sub_sessions": children(e.session_name),
+                "created_at": facts.created_at,
+                "updated_at": e.updated_at,
+                "turns": e.turns,
+                "tool_calls": facts.tool_calls,
+                "errors": facts.errors,
+                "findings": findings,
+                "failures": sum(n for k, n in findings.items() if k in FAILURE_KINDS),
+                "tokens": own.tokens.as_dict() if own.tokens is not None else None,
+                "tokens_total": total.tokens.as_dict() if total.tokens is not None else None,
+                "cost_usd": own.cost_usd,
+                "cost_usd_total": total.cost_usd,
+                "unpriced_models": list(own.unpriced_models),
+                "unpriced_models_total": list(total.unpriced_models),
+                "prices": prices.label if total.tokens is not None else None,
+            }
+        lines.append(json.dumps(item, ensure_ascii=True))
+    if not entries:
+        warnings.append(f"{ctx.archive.folder}: no session files")
+    body = [
+        ("[" if i == 0 else " ") + line + ("," if i < len(lines) - 1 else "")
+        for i, line in enumerate(lines)
+    ]
+    return ([*body, "]"] if body else ["[]"]), warnings
 
 
 def preview(ctx: Context, name: str) -> Iterator[str]:

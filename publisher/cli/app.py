@@ -35,7 +35,10 @@ app = typer.Typer(
 )
 sessions_app = typer.Typer(
     help="List saved sessions like /sessions.",
-    epilog=example("polyglav sessions --project sample_sessions"),
+    epilog=example(
+        "polyglav sessions --project sample_sessions",
+        "polyglav sessions --format json --project sample_sessions",
+    ),
     invoke_without_command=True,
     rich_markup_mode=None,
 )

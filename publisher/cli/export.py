@@ -14,6 +14,9 @@ from .options import (
     ExportSubSessions,
     FailOn,
     LinkBase,
+    MaxCost,
+    MaxTokens,
+    PricesFile,
     Project,
     Redact,
     RedactValues,
@@ -60,6 +63,9 @@ def export(
     sub_sessions: ExportSubSessions = True,
     summary: Summary = None,
     link_base: LinkBase = None,
+    max_cost: MaxCost = None,
+    max_tokens: MaxTokens = None,
+    prices: PricesFile = None,
     debug: Debug = False,
 ) -> None:
     """Export a session to Markdown (or one self-contained HTML file, or a JUnit report)."""
@@ -68,9 +74,13 @@ def export(
     from .. import commands
 
     def run() -> commands.ExportResult:
-        from ..ci import GateOptions
+        from ..ci import Budget, GateOptions
 
-        gate = GateOptions.parse(fail_on, sub_sessions, summary, link_base)
+        table = commands.make_prices(prices)
+        budget = Budget.parse(max_cost, max_tokens)
+        gate = GateOptions.parse(
+            fail_on, sub_sessions, summary, link_base, budget=budget, prices=table
+        )
         redactor = commands.make_redactor(redact, redact_values)
         reading, target = commands.open_target(project, name)
         return commands.export(reading, target, out, fmt, sys.stdout, redactor, gate)
@@ -98,22 +108,32 @@ def check(
     link_base: LinkBase = None,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    max_cost: MaxCost = None,
+    max_tokens: MaxTokens = None,
+    prices: PricesFile = None,
     debug: Debug = False,
 ) -> None:
     """Gate on what happened in a session, writing nothing but the verdict.
 
     Exit 1 when a --fail-on kind (default: every kind) occurred in the session or its
-    sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
-    stdout).
+    sub-sessions, or it spent more than --max-cost or --max-tokens; 0 otherwise. The
+    verdict goes to stdout (to stderr when --summary - takes stdout).
     """
     from .. import commands
 
     def run() -> GateReport:
-        from ..ci import GateOptions, check
+        from ..ci import Budget, GateOptions, check
         from ..gate import KINDS
 
+        table = commands.make_prices(prices)
         gate = GateOptions.parse(
-            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(KINDS)
+            fail_on,
+            sub_sessions,
+            summary,
+            link_base,
+            default_kinds=frozenset(KINDS),
+            budget=Budget.parse(max_cost, max_tokens),
+            prices=table,
         )
         redactor = commands.make_redactor(redact, redact_values)
         reading, target = commands.open_target(project, name)
@@ -134,5 +154,7 @@ def finish_gate(report: GateReport | None) -> None:
         typer.echo(f"summary written to {report.summary_path}", err=True)
     for line in report.lines:
         typer.echo(f"polyglav: fail-on {line}", err=True)
+    for line in report.budget:
+        typer.echo(f"polyglav: budget: {line}", err=True)
     if report.failed:
         raise typer.Exit(1)

@@ -171,6 +171,46 @@ LinkBase = Annotated[
         show_default=False,
     ),
 ]
+PricesFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help="Price tokens with this table (JSON, USD per million tokens; docs/usage.md) "
+        "instead of the one genai-prices ships. A model it does not list is unpriced.",
+        show_default=False,
+    ),
+]
+MaxCost = Annotated[
+    str | None,
+    typer.Option(
+        "--max-cost",
+        metavar="USD",
+        help="Exit 1 when the session (with its sub-sessions, unless --no-sub-sessions) cost "
+        "more than USD dollars, or when its cost is unknown (a model is unpriced).",
+        show_default=False,
+    ),
+]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        metavar="N",
+        min=0,
+        help="Exit 1 when the session (with its sub-sessions, unless --no-sub-sessions) spent "
+        "more than N tokens (input, cache reads and writes, and output).",
+        show_default=False,
+    ),
+]
+ListFormat = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="text (a table) or json (one object a session, with tokens and cost; "
+        "docs/usage.md has its schema).",
+    ),
+]
 ImportAgent = Annotated[
     str,
     typer.Argument(

@@ -8,22 +8,41 @@ from typing import Annotated
 
 import typer
 
-from .app import app, emit, example, guarded, sessions_app, warn
-from .options import Debug, Project, Run, RunA, RunB, SessionName
+from .app import app, emit, example, fail, guarded, sessions_app, warn
+from .options import Debug, ListFormat, PricesFile, Project, Run, RunA, RunB, SessionName
 
 
 @sessions_app.callback()
-def sessions_list(ctx: typer.Context, project: Project = None, debug: Debug = False) -> None:
+def sessions_list(
+    ctx: typer.Context,
+    project: Project = None,
+    fmt: ListFormat = "text",
+    prices: PricesFile = None,
+    debug: Debug = False,
+) -> None:
     """List saved sessions: kind, name, id, role, version, turns, updated.
 
     Sub-sessions are annotated with their parent; files that do not load are listed with
-    why, and warned about on stderr.
+    why, and warned about on stderr. --format json prints one object a session with its
+    tool calls, failures, tokens and cost (with its sub-sessions' too).
     """
     if ctx.invoked_subcommand is not None:
         return
+    if fmt not in ("text", "json"):
+        fail(f"--format: expected text or json, got {fmt!r}", 2)
     from .. import commands
 
-    lines, warnings = guarded(ctx, debug, lambda: commands.sessions(commands.Context.open(project)))
+    def action() -> tuple[list[str], list[str]]:
+        context = commands.Context.open(project)
+        if fmt == "json":
+            return commands.sessions_json(context, commands.make_prices(prices))
+        if prices is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--prices only applies with --format json")
+        return commands.sessions(context)
+
+    lines, warnings = guarded(ctx, debug, action)
     emit(lines)
     for warning in warnings:
         warn(warning)

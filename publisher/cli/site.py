@@ -16,6 +16,7 @@ from .options import (
     CacheDir,
     Debug,
     Port,
+    PricesFile,
     Project,
     QuietWindow,
     Redact,
@@ -41,11 +42,12 @@ def build_options(
     redact: bool,
     redact_values: Path | None,
     importing: bool = False,
+    prices: Path | None = None,
 ) -> BuildOptions:
     """The build options of a ``site`` command line (``importing``: the sessions folder
     may not exist yet, the importers make it)."""
     from ..archive import find_sessions_dir
-    from ..commands import make_redactor, site_out
+    from ..commands import make_prices, make_redactor, site_out
     from ..importers import sessions_folder
     from ..site.build import BuildOptions
 
@@ -57,6 +59,7 @@ def build_options(
         theme=theme,
         search=search,
         redactor=make_redactor(redact, redact_values),
+        prices=make_prices(prices),
     )
 
 
@@ -87,6 +90,7 @@ def build(
     quiet: BuildQuiet = False,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    prices: PricesFile = None,
     debug: Debug = False,
 ) -> None:
     """Build the site: one page per session, the index, search.
@@ -99,7 +103,9 @@ def build(
         from ..site.build import build_site
         from ..site.progress import progress_hook
 
-        options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
+        options = build_options(
+            project, out, cache_dir, theme, search, redact, redact_values, prices=prices
+        )
         with progress_hook(enabled=not quiet and sys.stderr.isatty()) as hook:
             options.progress = hook
             return build_site(options), options
@@ -128,6 +134,7 @@ def watch(
     redact: Redact = False,
     redact_values: RedactValues = None,
     follow: WatchImport = None,
+    prices: PricesFile = None,
     debug: Debug = False,
 ) -> None:
     """Build the site, then rebuild what changed whenever the sessions or the theme change.
@@ -146,7 +153,7 @@ def watch(
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         options = build_options(
-            project, out, cache_dir, theme, search, redact, redact_values, bool(imports)
+            project, out, cache_dir, theme, search, redact, redact_values, bool(imports), prices
         )
         watch = WatchOptions(quiet_window=quiet_window, quiet=quiet, imports=imports)
         watch_site(options, watch)
@@ -170,6 +177,7 @@ def serve(
     redact: Redact = False,
     redact_values: RedactValues = None,
     follow: WatchImport = None,
+    prices: PricesFile = None,
     debug: Debug = False,
 ) -> None:
     """Serve the site locally while watching; open pages reload after each build.
@@ -190,7 +198,7 @@ def serve(
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         options = build_options(
-            project, out, cache_dir, theme, search, redact, redact_values, bool(imports)
+            project, out, cache_dir, theme, search, redact, redact_values, bool(imports), prices
         )
         watch = WatchOptions(quiet_window=quiet_window, quiet=quiet, imports=imports)
         serve_site(options, watch, bind, port, hosts)

@@ -25,12 +25,17 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC
+from typing import TYPE_CHECKING
 
 from ..gate import KINDS, Finding, Member, session_findings, utc_time
 from ..model import Session, Turn
+from ..usage import Prices, Spend, session_spend
 from . import view
 from .markdown import turn_markdown
 from .text import first_line
+
+if TYPE_CHECKING:
+    from ..ci import Budget
 
 #: The turn's Markdown in a failure body is cut after this many characters (as /print's
 #: default ``print_max_chars``).
@@ -71,19 +76,59 @@ def xml_attr(text: str) -> str:
     return xml_text(text).replace('"', "&quot;").replace("\n", "&#10;").replace("\t", "&#9;")
 
 
-def junit_report(members: Sequence[Member], kinds: Collection[str]) -> Iterator[str]:
+def junit_report(
+    members: Sequence[Member],
+    kinds: Collection[str],
+    prices: Prices | None = None,
+    budget: Budget | None = None,
+) -> Iterator[str]:
     """The JUnit XML of a session tree (see :func:`~publisher.gate.session_tree`), streamed.
 
     ``kinds`` are the gated kinds: a turn fails when it has a finding of one of them.
+    Each suite's properties carry its session's tokens and cost (:mod:`publisher.usage`,
+    priced with ``prices``: the shipped table when None), the root's also those of the
+    whole tree; with a ``budget`` (``--max-cost``, ``--max-tokens``), the root's suite has a
+    ``budget`` test case, failed when the tree spent more or its spend is unknown.
     """
     wanted = frozenset(kinds)
+    prices = prices or Prices()
+    spends = [
+        session_spend(m.session, prices) if m.session is not None else Spend() for m in members
+    ]
+    total = Spend()
+    for spent in spends:
+        total = total.plus(spent)
     yield '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n'
     for suite_id, member in enumerate(members):
         if member.session is None:
             yield from _missing_suite(member, suite_id)
-        else:
-            yield from _suite(member, member.session, suite_id, wanted)
+            continue
+        usage = _usage_properties(spends[suite_id], "")
+        if suite_id == 0:
+            usage += _usage_properties(total, "_total")
+            if total.tokens is not None:
+                usage.append(("prices", prices.label))
+        over = (
+            budget.over(total) if suite_id == 0 and budget is not None and budget.active else None
+        )
+        yield from _suite(member, member.session, suite_id, wanted, usage, over)
     yield "</testsuites>\n"
+
+
+def _usage_properties(spend: Spend, suffix: str) -> list[tuple[str, str]]:
+    """``tokens_input``… and ``cost_usd`` (with ``suffix``: ``tokens_total_input``…,
+    ``cost_usd_total``), as ``polyglav sessions --format json`` names them; none when no
+    usage was recorded, ``cost_usd`` empty when the cost is unknown (unpriced tokens)."""
+    if spend.tokens is None:
+        return []
+    kind = "tokens" + suffix
+    out = [(f"{kind}_{name}", str(n)) for name, n in spend.tokens.as_dict().items()]
+    micro = spend.micro_usd
+    cost = "" if micro is None else f"{micro // 10**6}.{micro % 10**6:06d}"
+    out.append((f"cost_usd{suffix}", cost))
+    if spend.unpriced_models:
+        out.append((f"unpriced_models{suffix}", ", ".join(spend.unpriced_models)))
+    return out
 
 
 def _suite_name(name: str) -> str:
@@ -130,7 +175,12 @@ def _seconds(turn: Turn) -> float:
 
 
 def _suite(
-    member: Member, session: Session, suite_id: int, wanted: frozenset[str]
+    member: Member,
+    session: Session,
+    suite_id: int,
+    wanted: frozenset[str],
+    usage: list[tuple[str, str]],
+    over: list[str] | None,
 ) -> Iterator[str]:
     every = session_findings(session)
     gated: dict[int | None, list[Finding]] = {}
@@ -138,8 +188,8 @@ def _suite(
         if finding.kind in wanted:
             gated.setdefault(finding.position, []).append(finding)
     loose = gated.pop(None, [])
-    tests = len(session.turns) + (1 if loose else 0)
-    failures = len(gated) + (1 if loose else 0)
+    tests = len(session.turns) + (1 if loose else 0) + (1 if over is not None else 0)
+    failures = len(gated) + (1 if loose else 0) + (1 if over else 0)
     total = sum(_seconds(turn) for turn in session.turns)
     name = xml_attr(_suite_name(session.session_name))
     yield (
@@ -159,8 +209,19 @@ def _suite(
             ("parent_id", session.parent_id),
             ("depth", str(member.depth)),
             ("fail_on", ",".join(kind for kind in KINDS if kind in wanted)),
+            *usage,
         ]
     )
+    if over is not None:
+        failure = ""
+        if over:
+            message = "; ".join(over)
+            failure = (
+                f'<failure type="budget" message="{xml_attr(message)}">'
+                f"{xml_text(chr(10).join(over))}</failure>"
+            )
+        head = f'<testcase name="budget" classname="{name}" time="0.000"'
+        yield f"{head}>{failure}</testcase>\n" if failure else f"{head}/>\n"
     if loose:
         yield (
             f'<testcase name="session (no turn)" classname="{name}" time="0.000">'

@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from ..gate import (
@@ -36,8 +37,12 @@ from ..gate import (
 )
 from ..model import KNOWN_STATUSES, Session
 from ..site import urls
+from ..usage import Prices, Spend, session_spend
 from . import view
 from .text import inline_code
+
+if TYPE_CHECKING:
+    from ..ci import Budget
 
 #: Rows of the findings table before "and N more".
 MAX_FINDINGS = 15
@@ -181,10 +186,46 @@ def _kind_counts(found: Sequence[Finding]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts(found).items())
 
 
+def _spend_text(spend: Spend) -> str:
+    """``1,234 tokens (input …), $0.0123`` with what was not priced named (as code spans:
+    a model's name is the session's text)."""
+    assert spend.tokens is not None
+    said = f"{view.tokens_line(spend.tokens)} ({view.tokens_detail(spend.tokens)}), "
+    said += view.cost_line(spend)
+    if spend.unpriced_models:
+        names = ", ".join(code(m or "(no model named)", 60) for m in spend.unpriced_models[:5])
+        more = (
+            f" and {len(spend.unpriced_models) - 5} more" if len(spend.unpriced_models) > 5 else ""
+        )
+        said += f" ({view.plural(spend.unpriced, 'token')} of {names}{more} unpriced)"
+    return said
+
+
+def _short_spend(spend: Spend) -> str:
+    """A table cell: ``1,234 tokens, $0.0123``; ``-`` when no usage was recorded."""
+    if spend.tokens is None:
+        return "-"
+    return f"{view.tokens_line(spend.tokens)}, {view.cost_line(spend)}"
+
+
 def ci_summary(
-    members: Sequence[Member], kinds: Collection[str] | None, link_base: str | None = None
+    members: Sequence[Member],
+    kinds: Collection[str] | None,
+    link_base: str | None = None,
+    prices: Prices | None = None,
+    budget: Budget | None = None,
 ) -> str:
-    """The summary of a session tree (root first); ``kinds`` is ``--fail-on`` (None: no gate)."""
+    """The summary of a session tree (root first); ``kinds`` is ``--fail-on`` (None: no
+    gate); ``prices`` prices its usage (the shipped table when None), ``budget`` is
+    ``--max-cost`` and ``--max-tokens``."""
+    prices = prices or Prices()
+    spends = [
+        session_spend(m.session, prices) if m.session is not None else Spend() for m in members
+    ]
+    total = Spend()
+    for spent in spends:
+        total = total.plus(spent)
+    over = budget.over(total) if budget is not None and budget.active else []
     root = members[0].session
     assert root is not None, "the root of a tree is always loaded"
     name = root.session_name
@@ -196,24 +237,31 @@ def ci_summary(
         per_member.append(found)
         every.extend(found)
     gated = [f for f in every if kinds is not None and f.kind in kinds]
+    failed = bool(gated or over)
+    gating = kinds is not None or (budget is not None and budget.active)
     loaded = sum(1 for member in members if member.session is not None)
     gate_kinds = ",".join(k for k in KINDS if kinds is not None and k in kinds)
 
     lines: list[str] = []
-    if kinds is None:
+    if not gating:
         lines.append(f"### Polyglav session {code(name)}")
     else:
-        lines.append(f"### Polyglav session {code(name)}: {'failed' if gated else 'passed'}")
+        lines.append(f"### Polyglav session {code(name)}: {'failed' if failed else 'passed'}")
     lines.append("")
-    if kinds is None:
+    if not gating:
         gate = "not set (no `--fail-on`)"
     elif gated:
         gate = (
             f"**failed**: `--fail-on {gate_kinds}` matched {view.plural(len(gated), 'finding')} "
             f"({_kind_counts(gated)}) in {spread(gated, loaded)}"
         )
-    else:
+    elif kinds is not None:
         gate = f"passed: nothing matched `--fail-on {gate_kinds}`"
+    else:
+        gate = "passed" if not over else "**failed**"
+    if budget is not None and budget.active:
+        said = "; ".join(code(line, 200) for line in over) if over else "within it"
+        gate += f"; budget: {said}"
     lines.append(f"- **Gate:** {gate}")
     transcript = link_for(link_base, name, name)
     about = f"{view.KIND_LABELS[root.kind]}, role {code(root.role, 40)}"
@@ -238,8 +286,14 @@ def ci_summary(
         f"- **Permission decisions:** {len(root.permissions)}"
         + (f" ({decided})" if decided else "")
     )
+    if spends[0].tokens is not None:
+        lines.append(f"- **Tokens and cost:** {_spend_text(spends[0])}")
     if len(members) > 1:
         lines.append(f"- **Sub-agents:** {len(members) - 1}")
+        if total.tokens is not None:
+            lines.append(f"- **With its sub-agents:** {_spend_text(total)}")
+    if total.tokens is not None:
+        lines.append(f"- **Prices:** {code(prices.label, 200)}")
     lines.append("")
 
     lines.append("#### Findings")
@@ -273,10 +327,10 @@ def ci_summary(
         lines.append("")
         lines.append("#### Sub-agents")
         lines.append("")
-        lines.append("| Session | Role | Called by | Turns | Last turn | Findings |")
-        lines.append("|---|---|---|---|---|---|")
-        subs = list(zip(members[1:], per_member[1:], strict=True))
-        for member, found in subs[:MAX_SUB_SESSIONS]:
+        lines.append("| Session | Role | Called by | Turns | Last turn | Findings | Tokens, cost |")
+        lines.append("|---|---|---|---|---|---|---|")
+        subs = list(zip(members[1:], per_member[1:], spends[1:], strict=True))
+        for member, found, spent in subs[:MAX_SUB_SESSIONS]:
             caller = code(member.parent, 60)
             sub = member.session
             if sub is not None:  # its pages are named after the name the file holds
@@ -285,14 +339,14 @@ def ci_summary(
             if sub is None:
                 lines.append(
                     f"| {code(member.name, 60)} | - | {caller} | - | - | "
-                    f"not loaded: {code(member.problem)} |"
+                    f"not loaded: {code(member.problem)} | - |"
                 )
                 continue
             found_text = _kind_counts(found) or "none"
             last = code(sub.last_status, 40) if sub.turns else "-"
             lines.append(
                 f"| {label} | {code(sub.role, 40)} | {caller} | {len(sub.turns)} | {last} | "
-                f"{found_text} |"
+                f"{found_text} | {_short_spend(spent)} |"
             )
         if len(subs) > MAX_SUB_SESSIONS:
             lines.append("")
