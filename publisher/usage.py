@@ -399,6 +399,7 @@ class PriceFileError(ValueError):
 KINDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h", "reasoning")
 """The kinds of token a price file gives a rate for (USD per million tokens)."""
 _DAY_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
+_DECIMAL_RE = re.compile(r"\A\d{1,9}(\.\d{1,12})?\Z")
 MAX_PRICE = Decimal(1_000_000)
 """The largest rate a price file may give (USD per million tokens)."""
 
@@ -497,6 +498,8 @@ def _kind_rates(value: dict[str, Any], where: str, below: dict[str, int] | None)
         if kind not in value:
             continue
         rate = value[kind]
+        if isinstance(rate, str) and _DECIMAL_RE.match(rate):
+            rate = Decimal(rate)  # ("0.075": a price written as text keeps its digits)
         try:
             ok = isinstance(rate, Decimal) and rate.is_finite() and 0 <= rate <= MAX_PRICE
         except InvalidOperation:
