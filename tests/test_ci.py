@@ -1224,7 +1224,7 @@ def test_the_command_reference(tmp_path: Path) -> None:
     work = sandbox.workdir("here")
     sandbox.run_agent(work)
     results = [sandbox.sh(line, work, {"SESSION": MAIN}) for line in block.splitlines()]
-    assert [r.returncode for r in results] == [1, 1, 1], [r.stderr for r in results]
+    assert [r.returncode for r in results] == [1, 1, 1, 1], [r.stderr for r in results]
     assert results[0].stdout.startswith(
         f"{MAIN}: failed: --fail-on error,denied matched 3 findings"
     )
@@ -1234,7 +1234,9 @@ def test_the_command_reference(tmp_path: Path) -> None:
     assert (work / "summary.md").read_text().startswith(f"### Polyglav session `{MAIN}`: failed")
     assert "Sub-agents" not in (work / "summary.md").read_text()  # --no-sub-sessions
     assert junit_doc(work / "report.xml").xpath("count(//failure)") == 1  # turn 12, running
-    assert len(sandbox.calls()) == _doc_command_count([block]) == 3
+    # Polyglav's own log records no usage: a budget cannot be checked, and fails.
+    assert "polyglav: budget: cost unknown: the log records no usage" in results[3].stderr
+    assert len(sandbox.calls()) == _doc_command_count([block]) == 4
 
 
 def test_the_stderr_example_in_the_doc_is_what_the_samples_print() -> None:
