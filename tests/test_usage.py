@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -711,3 +712,86 @@ def test_a_call_without_a_result_time_is_tool_time_to_the_next_record() -> None:
     long = dict(doc["turns"][0], ended_at="2026-08-17T14:00:00+00:00")
     times = view.TurnTimes.of(session_from_json(session_doc(turns=[long]), "y.json").turns[0])
     assert times.idle and math.isclose(times.idle[0], 7200 - 45)
+
+
+# --- the archive ---------------------------------------------------------------------------
+
+WINDOW = [  # real logs of February and March 2026: all within the chart's 30 days
+    FIXTURES / "claude_code",
+    CODEX / "rollout-2026-03-05T22-50-24-019cc1e9-6537-70a3-a8cd-d2957e043dd4.jsonl",
+    CODEX / "rollout-2026-03-06T15-07-24-019cc379-79d6-7c21-885e-132b8a0c295f.jsonl",
+]
+
+
+@pytest.fixture(scope="module")
+def window_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("window")
+    assert run_import("claude-code", WINDOW[0], project=project)[0] == 0
+    assert run_import("codex", *WINDOW[1:], project=project)[0] == 0
+    return project
+
+
+def _index_rows(index: str) -> dict[str, tuple[int, int, str]]:
+    """Session name → (tokens, cost in micro-dollars, cost as shown) of each index row
+    (-1 when it has none)."""
+    rows = {}
+    for row in re.findall(r"<tr data-kind=.*?</tr>", index, re.S):
+        name = re.search(r'data-label="Session" class="c-name"><a href="[^"]*"><code>([^<]+)<', row)
+        tokens = re.search(r'data-value="(-?\d+)" data-label="Tokens"', row)
+        cost = re.search(r'data-value="(-?\d+)" data-label="Cost" class="num c-cost">([^<]*)<', row)
+        assert name and tokens and cost
+        rows[name.group(1)] = (int(tokens.group(1)), int(cost.group(1)), cost.group(2))
+    return rows
+
+
+@pytest.mark.site
+def test_the_index_and_its_activity_agree_with_the_json(
+    window_project: Path, tmp_path: Path
+) -> None:
+    """Each index row's tokens and cost (its sort values and what it shows) are the JSON's;
+    the activity's tokens by day, by model and by role add up to every session's."""
+    folder = sessions_dir(window_project)
+    build(folder, tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    rows = _index_rows(index)
+    listing = json.loads(polyglav("sessions", "--format", "json", "--project", str(folder)).stdout)
+    total = 0
+    for item in listing:
+        tokens = item["tokens"]
+        if tokens is None:
+            assert rows[item["name"]] == (-1, -1, "-")
+            continue
+        own = sum(tokens[k] for k in ("input", "output", "cache_read", "cache_write"))
+        micro = round(item["cost_usd"] * 10**6)
+        assert rows[item["name"]] == (own, micro, view.usd(micro))
+        total += own
+    spend = index[index.index('id="spend-h"') :]
+    tables = re.findall(r"<caption>(By \w+)</caption>.*?</table>", spend, re.S)
+    assert tables == ["By day", "By model", "By role"]
+    for table in re.findall(r"<caption>By \w+</caption>(.*?)</table>", spend, re.S):
+        counts = re.findall(r'</th><td class="num">([\d,]+)</td>', table)
+        assert sum(int(c.replace(",", "")) for c in counts) == total
+    assert f"{total:,} tokens, $" in spend
+
+
+@pytest.mark.site
+def test_an_appended_turn_with_usage_builds_as_a_fresh_build(
+    window_project: Path, tmp_path: Path
+) -> None:
+    """The index's and the activity's figures kept from the last build and brought up to
+    date equal a fresh build's, byte for byte, when a session's usage grows."""
+    from tests.helpers import fresh_digest, tree_digest
+
+    folder = tmp_path / "sessions"
+    shutil.copytree(sessions_dir(window_project), folder)
+    site = tmp_path / "site"
+    build(folder, site)
+    name = next(p for p in sorted(folder.glob("ses_*.json")) if '"usage"' in p.read_text())
+    doc = json.loads(name.read_text())
+    last = dict(doc["turns"][-1])
+    last["index"] = len(doc["turns"]) + 1
+    last["usage"] = [{"model": "claude-opus-4-6", "input": 7, "output": 11, "cache_read": 1000}]
+    doc["turns"].append(last)
+    name.write_text(json.dumps(doc), encoding="utf-8")
+    build(folder, site)
+    assert tree_digest(site) == fresh_digest(folder, tmp_path / "fresh")

@@ -484,6 +484,14 @@ class IndexRow:
     """Its file name, when it is not ``<name>.json`` (else empty)."""
     origin: str = ""
     """Where an imported session came from (``agent: source``), empty for a native one."""
+    tokens: int | None = None
+    """Its own tokens (:attr:`publisher.usage.Tokens.total`), None when it records no
+    usage."""
+    cost: str = ""
+    """Its own cost as shown (:func:`.view.cost_line`: ``$0.0042``, ``unpriced``), "" when
+    it records no usage."""
+    cost_micro: int | None = None
+    """Its own cost in micro-dollars (the column's sort value), None when unknown."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -665,6 +673,74 @@ class ActivityDay:
 
 
 @dataclass(slots=True, frozen=True)
+class SpendSegment:
+    """One model's part of a day's tokens bar."""
+
+    model: str
+    """The model (``other models`` for those not stacked apart)."""
+    index: int
+    """Its place among the stacked models (its colour: ``m-0``…)."""
+    tokens: int
+    """Its tokens that day."""
+    y: float
+    """Top of the segment (SVG units)."""
+    height: float
+    """Its height (SVG units)."""
+
+
+@dataclass(slots=True, frozen=True)
+class SpendBar:
+    """One day of the tokens chart."""
+
+    day: str
+    """``YYYY-MM-DD`` (UTC)."""
+    x: float
+    """Left edge."""
+    width: float
+    """Its width."""
+    segments: list[SpendSegment]
+    """Stacked by model."""
+
+
+@dataclass(slots=True, frozen=True)
+class SpendRow:
+    """A row of a spend table: a day, a model or a role, its tokens and cost."""
+
+    key: str
+    """The day, the model or the role (as written; "" for no role)."""
+    tokens: int
+    """Its tokens."""
+    cost: str
+    """Its cost as shown (``$1.2346``, ``unpriced``, ``$1.2346 + unpriced``)."""
+    micro: int
+    """Its priced cost in micro-dollars (the table's sort value)."""
+
+
+@dataclass(slots=True, frozen=True)
+class SpendActivity:
+    """Tokens and cost over the activity chart's days (:mod:`publisher.site.spending`)."""
+
+    tokens: int
+    """Tokens in these days."""
+    cost: str
+    """Their cost as shown."""
+    top: int
+    """The most tokens of a day (the axis' top)."""
+    height: int
+    """The chart's height (SVG units)."""
+    bars: list[SpendBar]
+    """One bar a day that spent tokens, oldest first."""
+    models: list[str]
+    """The models stacked (the legend), most tokens first."""
+    days: list[SpendRow]
+    """By day, latest first."""
+    by_model: list[SpendRow]
+    """By model, most tokens first."""
+    by_role: list[SpendRow]
+    """By role, most tokens first."""
+
+
+@dataclass(slots=True, frozen=True)
 class Activity:
     """Runs per day by outcome and errors per day, for ``index_activity.html``."""
 
@@ -694,6 +770,8 @@ class Activity:
     """Height of the runs chart."""
     errors_height: int
     """Height of the errors chart."""
+    spend: SpendActivity | None = None
+    """Tokens and cost over these days (None when no session spent any)."""
 
 
 @dataclass(slots=True, frozen=True)

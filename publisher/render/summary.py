@@ -327,12 +327,12 @@ def ci_summary(
         lines.append("")
         lines.append("#### Sub-agents")
         lines.append("")
-        spent = total.tokens is not None  # (a column only when some session records usage)
+        usage = total.tokens is not None  # (a column only when some session records usage)
         lines.append(
             "| Session | Role | Called by | Turns | Last turn | Findings |"
-            + (" Tokens, cost |" if spent else "")
+            + (" Tokens, cost |" if usage else "")
         )
-        lines.append("|---|---|---|---|---|---|" + ("---|" if spent else ""))
+        lines.append("|---|---|---|---|---|---|" + ("---|" if usage else ""))
         subs = list(zip(members[1:], per_member[1:], spends[1:], strict=True))
         for member, found, sub_spend in subs[:MAX_SUB_SESSIONS]:
             caller = code(member.parent, 60)
@@ -343,14 +343,14 @@ def ci_summary(
             if sub is None:
                 lines.append(
                     f"| {code(member.name, 60)} | - | {caller} | - | - | "
-                    f"not loaded: {code(member.problem)} |" + (" - |" if spent else "")
+                    f"not loaded: {code(member.problem)} |" + (" - |" if usage else "")
                 )
                 continue
             found_text = _kind_counts(found) or "none"
             last = code(sub.last_status, 40) if sub.turns else "-"
             lines.append(
                 f"| {label} | {code(sub.role, 40)} | {caller} | {len(sub.turns)} | {last} | "
-                f"{found_text} |" + (f" {_short_spend(sub_spend)} |" if spent else "")
+                f"{found_text} |" + (f" {_short_spend(sub_spend)} |" if usage else "")
             )
         if len(subs) > MAX_SUB_SESSIONS:
             lines.append("")

@@ -303,7 +303,12 @@ def short_tokens(number: int) -> str:
 
 def tokens_line(tokens: Tokens) -> str:
     """``1,234,567 tokens``."""
-    return plural(tokens.total, "token")
+    return tokens_line_of(tokens.total)
+
+
+def tokens_line_of(number: int) -> str:
+    """``1,234,567 tokens`` of a count."""
+    return plural(number, "token")
 
 
 def tokens_detail(tokens: Tokens) -> str:
@@ -325,11 +330,17 @@ def cost_line(spend: Spend) -> str:
     no usage."""
     if spend.tokens is None:
         return ""
-    if spend.priced:
-        return usd(micro_usd(spend.picousd))
-    if spend.unpriced >= spend.tokens.total:
+    return cost_text(spend.picousd, spend.unpriced, spend.tokens.total)
+
+
+def cost_text(picousd: int, unpriced: int, tokens: int) -> str:
+    """The cost of ``tokens`` tokens of which ``unpriced`` were not priced and the others
+    cost ``picousd`` pico-dollars: ``$1.2346``, ``unpriced``, ``$1.2346 + unpriced``."""
+    if not unpriced:
+        return usd(micro_usd(picousd))
+    if unpriced >= tokens:
         return "unpriced"
-    return f"{usd(micro_usd(spend.picousd))} + unpriced"
+    return f"{usd(micro_usd(picousd))} + unpriced"
 
 
 def unpriced_note(spend: Spend) -> str:

@@ -17,6 +17,7 @@ from sys import intern
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
 from .graph import Summary
+from .spending import Sums, spend_activity
 
 DAYS = 30
 """How many days the chart shows, at most."""
@@ -72,10 +73,14 @@ def activity_of(contributions: Sequence[tuple[str, str, str]], days: int = DAYS)
 
 
 def activity_from(
-    pairs: Counter[tuple[str, str]], error_days: Counter[str], days: int = DAYS
+    pairs: Counter[tuple[str, str]],
+    error_days: Counter[str],
+    days: int = DAYS,
+    spend: Sums | None = None,
 ) -> Activity | None:
-    """:func:`activity` from the sessions counted by (day, outcome) (``pairs``) and the
-    errors counted by day (the index keeps both: :class:`.index.Overview`)."""
+    """:func:`activity` from the sessions counted by (day, outcome) (``pairs``), the
+    errors counted by day and what was spent by (day, role, model) (``spend``: the index
+    keeps all three, :class:`.index.Overview`)."""
     undated = sum(n for (text, _), n in pairs.items() if not text)
     by_day: dict[str, Counter[str]] = {}
     for (text, outcome), n in pairs.items():
@@ -131,4 +136,5 @@ def activity_from(
         width=WIDTH,
         runs_height=RUNS_HEIGHT,
         errors_height=ERRORS_HEIGHT,
+        spend=spend_activity(spend, [d.isoformat() for d in span], WIDTH) if spend else None,
     )

@@ -29,14 +29,17 @@ from markupsafe import Markup
 
 from ..model import LoadFailure
 from ..redact import describe_counts
+from ..render import view
 from ..render.contexts import Column, DelegationTree, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
+from ..usage import spend_of_groups
 from ..write import atomic_write
-from . import urls
+from . import spending, urls
 from .activity import activity_from, outcome_totals
 from .archive import PageState
 from .graph import Graph, Summary
 from .manifest import Brief
+from .spending import Sums
 
 INDEX_CACHE = "index-cache"
 """File name of the cache in the build state folder."""
@@ -50,6 +53,8 @@ COLUMNS = [
     Column("turns", "Turns", "number"),
     Column("tools", "Tool calls", "number"),
     Column("errors", "Errors", "number"),
+    Column("tokens", "Tokens", "number"),
+    Column("cost", "Cost", "number"),
     Column("status", "Last status", "text"),
 ]
 """The index table's columns, in the order of ``index_row.html``'s cells."""
@@ -71,6 +76,8 @@ class Overview:
     """Sessions by (day, outcome) (:func:`.activity.contribution`; only counts above 0)."""
     error_days: dict[str, int]
     """Errors by day (only counts above 0)."""
+    spend: Sums = field(default_factory=dict)
+    """Tokens, cost and unpriced tokens by (day, role, model) (:mod:`.spending`)."""
 
     @classmethod
     def of(cls, briefs: Collection[Brief], first_rows: int | None) -> Overview:
@@ -83,6 +90,7 @@ class Overview:
             roles=sorted(set(map(_ROLE, briefs))),
             runs=dict(runs),
             error_days=dict(error_days),
+            spend=spending.counts_of(briefs),
         )
 
     def since(
@@ -123,6 +131,7 @@ class Overview:
             roles=self.roles if same_kinds else sorted(set(map(_ROLE, briefs))),
             runs={k: n for k, n in runs.items() if n > 0},
             error_days={d: n for d, n in error_days.items() if n > 0},
+            spend=spending.since(self.spend, now.values(), then.values()),
         )
 
     def to_json(self) -> object:
@@ -132,6 +141,7 @@ class Overview:
             "roles": self.roles,
             "runs": [[d, o, n] for (d, o), n in sorted(self.runs.items())],
             "error_days": sorted(self.error_days.items()),
+            "spend": [[*key, *sums] for key, sums in sorted(self.spend.items())],
         }
 
     @classmethod
@@ -144,9 +154,13 @@ class Overview:
             error_days = {str(d): int(n) for d, n in data["error_days"]}
             kinds = [str(k) for k in data["kinds"]]
             roles = [str(r) for r in data["roles"]]
+            spend = {
+                (str(d), str(r), str(m)): (int(t), int(p), int(u))
+                for d, r, m, t, p, u in data["spend"]
+            }
         except (AssertionError, KeyError, TypeError, ValueError):
             return None
-        return cls(top, kinds, roles, runs, error_days)
+        return cls(top, kinds, roles, runs, error_days, spend)
 
 
 @dataclass(slots=True)
@@ -309,6 +323,9 @@ def row_data(summary: Summary) -> list[object]:
         row.last_status,
         row.first_prompt,
         meta,
+        -1 if row.tokens is None else row.tokens,
+        -1 if row.cost_micro is None else row.cost_micro,
+        row.cost,
     ]
 
 
@@ -454,7 +471,9 @@ def render_index(
             redaction=None
             if redacted is None
             else describe_counts(Counter(secrets=redacted)).split(" (")[0],
-            activity=activity_from(Counter(overview.runs), Counter(overview.error_days)),
+            activity=activity_from(
+                Counter(overview.runs), Counter(overview.error_days), spend=overview.spend
+            ),
             total=len(briefs),
             outcomes=outcome_totals(overview.runs),
             tree_page=TREE_PAGE if shards else "",
@@ -484,6 +503,7 @@ _ROLE = operator.itemgetter(_field("role"))
 
 def index_row(summary: Summary) -> IndexRow:
     """What the index table shows of a session (a function of its summary alone)."""
+    spend = spend_of_groups(summary.usage)
     return IndexRow(
         name=summary.name,
         url=urls.session_page(summary.name),
@@ -500,6 +520,9 @@ def index_row(summary: Summary) -> IndexRow:
         first_prompt=summary.first_prompt,
         file_name="" if summary.file_name == f"{summary.name}.json" else summary.file_name,
         origin=summary.origin,
+        tokens=spend.tokens.total if spend.tokens is not None else None,
+        cost=view.cost_line(spend),
+        cost_micro=spend.micro_usd,
     )
 
 

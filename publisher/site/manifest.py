@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..write import atomic_write
 from .activity import contribution
 from .graph import Summary
+from .spending import contribution as spend_contribution
 from .staleness import MANIFEST_FORMAT as FORMAT
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class SourceState:
 _STATE_VALUES = operator.attrgetter(*SourceState.__dataclass_fields__)
 SUMMARY_AT = 10
 """Where a shard row holds its summary's row."""
-_FIELDS = 25
+_FIELDS = 26
 """How many values a brief line holds (:class:`Brief`'s fields)."""
 
 
@@ -208,6 +209,10 @@ class Brief(NamedTuple):
     delegate calls, :attr:`SourceState.refs`); None when all three are empty, as for most
     sessions. With these, the graph's key and every session's page facts are made of
     briefs alone: a build that adds a session decodes no state for them."""
+    spend: list[Any] | None
+    """What it spent by day and model, for the activity chart
+    (:func:`.spending.contribution`): ``[day, model, tokens, pico-dollars, unpriced
+    tokens]`` lists; None when it records no usage, as for most sessions."""
 
     @classmethod
     def of(cls, name: str, state: SourceState, count: int) -> Brief:
@@ -217,7 +222,8 @@ class Brief(NamedTuple):
         ino, mtime = state.site
         if s is None:
             return cls(name, state.size, state.mtime_ns, shard, False, "", "", "", "", "", "",
-                       "", "", "", 0, 0, 0, 0, "", "", "", ino, mtime, list(state.warnings), None)  # fmt: skip
+                       "", "", "", 0, 0, 0, 0, "", "", "", ino, mtime, list(state.warnings), None,
+                       None)  # fmt: skip
         day, outcome, error_days = contribution(s)
         links = (
             [list(s.sub_sessions), [list(spawn) for spawn in s.spawns], list(state.refs)]
@@ -250,6 +256,7 @@ class Brief(NamedTuple):
             mtime,
             list(state.warnings),
             links,
+            spend_contribution(s.usage),
         )
 
 

@@ -108,7 +108,7 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 12
+MANIFEST_FORMAT = 13
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
 SEARCH_FORMAT = 1
 """Bumped when the search layout or Pagefind's options change: every shard is redone."""
