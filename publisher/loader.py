@@ -489,6 +489,22 @@ def read_session(path: Path, folder: Path | None = None) -> Session:
     return parse_session_text(text, path.name)
 
 
+USAGE_HEAD = 1 << 16
+"""How much of a file :func:`may_record_usage` reads."""
+
+
+def may_record_usage(path: Path) -> bool:
+    """Whether the file's first :data:`USAGE_HEAD` bytes name a ``usage`` field (a turn's
+    usage entries: an imported session's first turn records them): a hint for performance
+    only (a build imports the price table once before starting its workers when its files
+    may need it), never a reading of the file."""
+    try:
+        with open(path, "rb") as handle:
+            return b'"usage"' in handle.read(USAGE_HEAD)
+    except OSError:
+        return False
+
+
 def file_stamp(path: Path | str) -> tuple[int, int]:
     """(size, mtime_ns) of a file, following symlinks; (0, 0) when it cannot be read."""
     try:

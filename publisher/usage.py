@@ -34,7 +34,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
@@ -196,17 +196,33 @@ class Rates:
     cache_write: Rate
     cache_write_1h: Rate
     reasoning: Rate
+    bands: tuple[tuple[int, tuple[int, int, int, int, int, int]], ...] = field(
+        init=False, repr=False, compare=False
+    )
+    """(start, the six prices above it), the highest start first, the base last (start
+    -1): the prices of a request found in one pass."""
+
+    def __post_init__(self) -> None:
+        kinds = (
+            self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h,
+            self.reasoning,
+        )  # fmt: skip
+        starts = sorted({start for kind in kinds for start, _ in kind.tiers}, reverse=True)
+        bands = [(start, tuple(k.at(start + 1) for k in kinds)) for start in starts]
+        bands.append((-1, tuple(k.base for k in kinds)))
+        object.__setattr__(self, "bands", tuple(bands))
 
     def cost(self, entry: Usage) -> int:
         """The pico-dollars ``entry`` costs (a request)."""
         size = entry.input + entry.cache_read + entry.cache_write
+        i, o, cr, cw, cw1h, r = next(prices for start, prices in self.bands if size > start)
         return (
-            entry.input * self.input.at(size)
-            + entry.cache_read * self.cache_read.at(size)
-            + (entry.cache_write - entry.cache_write_1h) * self.cache_write.at(size)
-            + entry.cache_write_1h * self.cache_write_1h.at(size)
-            + (entry.output - entry.reasoning) * self.output.at(size)
-            + entry.reasoning * self.reasoning.at(size)
+            entry.input * i
+            + entry.cache_read * cr
+            + (entry.cache_write - entry.cache_write_1h) * cw
+            + entry.cache_write_1h * cw1h
+            + (entry.output - entry.reasoning) * o
+            + entry.reasoning * r
         )
 
 
@@ -271,6 +287,14 @@ class Prices:
 
     def __setstate__(self, state: PriceFile | None) -> None:
         self.__init__(state)  # type: ignore[misc]
+
+    def load_shipped(self) -> None:
+        """Import the shipped table now (a build's process, before it forks its workers,
+        when its sessions may need it: they then share it instead of each importing it)."""
+        if self.uses_shipped:
+            from genai_prices import data_snapshot
+
+            data_snapshot.get_snapshot()
 
     @property
     def uses_shipped(self) -> bool:
@@ -551,7 +575,8 @@ class Priced:
 
 
 def priced_entries(session: Session, turn: Turn, prices: Prices) -> Iterator[Priced]:
-    """Each usage entry of ``turn`` (a turn of ``session``), priced."""
+    """Each usage entry of ``turn`` (a turn of ``session``), priced (one at a time, for a
+    reader of each; the sums below do not make these)."""
     day = day_of(turn.started_at) or day_of(session.created_at)
     for entry in turn.usage:
         model = entry.model or turn.model
@@ -562,35 +587,81 @@ def priced_entries(session: Session, turn: Turn, prices: Prices) -> Iterator[Pri
         yield Priced(model, day, Tokens.of(entry), None if rates is None else rates.cost(entry))
 
 
-def spend_of(items: Iterable[Priced]) -> Spend:
-    """The spend of some priced entries (None tokens when there are none)."""
-    tokens: Tokens | None = None
-    pico = unpriced = uncounted = 0
-    models: set[str] = set()
-    for item in items:
-        if item.problem:
-            uncounted += 1
+Row = list[int]
+"""A sum of entries: input, output, cache read, cache write, reasoning, pico-dollars,
+unpriced tokens."""
+
+
+def _sums(
+    session: Session, turns: Iterable[Turn], prices: Prices
+) -> tuple[dict[tuple[str, str], Row], int]:
+    """The entries of ``turns`` added up by (day, model), and how many do not count: the
+    one pass every figure is made of (whole numbers, one row a day and model)."""
+    sums: dict[tuple[str, str], Row] = {}
+    uncounted = 0
+    created = ""
+    for turn in turns:
+        if not turn.usage:
             continue
-        tokens = item.tokens if tokens is None else tokens.plus(item.tokens)
-        if item.picousd is None:
-            unpriced += item.tokens.total
-            models.add(item.model)
-        else:
-            pico += item.picousd
-    return Spend(tokens, pico, unpriced, tuple(sorted(models)), uncounted)
+        day = day_of(turn.started_at)
+        if not day:
+            created = created or day_of(session.created_at)
+            day = created
+        provider = turn.provider
+        for entry in turn.usage:
+            if entry.problem:
+                uncounted += 1
+                continue
+            model = entry.model or turn.model
+            row = sums.get((day, model))
+            if row is None:
+                row = sums[day, model] = [0, 0, 0, 0, 0, 0, 0]
+            row[0] += entry.input
+            row[1] += entry.output
+            row[2] += entry.cache_read
+            row[3] += entry.cache_write
+            row[4] += entry.reasoning
+            rates = prices.rates(provider, model, day)
+            if rates is None:
+                row[6] += entry.input + entry.output + entry.cache_read + entry.cache_write
+            else:
+                row[5] += rates.cost(entry)
+    return sums, uncounted
+
+
+def _spend(sums: dict[tuple[str, str], Row], uncounted: int) -> Spend:
+    if not sums:
+        return Spend(uncounted=uncounted)
+    totals = [0] * 7
+    models = set()
+    for (_, model), row in sums.items():
+        for i, n in enumerate(row):
+            totals[i] += n
+        if row[6]:
+            models.add(model)
+    tokens = Tokens(*totals[:5])
+    return Spend(tokens, totals[5], totals[6], tuple(sorted(models)), uncounted)
+
+
+def turn_tokens(turn: Turn) -> Tokens | None:
+    """A turn's tokens without their cost (None when it records no usage that counts)."""
+    counted = [entry for entry in turn.usage if not entry.problem]
+    if not counted:
+        return None
+    total = Tokens()
+    for entry in counted:
+        total = total.plus(Tokens.of(entry))
+    return total
 
 
 def turn_spend(session: Session, turn: Turn, prices: Prices) -> Spend:
     """What one turn spent."""
-    return spend_of(priced_entries(session, turn, prices)) if turn.usage else Spend()
+    return _spend(*_sums(session, (turn,), prices)) if turn.usage else Spend()
 
 
 def session_spend(session: Session, prices: Prices) -> Spend:
     """What a session spent (its own turns; its sub-sessions are theirs)."""
-    return spend_of(
-        item for turn in session.turns if turn.usage
-        for item in priced_entries(session, turn, prices)
-    )  # fmt: skip
+    return _spend(*_sums(session, session.turns, prices))
 
 
 Group = tuple[str, str, int, int, int, int, int, int, int]
@@ -601,35 +672,10 @@ cache_write, reasoning, pico-dollars, unpriced tokens)."""
 def groups_of(session: Session, prices: Prices) -> tuple[Group, ...]:
     """A session's spend by day and model, sorted (what its summary keeps: the index, the
     activity chart and the sums over sub-sessions are made of it)."""
-    sums: dict[tuple[str, str], list[int]] = {}
-    for turn in session.turns:
-        if not turn.usage:
-            continue
-        for item in priced_entries(session, turn, prices):
-            if item.problem:
-                continue
-            row = sums.setdefault((item.day, item.model), [0] * 7)
-            t = item.tokens
-            for i, n in enumerate((t.input, t.output, t.cache_read, t.cache_write, t.reasoning)):
-                row[i] += n
-            if item.picousd is None:
-                row[6] += t.total
-            else:
-                row[5] += item.picousd
+    sums, _ = _sums(session, session.turns, prices)
     return tuple((day, model, *row) for (day, model), row in sorted(sums.items()))  # type: ignore[misc]
 
 
 def spend_of_groups(groups: Sequence[Group], uncounted: int = 0) -> Spend:
     """The spend a session's :func:`groups_of` add up to."""
-    if not groups:
-        return Spend(uncounted=uncounted)
-    tokens = Tokens()
-    pico = unpriced = 0
-    models = set()
-    for _, model, i, o, cr, cw, r, cost, missing in groups:
-        tokens = tokens.plus(Tokens(i, o, cr, cw, r))
-        pico += cost
-        if missing:
-            unpriced += missing
-            models.add(model)
-    return Spend(tokens, pico, unpriced, tuple(sorted(models)), uncounted)
+    return _spend({(day, model): list(rest) for day, model, *rest in groups}, uncounted)

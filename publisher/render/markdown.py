@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from ..audit import ERROR_RULES, Audit
 from ..gate import Tally
 from ..model import CommandPart, ImagePart, Part, Session, TextualPart, ToolPart, Turn
-from ..usage import Priced, Prices, Spend, Tokens, spend_of, turn_spend
+from ..usage import Prices, Spend, turn_spend, turn_tokens
 from . import places, view
 from .contexts import DecisionNote, Overview
 from .places import error_code
@@ -218,7 +218,7 @@ def _turn(
         )
         spent.append(("Cost", view.cost_line(spend)))
     elif spend is None and turn.usage:
-        tokens = spend_of(Priced("", "", Tokens.of(u), 0, u.problem) for u in turn.usage).tokens
+        tokens = turn_tokens(turn)
         if tokens is not None:
             spent.append(("Tokens", f"{view.tokens_line(tokens)} ({view.tokens_detail(tokens)})"))
     uncounted = view.uncounted_note(turn)

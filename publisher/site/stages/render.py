@@ -292,7 +292,7 @@ def render(
                 progress("render", done, len(jobs))
         return results
     if not crew.started:
-        start_crew(ctx, crew, kept)
+        start_crew(ctx, crew, kept, [job.file_name for job in jobs])
     crew.each(_start_worker, (setup, [job.file_name for job in jobs]))
     results, _ = crew.run(
         _render_in_worker,

@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from ...loader import (
     check_inside,
     decode_session_bytes,
     file_stamp,
+    may_record_usage,
     parse_session_text,
     session_file_names,
 )
@@ -41,7 +42,7 @@ from ..graph import Summary
 from ..index import row_slot
 from ..manifest import Manifest, Sources, SourceState, States
 from ..memory import Freezer
-from ..pool import Crew
+from ..pool import Crew, forking
 from ..staleness import archive_rows_key, summary_key, untrusted_stamps
 from ..urls import PageLimits
 from . import worker
@@ -180,7 +181,7 @@ def _read(
         limits = PageLimits(tunables.page_turns, tunables.page_bytes)
         jobs = [(folder / name, folder, redactor, limits) for name in names]
         if not crew.started:
-            start_crew(ctx, crew, {})
+            start_crew(ctx, crew, {}, names)
         results, ran_on = crew.run(_scan_job, jobs, progress=progress, stage="read")
         homes = {name: w for (name, _, kept), w in zip(results, ran_on, strict=True) if kept}
         return {name: state for name, state, _ in results}, {}, homes
@@ -212,12 +213,29 @@ def _read(
     return scanned, kept, {}
 
 
-def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None:
+PRICE_HINT_FILES = 16
+"""How many of the files a crew will read are looked at (their first bytes) for usage
+before it starts (:func:`start_crew`)."""
+
+
+def start_crew(
+    ctx: BuildContext, crew: Crew, kept: dict[str, Prepared], names: Sequence[str] = ()
+) -> None:
     """Start the build's worker processes (:func:`.worker.start` in each): forked ones get
     the build's renderer and ``kept`` as they are; clean ones compile the theme, and get
-    ``kept`` pickled."""
+    ``kept`` pickled. When they will be forked and some of ``names`` (the files they will
+    read; :data:`PRICE_HINT_FILES` of them, spread over the list) may record usage, the
+    shipped price table is imported here first, once, for all of them (each would import
+    it, about 0.3 s of CPU)."""
     keep = (ctx.tunables.worker_keep_bytes, ctx.tunables.worker_keep_min_bytes)
     prices = ctx.options.prices
+    step = max(1, len(names) // PRICE_HINT_FILES)
+    if (
+        prices.uses_shipped
+        and forking()
+        and any(may_record_usage(ctx.folder / name) for name in names[::step])
+    ):
+        prices.load_shipped()
     crew.start(worker.start, lambda forked: (keep, ctx.renderer if forked else None, kept, prices))
 
 
