@@ -1,7 +1,7 @@
 """What building the tokens, cost and time figures costs (issue 29): a full site build of
 the output-heavy archive with usage against the same archive without it.
 
-    python benchmarks/usage.py [--sessions 40] [--rounds 3] [--scale 1]
+    python benchmarks/usage.py [--sessions 40] [--rounds 3] [--scale 1] [--source DIR]
 
 The archive is ``generate.py --shape output`` (``--sessions`` of them), its turns served by
 ``claude-sonnet-4-5-20250929`` from ``anthropic`` (a model the shipped price table
@@ -12,6 +12,11 @@ Each round builds both (``polyglav site build --no-search``, a fresh process, si
 and cache each time), alternately, so a busy machine slows both alike; the figures are the
 median of the rounds, in wall time and in CPU time (the build's process and its workers),
 and the spread is the smallest and largest ratio of a round. The target: at most 1.05.
+
+With ``--source DIR`` (a checkout without the figures, e.g. ``git archive`` of the commit
+before them), the archive without usage is built by that checkout instead: the ratio is
+then the whole cost of the figures (tokens, cost and the time split alike), not only of
+the usage entries.
 """
 
 from __future__ import annotations
@@ -83,8 +88,9 @@ def variants(source: Path, target: Path, seed: int = 1) -> tuple[Path, Path, int
     return plain, usage, entries
 
 
-def build(sessions: Path, work: Path) -> tuple[float, float]:
-    """A full build in a fresh process: (wall seconds, CPU seconds of it and its workers)."""
+def build(sessions: Path, work: Path, source: Path = ROOT) -> tuple[float, float]:
+    """A full build in a fresh process, of the publisher in ``source``: (wall seconds, CPU
+    seconds of it and its workers)."""
     out, cache = work / "site", work / "cache"
     for folder in (out, cache):
         shutil.rmtree(folder, ignore_errors=True)
@@ -93,7 +99,7 @@ def build(sessions: Path, work: Path) -> tuple[float, float]:
     subprocess.run(
         [sys.executable, "-m", "publisher", "site", "build", "--project", str(sessions),
          "--out", str(out), "--cache-dir", str(cache), "--no-search", "--quiet"],
-        check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True, cwd=source, env={**os.environ, "PYTHONPATH": str(source)},
     )  # fmt: skip
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -106,6 +112,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--source", type=Path, default=ROOT, help="builds the plain archive")
     args = parser.parse_args()
     archive = generate.generate(args.sessions, args.scale, shape="output", log=print)
     with tempfile.TemporaryDirectory(prefix="polyglav-usage-") as tmp:
@@ -116,7 +123,8 @@ def main() -> int:
             order = ("plain", "usage") if round_ % 2 == 0 else ("usage", "plain")
             for name in order:
                 folder = plain if name == "plain" else usage
-                times[name].append(build(folder, Path(tmp) / "work"))
+                source = args.source if name == "plain" else ROOT
+                times[name].append(build(folder, Path(tmp) / "work", source.resolve()))
                 print(f"round {round_ + 1} {name}: {times[name][-1][0]:.1f} s wall, "
                       f"{times[name][-1][1]:.1f} s CPU")  # fmt: skip
     for index, label in ((0, "wall"), (1, "CPU")):

@@ -320,14 +320,15 @@ def _parse_usage(written: JSON) -> list[Usage]:
         if not isinstance(model, str):
             entries.append(Usage(problem=f"model is {_type_name(model)}, not a string"))
             continue
-        counts: list[int] = []
+        counts = [value.get(key, 0) for key in USAGE_FIELDS]
         problem = ""
-        for key in USAGE_FIELDS:
-            count = value.get(key, 0)
-            if type(count) is not int or not 0 <= count <= MAX_TOKENS:
-                problem = f"{key} is {_shown(count)}, not a whole number of tokens"
-                break
-            counts.append(count)
+        if not all(type(count) is int and 0 <= count <= MAX_TOKENS for count in counts):
+            key, count = next(
+                (k, c)
+                for k, c in zip(USAGE_FIELDS, counts, strict=True)
+                if type(c) is not int or not 0 <= c <= MAX_TOKENS
+            )
+            problem = f"{key} is {_shown(count)}, not a whole number of tokens"
         if not problem:
             _, output, _, cache_write, cache_write_1h, reasoning = counts
             if cache_write_1h > cache_write:

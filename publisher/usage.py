@@ -133,6 +133,15 @@ class Spend:
         )
 
     @property
+    def key(self) -> tuple[object, ...]:
+        """Its values as a plain tuple (a cache key hashes it)."""
+        tokens = self.tokens
+        counts = None if tokens is None else (
+            tokens.input, tokens.output, tokens.cache_read, tokens.cache_write, tokens.reasoning
+        )  # fmt: skip
+        return (counts, self.picousd, self.unpriced, self.unpriced_models, self.uncounted)
+
+    @property
     def recorded(self) -> bool:
         """True when any usage was recorded."""
         return self.tokens is not None
@@ -215,7 +224,10 @@ class Rates:
     def cost(self, entry: Usage) -> int:
         """The pico-dollars ``entry`` costs (a request)."""
         size = entry.input + entry.cache_read + entry.cache_write
-        i, o, cr, cw, cw1h, r = next(prices for start, prices in self.bands if size > start)
+        for start, prices in self.bands:  # noqa: B007  (the band the size is in)
+            if size > start:
+                break
+        i, o, cr, cw, cw1h, r = prices
         return (
             entry.input * i
             + entry.cache_read * cr

@@ -278,6 +278,7 @@ class HtmlRenderer:
         previous: Turn | None = None,
         ids: str = "",
         spend: Spend | None = None,
+        times: view.TurnTimes | None = None,
     ) -> RenderedTurn:
         """``turn.html`` for one turn, and the side files of its long outputs.
 
@@ -290,7 +291,8 @@ class HtmlRenderer:
         did (by name);
         ``ids`` what the ids of the session's sections start with (a single-file export's
         sub-session); ``spend`` what its requests to models spent (:mod:`publisher.usage`),
-        None when the caller does not say."""
+        None when the caller does not say; ``times`` where its time went
+        (:func:`.places.turn_times`; made here from its decisions when not given)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
         side = _SideFields(f"fields-{anchor.removeprefix('turn-')}.json", externalize)
@@ -340,7 +342,8 @@ class HtmlRenderer:
             sections=sections,
             ids=ids,
             changed=view.meta_changes(previous, turn),
-            times=view.TurnTimes.of(
+            times=times
+            or view.TurnTimes.of(
                 turn,
                 [
                     d.permission.timestamp

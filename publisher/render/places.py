@@ -97,10 +97,12 @@ def overview(
     hrefs: Sequence[str],
     spends: Sequence[Spend] = (),
     priced_by: str = "",
+    times: Sequence[view.TurnTimes] | None = None,
 ) -> Overview:
     """The overview of a session whose turn ``position`` is at ``hrefs[position]``;
     ``spends``: what each turn spent (:func:`publisher.usage.turn_spend`, none when not
-    given), priced with the table ``priced_by`` names.
+    given), priced with the table ``priced_by`` names; ``times``: each turn's
+    (:func:`turn_times`, made here when not given).
 
     Its failures are :func:`publisher.gate.session_findings` (the counts ``check``, the
     index, the summary and the JUnit report give); its times are work time
@@ -130,8 +132,8 @@ def overview(
     totals = dict.fromkeys(("model", "tool", "waiting", "idle"), 0.0)
     first_start: datetime | None = None
     last_end: datetime | None = None
-    previous_end = ""
     total = Spend()
+    times_of = turn_times(session, audit) if times is None else times
     for position, turn in enumerate(turns):
         model, provider = turn.model, turn.provider
         label = f"{model} · {provider}" if model and provider else model or provider
@@ -141,32 +143,31 @@ def overview(
         start, end = view.parse_time(turn.started_at), view.parse_time(turn.ended_at)
         first_start = first_start or start
         last_end = end or last_end
-        times = view.TurnTimes.of(turn, asks_in(session, audit, position), previous_end)
-        previous_end = turn.ended_at or previous_end
-        seconds = times.work if times.work is not None and times.work > 0 else 0.0
-        totals["model"] += times.model
-        totals["tool"] += times.tool
-        totals["waiting"] += times.waiting
-        totals["idle"] += sum(times.idle) + times.idle_before
+        times_here = times_of[position]
+        seconds = times_here.work if times_here.work is not None and times_here.work > 0 else 0.0
+        totals["model"] += times_here.model
+        totals["tool"] += times_here.tool
+        totals["waiting"] += times_here.waiting
+        totals["idle"] += sum(times_here.idle) + times_here.idle_before
         spent = spends[position] if position < len(spends) else Spend()
         prompt = view.prompt_of(turn)
         match = FIRST_LINE_RE.search(prompt)
         first = prompt[match.start() : match.end()][:120] if match else ""
         here = marks[position]
-        long_wait = times.before if times.before > view.IDLE_AFTER else 0.0
+        long_wait = times_here.before if times_here.before > view.IDLE_AFTER else 0.0
         outline.append(
             OutlineEntry(
                 index=turn.index,
                 href=hrefs[position],
                 status=turn.status,
-                duration=view.format_duration(times.work),
+                duration=view.format_duration(times_here.work),
                 seconds=seconds,
                 tools=turn.tool_count,
                 prompt=first,
                 errors=here["error"],
                 failed=here["tool-error"],
                 refused=here["denied"] + here["declined"],
-                idle=sum(times.idle) + times.idle_before,
+                idle=sum(times_here.idle) + times_here.idle_before,
                 waiting=long_wait,
                 tokens=spent.tokens.total if spent.tokens is not None else None,
             )
@@ -218,6 +219,17 @@ def _what(kind: str, message: str) -> str:
     if message.startswith("status running"):
         return "the run never finished"
     return _STATUS_WHAT.get(message, message)
+
+
+def turn_times(session: Session, audit: Audit) -> list[view.TurnTimes]:
+    """Each turn's :class:`.view.TurnTimes`, with the permission asks placed on its calls
+    and the end of the turn before (made once for a session's page and its overview)."""
+    out = []
+    previous_end = ""
+    for position, turn in enumerate(session.turns):
+        out.append(view.TurnTimes.of(turn, asks_in(session, audit, position), previous_end))
+        previous_end = turn.ended_at or previous_end
+    return out
 
 
 def asks_in(session: Session, audit: Audit, position: int) -> list[str]:

@@ -10,7 +10,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
 
 from .. import images
 from ..model import (
@@ -286,9 +285,13 @@ def usd(micro: int) -> str:
     """A cost in micro-dollars (:func:`publisher.usage.micro_usd`) as every output shows
     it: ``$0.0042`` (to the hundredth of a cent under $100), ``$1,234.57`` (to the cent
     from $100); halves round to even."""
-    dollars = Decimal(micro) / 10**6
-    places = Decimal("0.01") if micro >= 100 * 10**6 else Decimal("0.0001")
-    return f"${dollars.quantize(places, rounding=ROUND_HALF_EVEN):,}"
+    unit = 10_000 if micro >= 100 * 10**6 else 100  # micro-dollars a cent, or a 1/100 cent
+    whole, rest = divmod(micro, unit)
+    if rest * 2 > unit or (rest * 2 == unit and whole % 2):
+        whole += 1
+    if unit == 100:
+        return f"${whole // 10_000}.{whole % 10_000:04d}"
+    return f"${whole // 100:,}.{whole % 100:02d}"
 
 
 def short_tokens(number: int) -> str:

@@ -169,6 +169,7 @@ def render_session_pages(
     audit = Audit.of(session)
     prices = prices or Prices()
     spends = [turn_spend(session, turn, prices) for turn in session.turns]
+    times = places.turn_times(session, audit)
     anchors: list[str] = []
     sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
     calls_by_turn = delegation_targets(session, facts.delegated)
@@ -205,8 +206,8 @@ def render_session_pages(
                 ],
                 sorted(spawned.items()),
                 sorted(view.meta_changes(previous, turn)),
-                previous.ended_at if previous is not None else "",
-                spends[position],
+                times[position],
+                spends[position].key,
             ),
         )
         fragment = cached.get(key) if cached is not None else None
@@ -225,6 +226,7 @@ def render_session_pages(
                 sub_outcomes=outcomes,
                 previous=previous,
                 spend=spends[position],
+                times=times[position],
             )
         previous = turn
         store.add(key, fragment)
@@ -260,7 +262,7 @@ def render_session_pages(
         for position, anchor in enumerate(anchors)
     ]
     error_places, decision_places = places.section_places(session, audit, hrefs)
-    summary = places.overview(session, audit, hrefs, spends, prices.label)
+    summary = places.overview(session, audit, hrefs, spends, prices.label, times)
     decision_counts = decision_counts_of(session)
     tool_calls = session.tool_calls  # a pass over every turn: once, not once a page
     lineage = [
