@@ -283,7 +283,7 @@ class HtmlRenderer:
         for number, part in enumerate(turn.parts, start=1):
             output = None
             if isinstance(part, ToolPart) and part.output is not None:
-                output = _output_view(turn, number, part.output, externalize, files)
+                output = output_view(turn, number, part.output, externalize, files)
             parts.append(
                 PartView(
                     part=part,
@@ -362,7 +362,7 @@ def _escape_control(match: re.Match[str]) -> str:
     return char.encode("unicode_escape").decode("ascii")
 
 
-def _output_view(
+def output_view(
     turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
 ) -> OutputView:
     """How tool part ``number`` shows ``output``; a long one goes to ``files`` (when
@@ -404,7 +404,7 @@ LONG_LINES = 24
 HEAD_LINES = 6
 TAIL_LINES = 12
 #: Of a long output, the search index holds only its last INDEXED_LINES lines (where a
-#: failure summary or an error usually is): Pagefind's time follows the text it indexes,
+#: failure summary or an error usually is): indexing time follows the text indexed,
 #: and tool output is most of a coding agent's bytes (README, "What is indexed").
 INDEXED_LINES = 6
 
