@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from ...audit import Audit
@@ -191,19 +192,13 @@ def session_record(
     and stemmed once)."""
     counter = counter or TermCounter()
     audit = Audit.of(session)
-    anchors = view.turn_anchors(session)
     docs: list[tuple[str, list[Field]]] = []
-    postings: dict[str, list[int]] = {}
-    aliases: dict[str, str] = {}
-    for position, anchor in enumerate(anchors):
+    weights = []
+    for position, anchor in enumerate(view.turn_anchors(session)):
         fields = turn_fields(session, audit, position)
         docs.append((anchor, fields))
-        weighted: dict[str, float] = {}
-        length = 0
-        for f in fields:
-            length += counter.add(f.text, WEIGHTS[f.kind], weighted, aliases)
-        for term, count in weighted.items():
-            postings.setdefault(term, []).extend((position, impact(count, length)))
+        weights.append([(WEIGHTS[f.kind], f.text) for f in fields])
+    postings, aliases = index_documents(weights, counter)
     return SessionRecord(
         name=_clean(session.session_name),
         slug=urls.slug(session.session_name),
@@ -216,6 +211,89 @@ def session_record(
         postings=postings,
         aliases=aliases,
     )
+
+
+def index_documents(
+    documents: list[list[tuple[float, str]]], counter: TermCounter
+) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """The postings of a session's documents (each a list of (weight, text)): term → flat
+    ``[position, impact, …]``, and the aliases of its English words.
+
+    Counted by raw word first (the byte split, C-level ``Counter``), texts of one weight
+    joined: a raw word's terms are found once a session, not once a turn, and the raw words
+    of one term (``run``, ``running``) are merged at the end, their weighted counts summed
+    before the impact is computed (:func:`impact`, remembered by count and length)."""
+    by_word: dict[bytes, list[float]] = {}
+    lengths: list[int] = []
+    for position, fields in enumerate(documents):
+        groups: dict[float, list[str]] = {}
+        for weight, text in fields:
+            groups.setdefault(weight, []).append(text)
+        weighted: dict[bytes, float] = {}
+        length = 0
+        for weight, texts in groups.items():
+            raw = counter.raw_words("\n".join(texts))
+            length += len(raw)
+            get = weighted.get
+            for word, n in Counter(raw).items():
+                weighted[word] = get(word, 0.0) + n * weight
+        lengths.append(length)
+        for word, count in weighted.items():
+            found = by_word.get(word)
+            if found is None:
+                by_word[word] = [position, count]
+            else:
+                found.append(position)
+                found.append(count)
+    merged: dict[str, list[float]] = {}
+    aliases: dict[str, str] = {}
+    for word, flat in by_word.items():
+        terms = counter.terms_of(word)
+        pair = counter.alias(word)
+        if pair is not None:
+            aliases[pair[0]] = pair[1]
+        if len(terms) == 1:
+            term = terms[0]
+            old = merged.get(term)
+            merged[term] = flat if old is None else _merge(old, flat, 1)
+            continue
+        for term, times in Counter(terms).items():
+            old = merged.get(term)
+            mine = flat if times == 1 else _merge([], flat, times)
+            merged[term] = list(mine) if old is None else _merge(old, mine, 1)
+    cache: dict[tuple[float, int], int] = {}
+    postings: dict[str, list[int]] = {}
+    for term, flat in merged.items():
+        out = []
+        for i in range(0, len(flat), 2):
+            position = int(flat[i])
+            key = (flat[i + 1], lengths[position])
+            weight = cache.get(key)
+            if weight is None:
+                weight = cache[key] = impact(*key)
+            out.append(position)
+            out.append(weight)
+        postings[term] = out
+    return postings, aliases
+
+
+def _merge(a: list[float], b: list[float], times: int) -> list[float]:
+    """Two flat ``[position, count, …]`` lists, ordered by position, as one; counts at the
+    same position summed (``b``'s multiplied by ``times``)."""
+    out: list[float] = []
+    i = j = 0
+    while i < len(a) or j < len(b):
+        if j >= len(b) or (i < len(a) and a[i] < b[j]):
+            out += (a[i], a[i + 1])
+            i += 2
+        elif i >= len(a) or b[j] < a[i]:
+            out += (b[j], b[j + 1] * times)
+            j += 2
+        else:
+            out += (a[i], a[i + 1] + b[j + 1] * times)
+            i += 2
+            j += 2
+    return out
 
 
 def idf(documents: int, frequency: int) -> float:

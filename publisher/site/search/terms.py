@@ -221,6 +221,16 @@ class TermCounter:
         self._memo[raw] = found
         return found
 
+    @staticmethod
+    def raw_words(text: str) -> list[bytes]:
+        """The raw words of ``text`` (the byte split; :meth:`terms_of` gives their terms)."""
+        return text.encode("utf-8", "surrogatepass").translate(_TABLE).split()
+
+    def alias(self, raw: bytes) -> tuple[str, str] | None:
+        """(word, stem) when the raw word, seen by :meth:`terms_of`, is an English word
+        whose stem differs from it."""
+        return self._aliases.get(raw)
+
     def add(
         self,
         text: str,

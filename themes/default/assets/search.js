@@ -123,7 +123,7 @@
   /* Every term of a text, in order (the reference the build's terms are tested against). */
   function textTerms(text) {
     var out = [];
-    (String(text).match(WORD) || []).forEach(function (w) { out = out.concat(wordTerms(w)); });
+    (String(text).match(WORD) || []).forEach(function (w) { Array.prototype.push.apply(out, wordTerms(w)); });
     return out;
   }
   /* The words of a text with where each is and its terms (for excerpts and phrases). */
@@ -220,7 +220,7 @@
     while ((m = re.exec(query)) !== null) {
       var quoted = m[1] !== undefined, text = quoted ? m[1] : m[3];
       var raw = [], terms = [];
-      (text.match(WORD) || []).forEach(function (w) { terms = terms.concat(wordTerms(w, raw)); });
+      (text.match(WORD) || []).forEach(function (w) { Array.prototype.push.apply(terms, wordTerms(w, raw)); });
       if (!terms.length) { continue; }
       if (quoted && terms.length > 1) { phrases.push(terms); }
       terms.forEach(function (t, i) {
