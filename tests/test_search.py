@@ -157,6 +157,18 @@ def test_numbers_round_trip(values: list[int]) -> None:
     assert bundle.decode_numbers(encoded) == values
 
 
+def turns_of(record: extract.SessionRecord, term: str) -> list[int]:
+    """A term's postings in a record, flat: position, impact, position, impact…"""
+    count, encoded = record.postings[term]
+    numbers = bundle.decode_numbers(encoded)
+    assert len(numbers) == 2 * count
+    out, position = [], 0
+    for i in range(0, len(numbers), 2):
+        position += numbers[i]
+        out += [position, numbers[i + 1]]
+    return out
+
+
 def record_of(doc: dict[str, object], tmp_path: Path) -> extract.SessionRecord:
     path = tmp_path / f"{doc['session_name']}.json"
     path.write_text(json.dumps(doc))
@@ -185,7 +197,7 @@ def test_what_a_record_holds(tmp_path: Path) -> None:
         ),
     ]
     record = record_of(session_doc("ses_20260101_000001_rec001", turns=turns), tmp_path)
-    where = {t: record.postings[t][0::2] for t in record.postings if t.startswith("zq")}
+    where = {t: turns_of(record, t)[0::2] for t in record.postings if t.startswith("zq")}
     assert where == {
         "zqprompt": [0],
         "zqanswer": [0],
@@ -208,7 +220,7 @@ def test_a_prompt_weighs_more_than_output(tmp_path: Path) -> None:
         turn(2, part("tool", name="run_command", input={"command": "ls"}, output="zqword\n")),
     ]
     record = record_of(session_doc("ses_20260101_000001_rec002", turns=turns), tmp_path)
-    first, second = record.postings["zqword"][1], record.postings["zqword"][3]
+    _, first, _, second = turns_of(record, "zqword")
     assert first > second
 
 
@@ -251,9 +263,10 @@ def test_a_bundle_holds_its_records_postings(tmp_path: Path) -> None:
                 seen[entry[0]] = flat
     assert firsts == meta["terms"]
     for number, record in enumerate(ordered):
-        for term, postings in record.postings.items():
+        for term in record.postings:
+            flat = turns_of(record, term)
             mine = [(p, imp) for s, p, imp in seen[term] if s == number]
-            assert mine == list(zip(postings[0::2], postings[1::2], strict=True))
+            assert mine == list(zip(flat[0::2], flat[1::2], strict=True))
     assert meta["documents"] == sum(len(r.docs) for r in records)
 
 

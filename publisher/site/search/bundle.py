@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .extract import SessionRecord
+from .numbers import DIGITS, decode_numbers, encode_number, encode_numbers
 
-DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
-"""The 64 digits of the postings' encoding (none needs escaping in a JSON string)."""
+__all__ = ["DIGITS", "BundleFiles", "build_bundle", "decode_numbers", "encode_numbers"]
+
 GLOBAL = "__polyglavSearch"
 """The client's global every index file calls."""
 
@@ -66,53 +67,25 @@ def bundle_id(index: int, count: int) -> str:
     return f"b{index:03d}-of-{count:03d}"
 
 
-def encode_number(value: int, out: list[str]) -> None:
-    """Append ``value`` (≥ 0) in the postings' digits."""
-    while value >= 32:
-        out.append(DIGITS[32 + (value & 31)])
-        value >>= 5
-    out.append(DIGITS[value])
-
-
-def encode_numbers(values: Iterable[int]) -> str:
-    """Numbers ≥ 0, one after the other, in the postings' digits."""
-    out: list[str] = []
-    for value in values:
-        encode_number(value, out)
-    return "".join(out)
-
-
-def decode_numbers(text: str) -> list[int]:
-    """The numbers of :func:`encode_numbers` (the client's decoder, for tests)."""
-    out, value, shift = [], 0, 0
-    for char in text:
-        digit = DIGITS.index(char)
-        value |= (digit & 31) << shift
-        if digit >= 32:
-            shift += 5
-        else:
-            out.append(value)
-            value, shift = 0, 0
-    return out
-
-
 def js_order(term: str) -> bytes:
     """The sort key giving JavaScript's string order (UTF-16 code units)."""
     return term.encode("utf-16-be", "surrogatepass")
 
 
-def script(bundle: str, kind: str, name: str, data: object) -> bytes:
-    """One index file: the call that hands ``data`` to the client."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def script(bundle: str, kind: str, name: str, data: object, payload: str | None = None) -> bytes:
+    """One index file: the call that hands ``data`` (as JSON: ``payload`` when given) to
+    the client."""
+    if payload is None:
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     call = f"{GLOBAL}.add({json.dumps(bundle)},{json.dumps(kind)},{json.dumps(name)},{payload});\n"
     return call.encode("utf-8")
 
 
 def named(bundle: str, kind: str, data: object) -> tuple[str, bytes]:
     """A file's name (its kind and a hash of what it holds) and bytes."""
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    name = f"{kind}-{hashlib.sha256(body).hexdigest()[:16]}"
-    return name, script(bundle, kind, name, data)
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    name = f"{kind}-{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:16]}"
+    return name, script(bundle, kind, name, data, payload)
 
 
 @dataclass(slots=True)
@@ -140,27 +113,22 @@ def build_bundle(
         return name
 
     # Terms: merged over sessions, then encoded in the client's order.
-    merged: dict[str, list[tuple[int, list[int]]]] = {}
+    merged: dict[str, list[tuple[int, int, str]]] = {}
     aliases: dict[str, str] = {}
     for number, record in enumerate(records):
-        for term, flat in record.postings.items():
-            merged.setdefault(term, []).append((number, flat))
+        for term, (count, turns) in record.postings.items():
+            merged.setdefault(term, []).append((number, count, turns))
         aliases.update(record.aliases)
     entries: list[tuple[bytes, list[object]]] = []
     for term, sessions in merged.items():
         out: list[str] = []
         previous, frequency = 0, 0
-        for number, flat in sessions:
+        for number, count, turns in sessions:
             encode_number(number - previous, out)
-            previous = number
-            count = len(flat) // 2
-            frequency += count
             encode_number(count, out)
-            last = 0
-            for i in range(0, len(flat), 2):
-                encode_number(flat[i] - last, out)
-                last = flat[i]
-                out.append(DIGITS[flat[i + 1]])
+            out.append(turns)
+            previous = number
+            frequency += count
         entries.append((js_order(term), [term, frequency, "".join(out)]))
     for word, stem in aliases.items():
         if word not in merged:

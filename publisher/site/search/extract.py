@@ -33,6 +33,7 @@ from ...render.html import output_view
 from ...render.text import json_text
 from .. import urls
 from ..urls import PageLimits
+from .numbers import DIGITS, encode_number
 from .terms import TermCounter
 
 RECORD_FORMAT = 1
@@ -153,8 +154,10 @@ class SessionRecord:
     docs: list[tuple[str, list[Field]]]
     """Each turn's anchor and indexed texts, in file order (a turn's position is its
     document number in the session)."""
-    postings: dict[str, list[int]]
-    """Term → the turns holding it, flat: ``[position, impact, position, impact, …]``."""
+    postings: dict[str, tuple[int, str]]
+    """Term → how many turns hold it, and those turns (position, impact) encoded as its
+    postings in a bundle hold them (:func:`index_documents`): the bundle only prefixes the
+    session's number, so the per-turn work is done by the render's workers."""
     aliases: dict[str, str]
     """An English word → its stem, where they differ: the client's prefix search finds
     ``runn`` in ``running`` (indexed as ``run``)."""
@@ -179,7 +182,8 @@ class SessionRecord:
                 return None
             docs = [(str(a), [Field(str(k), str(s), str(t)) for k, s, t in f]) for a, f in v[8]]
             return cls(str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), int(v[6]),
-                       [int(x) for x in v[7]], docs, dict(v[9]), dict(v[10]))  # fmt: skip
+                       [int(x) for x in v[7]], docs,
+                       {str(t): (int(p[0]), str(p[1])) for t, p in v[9].items()}, dict(v[10]))  # fmt: skip
         except (ValueError, TypeError, AttributeError):
             return None
 
@@ -215,9 +219,11 @@ def session_record(
 
 def index_documents(
     documents: list[list[tuple[float, str]]], counter: TermCounter
-) -> tuple[dict[str, list[int]], dict[str, str]]:
-    """The postings of a session's documents (each a list of (weight, text)): term → flat
-    ``[position, impact, …]``, and the aliases of its English words.
+) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
+    """The postings of a session's documents (each a list of (weight, text)): term → how
+    many turns hold it and those turns encoded as a bundle holds them (for each, the
+    difference of its position from the previous one's and its impact:
+    :mod:`.bundle`), and the aliases of its English words.
 
     Counted by raw word first (the byte split, C-level ``Counter``), texts of one weight
     joined: a raw word's terms are found once a session, not once a turn, and the raw words
@@ -262,18 +268,20 @@ def index_documents(
             mine = flat if times == 1 else _merge([], flat, times)
             merged[term] = list(mine) if old is None else _merge(old, mine, 1)
     cache: dict[tuple[float, int], int] = {}
-    postings: dict[str, list[int]] = {}
+    postings: dict[str, tuple[int, str]] = {}
     for term, flat in merged.items():
-        out = []
+        out: list[str] = []
+        last = 0
         for i in range(0, len(flat), 2):
             position = int(flat[i])
             key = (flat[i + 1], lengths[position])
-            weight = cache.get(key)
-            if weight is None:
-                weight = cache[key] = impact(*key)
-            out.append(position)
-            out.append(weight)
-        postings[term] = out
+            quantized = cache.get(key)
+            if quantized is None:
+                quantized = cache[key] = impact(*key)
+            encode_number(position - last, out)
+            out.append(DIGITS[quantized])
+            last = position
+        postings[term] = (len(flat) // 2, "".join(out))
     return postings, aliases
 
 
