@@ -110,8 +110,12 @@
         if (i % 2) {
           var cps = codePoints(run);
           for (var j = 0; j + 1 < cps.length; j++) { out.push(cps[j] + cps[j + 1]); if (raw) { raw.push(""); } }
-          out.push(cps[cps.length - 1]);
-          if (raw) { raw.push(cps.length === 1 ? cps[0] : ""); }
+          /* The run's last character alone: in a query only when it is the whole run
+           * (then as a prefix: every character starts a term); else its bigrams hold it. */
+          if (!raw || cps.length === 1) {
+            out.push(cps[cps.length - 1]);
+            if (raw) { raw.push(cps[0]); }
+          }
         } else if (codePoints(run).length <= MAX_WORD) {
           out.push(stem(run));
           if (raw) { raw.push(run); }
@@ -128,9 +132,8 @@
   }
   /* The words of a text with where each is and its terms (for excerpts and phrases). */
   function spans(text) {
-    var out = [], m;
-    WORD.lastIndex = 0;
-    while ((m = WORD.exec(text)) !== null) {
+    var out = [], m, words = new RegExp(WORD.source, "gu");  /* its own lastIndex: wordTerms uses WORD */
+    while ((m = words.exec(text)) !== null) {
       out.push({ start: m.index, end: m.index + m[0].length, terms: wordTerms(m[0]) });
     }
     return out;
