@@ -77,6 +77,9 @@ class Tunables:
     """Search: a bundle holds at most this many sessions on average (until max_bundles).
     A bundle is what an append writes again; every bundle's chunks of a word are what a
     query loads (shapes the output)."""
+    bundle_bytes: int = 32 << 20
+    """Search: ... and at most this many bytes of session files on average (shapes the
+    output)."""
     max_bundles: int = 64
     """Search: at most this many bundles (shapes the output)."""
     search_chunk_bytes: int = 3000

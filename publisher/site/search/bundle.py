@@ -2,7 +2,7 @@
 
 Sessions fall into ``K`` bundles by a stable hash of their folder (:func:`bundle_of`, the
 same hash as the index's row shards); ``K`` is a power of two that depends only on the
-number of published sessions (:func:`bundle_count`). A bundle is the unit the build writes
+number of published sessions and the size of their files (:func:`bundle_count`). A bundle is the unit the build writes
 again: an append rewrites the bundle of its session, nothing else (but ``index.js``).
 
 Every file is a script that hands its data to the client: ``__polyglavSearch.add(bundle,
@@ -48,11 +48,16 @@ GLOBAL = "__polyglavSearch"
 """The client's global every index file calls."""
 
 
-def bundle_count(sessions: int, per_bundle: int, most: int) -> int:
-    """The number of bundles of an archive of ``sessions`` published sessions: the smallest
-    power of two giving at most ``per_bundle`` sessions a bundle, capped at ``most``."""
+def bundle_count(
+    sessions: int, size: int, per_bundle: int, bytes_per_bundle: int, most: int
+) -> int:
+    """The number of bundles of an archive of ``sessions`` published sessions whose files
+    weigh ``size`` bytes: the smallest power of two giving at most ``per_bundle`` sessions
+    and ``bytes_per_bundle`` bytes of files a bundle, capped at ``most``. (Bytes too: a
+    bundle of a few long sessions is as much work as one of thousands of small ones, and
+    bundles are written in parallel.)"""
     count = 1
-    while count < most and sessions > count * per_bundle:
+    while count < most and (sessions > count * per_bundle or size > count * bytes_per_bundle):
         count *= 2
     return count
 

@@ -98,7 +98,13 @@ def search(
         store.clear()
         return "off", None
     tunables = ctx.tunables
-    count = bundle_count(len(listed.briefs), tunables.sessions_per_bundle, tunables.max_bundles)
+    count = bundle_count(
+        len(listed.briefs),
+        sum(brief.size for brief in listed.briefs.values()),
+        tunables.sessions_per_bundle,
+        tunables.bundle_bytes,
+        tunables.max_bundles,
+    )
     key = search_key(ctx.key, RECORD_FORMAT, tunables.search_chunk_bytes, tunables.search_doc_bytes)
     names: dict[int, list[str]] = {}
     for name, brief in listed.briefs.items():
