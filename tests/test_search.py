@@ -150,6 +150,31 @@ def test_the_fast_counter_counts_the_exact_terms(text: str) -> None:
 
 
 @pytest.mark.unit
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["", "x", "line of output", "y" * 200, "\x1b[31mred\x1b[0m", "@@ -1 +1 @@"]
+        ),
+        max_size=80,
+    ),
+    st.booleans(),
+    st.integers(min_value=0, max_value=4000),
+)
+def test_indexed_output_is_what_the_page_marks_indexed(
+    lines: list[str], final: bool, pad: int
+) -> None:
+    """The index's rule for outputs (indexed_output) is the page's (OutputView.indexed,
+    the view the template shows)."""
+    from publisher.model import Turn
+    from publisher.render.html import indexed_output, output_view
+
+    output = "\n".join(lines) + ("\n" if final else "") + "z" * pad
+    view = output_view(Turn(index=1), 1, output, True, {})
+    assert indexed_output(output) == view.indexed
+
+
+@pytest.mark.unit
 @given(st.lists(st.integers(min_value=0, max_value=2**40)))
 def test_numbers_round_trip(values: list[int]) -> None:
     encoded = bundle.encode_numbers(values)

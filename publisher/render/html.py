@@ -398,6 +398,23 @@ def output_view(
     return OutputView(output, len(output), lines, size, collapsed, mode=mode)
 
 
+def indexed_output(output: str) -> str:
+    """What of a tool output the search index holds: :attr:`.contexts.OutputView.indexed`
+    of :func:`output_view` (published pages: long outputs externalized), made without the
+    rest of the view (no scan for diffs or colours)."""
+    if len(output) > EXTERNAL_CHARS:
+        return ""
+    breaks = output.count("\n")
+    lines = breaks + (0 if output.endswith("\n") else 1) if output else 0
+    if lines > LONG_LINES:
+        _, _, tail, hidden = _head_tail(output, breaks)
+        if hidden:
+            return tail[_last_lines_start(tail, INDEXED_LINES) :]
+    if len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES:
+        return ""
+    return output
+
+
 #: An output of more lines than this shows its first HEAD_LINES and last TAIL_LINES lines
 #: (where a failure summary usually is); the ones between are one click away.
 LONG_LINES = 24

@@ -85,7 +85,7 @@ class Tunables:
     search_chunk_bytes: int = 3000
     """Search: a term chunk holds about this many bytes of terms and postings (shapes the
     output)."""
-    search_doc_bytes: int = 12000
+    search_doc_bytes: int = 4000
     """Search: a document chunk holds about this many bytes of turn texts (shapes the
     output)."""
     index_first_rows: int = 100

@@ -89,7 +89,7 @@ def script(bundle: str, kind: str, name: str, data: object, payload: str | None 
 def named(bundle: str, kind: str, data: object) -> tuple[str, bytes]:
     """A file's name (its kind and a hash of what it holds) and bytes."""
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    name = f"{kind}-{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:16]}"
+    name = f"{kind}-{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:12]}"
     return name, script(bundle, kind, name, data, payload)
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ...audit import Audit
 from ...model import CommandPart, Session, TextualPart, ToolPart
 from ...render import places, tools, view
-from ...render.html import output_view
+from ...render.html import indexed_output
 from ...render.text import json_text
 from .. import urls
 from ..urls import PageLimits
@@ -129,7 +129,7 @@ def turn_fields(session: Session, audit: Audit, position: int) -> list[Field]:
                 p = decision.permission
                 add("e", suffix, " ".join(x for x in (p.decision, p.action, p.path) if x))
             if part.output is not None:
-                add("o", suffix, output_view(turn, number, part.output, True, {}).indexed)
+                add("o", suffix, indexed_output(part.output))
             add("n", suffix, part.analysis)
     for note in errors:
         add("e", f"-error-{note.number}", f"{note.entry.code} {note.entry.message}")

@@ -249,6 +249,8 @@
   }
 
   var MAX_EXPANSION = 40;
+  /* A prefix reads at most this many chunks of a bundle (the words of the first ones). */
+  var MAX_PREFIX_CHUNKS = 2;
   /* The entries of each clause in one bundle: loads the chunks needed (two rounds: a
    * prefix may find an alias whose stem is in another chunk). */
   function bundleEntries(bundle, clauses) {
@@ -258,7 +260,7 @@
       var to = chunkOf(firsts, c.term);
       if (c.prefix !== null) { to = Math.max(to, chunkOf(firsts, c.prefix + "\uffff")); }
       var out = [];
-      for (var i = from; i <= to && out.length < 4; i++) { out.push(i); }
+      for (var i = from; i <= to && out.length < MAX_PREFIX_CHUNKS; i++) { out.push(i); }
       if (out.indexOf(chunkOf(firsts, c.term)) < 0) { out.push(chunkOf(firsts, c.term)); }
       return out;
     }
@@ -403,7 +405,10 @@
   }
 
   /* ---- results on the page ---- */
-  var PAGE = 10;
+  var PAGE = 8;
+  /* Keystrokes closer than this make one query (a paste, a fast typist): the chunks of
+   * words half typed are not loaded for nothing. */
+  var DEBOUNCE_MS = 40;
   var EXCERPT = 220;
 
   function num(n) { return Number(n).toLocaleString("en-US"); }
@@ -541,8 +546,11 @@
       return text + ".";
     }
 
-    function search() {
-      var query = input.value, mine = ++seq, started = performance.now();
+    /* A query; started: when its last keystroke came (the time shown in data-ms counts
+     * from it, the debounce included). */
+    function search(started) {
+      var query = input.value, mine = ++seq;
+      if (typeof started !== "number") { started = performance.now(); }
       list.textContent = "";
       if (more) { more.hidden = true; }
       if (!query.trim()) { status.textContent = "Type to search."; current = null; return; }
@@ -566,7 +574,12 @@
       });
     }
 
-    input.addEventListener("input", search);
+    var timer = null, typed = 0;
+    input.addEventListener("input", function () {
+      typed = performance.now();
+      if (timer !== null) { clearTimeout(timer); }
+      timer = setTimeout(function () { timer = null; search(typed); }, DEBOUNCE_MS);
+    });
     input.addEventListener("focus", function () { open().catch(function () { return null; }); }, { once: true });
     [kind, role, statusFilter, errors].forEach(function (el) {
       if (el) { el.addEventListener("change", function () { if (input.value.trim()) { search(); } }); }
