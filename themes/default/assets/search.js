@@ -423,42 +423,63 @@
     return m ? "turn " + m[1] + (m[2] ? " (copy " + m[2] + ")" : "") : anchor;
   }
 
-  /* The excerpt of a turn: its field where most clauses match (the weightier first), a
-   * window around the first match, the matching words marked. Text nodes and <mark> only. */
+  /* The excerpt of a turn: a window around the first match in the field where most of the
+   * query's words are (and one more for the words it lacks), the matching words marked.
+   * Text nodes and <mark> only; returns the anchor suffix of the part of the first. */
   function excerpt(doc, parsed, weights, into) {
-    var match = matcher(parsed), best = null;
+    var match = matcher(parsed), scanned = [];
     doc.fields.forEach(function (f, fi) {
-      var words = spans(f[2]), clauses = Object.create(null), first = -1;
+      var words = spans(f[2]), clauses = Object.create(null), first = Object.create(null);
       words.forEach(function (w, wi) {
-        var hit = match(w.terms);
-        hit.forEach(function (c) { clauses[c] = true; });
-        if (hit.length && first < 0) { first = wi; }
+        match(w.terms).forEach(function (c) { clauses[c] = true; if (!(c in first)) { first[c] = wi; } });
       });
-      var score = Object.keys(clauses).length * 100 + (weights[f[0]] || 1);
-      if (first >= 0 && (!best || score > best.score)) { best = { score: score, field: fi, words: words, first: first }; }
+      scanned.push({ field: fi, words: words, clauses: clauses, first: first, weight: weights[f[0]] || 1 });
     });
-    var field = best ? doc.fields[best.field] : doc.fields[0];
-    if (!field) { return ""; }
-    var text = field[2], words = best ? best.words : [];
-    var start = 0;
-    if (best) {
-      var from = Math.max(0, best.first - 8);
-      start = words[from].start;
-      if (start < text.length && best.first - 8 > 0) { into.appendChild(document.createTextNode("… ")); }
+    /* The field holding the most of the query's words (the weightier first), then, when it
+     * lacks some, the field holding most of those: at most two snippets. */
+    function pick(wanted) {
+      var best = null, bestScore = 0;
+      scanned.forEach(function (s) {
+        var n = wanted.filter(function (c) { return s.clauses[c]; }).length;
+        var score = n * 100 + s.weight;
+        if (n && score > bestScore) { best = s; bestScore = score; }
+      });
+      return best;
     }
-    var end = Math.min(text.length, start + EXCERPT);
-    var at = start;
+    var all = parsed.clauses.map(function (c, i) { return i; });
+    var first = pick(all);
+    if (!first) { snippet(doc.fields[0] ? doc.fields[0][2] : "", [], -1, into, match); return doc.fields[0] ? doc.fields[0][1] : ""; }
+    var missing = all.filter(function (c) { return !first.clauses[c]; });
+    snippet(doc.fields[first.field][2], first.words, Math.min.apply(null, Object.keys(first.first).map(function (c) { return first.first[c]; })), into, match);
+    var second = missing.length ? pick(missing) : null;
+    if (second && second !== first) {
+      into.appendChild(document.createTextNode(" · "));
+      var at = Math.min.apply(null, missing.filter(function (c) { return c in second.first; }).map(function (c) { return second.first[c]; }));
+      snippet(doc.fields[second.field][2], second.words, at, into, match, EXCERPT / 2);
+    }
+    return doc.fields[first.field][1];
+  }
+  /* A window of text from a few words before the word at index ``at``, its matching
+   * words marked: text nodes and <mark> elements only. */
+  function snippet(text, words, at, into, match, length) {
+    var start = 0;
+    if (at >= 0) {
+      var from = Math.max(0, at - 8);
+      start = words[from].start;
+      if (from > 0) { into.appendChild(document.createTextNode("… ")); }
+    }
+    var end = Math.min(text.length, start + (length || EXCERPT));
+    var pos = start;
     words.forEach(function (w) {
       if (w.start < start || w.end > end || !match(w.terms).length) { return; }
-      if (w.start > at) { into.appendChild(document.createTextNode(text.slice(at, w.start))); }
+      if (w.start > pos) { into.appendChild(document.createTextNode(text.slice(pos, w.start))); }
       var mark = document.createElement("mark");
       mark.textContent = text.slice(w.start, w.end);
       into.appendChild(mark);
-      at = w.end;
+      pos = w.end;
     });
-    if (end > at) { into.appendChild(document.createTextNode(text.slice(at, end))); }
+    if (end > pos) { into.appendChild(document.createTextNode(text.slice(pos, end))); }
     if (end < text.length) { into.appendChild(document.createTextNode(" …")); }
-    return field[1];
   }
 
   function setup() {
