@@ -263,15 +263,23 @@ def test_a_bundle_holds_its_records_postings(tmp_path: Path) -> None:
         match = re.fullmatch(
             r'__polyglavSearch\.add\("b000-of-001","(\w)","([\w-]+)",(.*)\);\n', body.decode()
         )
-        assert match and f"{match[2]}.js" == name and name.startswith(match[1] + "-")
+        assert match, name
+        assert f"{match[2]}.js" == name and name.startswith(match[1] + "-")
         data[match[2]] = json.loads(match[3])
     meta = data[made.meta]
-    assert len(meta["termChunks"]) > 3 and len(meta["docChunks"]) > 1
+    chunks = [f"t-{meta['termChunks']}-{i}" for i in range(len(meta["terms"]))]
+    assert len(chunks) > 3 and sum(name.startswith("d-") for name in data) > 1
     ordered = sorted(records, key=lambda r: r.slug)
     seen: dict[str, list[int]] = {}
-    firsts = []
-    for name in meta["termChunks"]:
-        firsts.append(data[name][0][0])
+    last = ""
+    for i, name in enumerate(chunks):
+        # The meta's beginning of each chunk: a beginning of its first word, after the
+        # previous chunk's last word.
+        first, start = data[name][0][0], meta["terms"][i]
+        assert first.startswith(start) and (
+            i == 0 or bundle.js_order(start) > bundle.js_order(last)
+        )
+        last = data[name][-1][0]
         for entry in data[name]:
             if len(entry) == 3:
                 numbers = bundle.decode_numbers(entry[2])
@@ -286,7 +294,6 @@ def test_a_bundle_holds_its_records_postings(tmp_path: Path) -> None:
                         i += 2
                 assert entry[1] == len(flat)
                 seen[entry[0]] = flat
-    assert firsts == meta["terms"]
     for number, record in enumerate(ordered):
         for term in record.postings:
             flat = turns_of(record, term)

@@ -117,6 +117,16 @@ def build_bundle(
         files[f"{name}.js"] = body
         return name
 
+    def add_series(kind: str, chunks: list[list[object]]) -> str:
+        """Write chunks named by one hash of them all and their number (the meta file names
+        the hash once, not a hash a chunk); the hash."""
+        payloads = [json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in chunks]
+        digest = hashlib.sha256("\n".join(payloads).encode("utf-8")).hexdigest()[:12]
+        for number, (chunk, payload) in enumerate(zip(chunks, payloads, strict=True)):
+            name = f"{kind}-{digest}-{number}"
+            files[f"{name}.js"] = script(ident, kind, name, chunk, payload)
+        return digest
+
     # Terms: merged over sessions, then encoded in the client's order.
     merged: dict[str, list[tuple[int, int, str]]] = {}
     aliases: dict[str, str] = {}
@@ -140,32 +150,36 @@ def build_bundle(
             entries.append((js_order(word), [word, stem]))
     entries.sort(key=lambda e: e[0])
     firsts: list[str] = []
-    term_chunks: list[str] = []
+    term_chunks: list[list[object]] = []
     chunk: list[object] = []
     size = 0
+    last = ""
     for _, entry in entries:
         weight = sum(len(str(x)) for x in entry) + 8
         if chunk and size + weight > chunk_bytes:
-            term_chunks.append(add("t", chunk))
+            term_chunks.append(chunk)
             chunk, size = [], 0
         if not chunk:
-            firsts.append(str(entry[0]))
+            firsts.append(_separator(last, str(entry[0])) if firsts else "")
         chunk.append(entry)
+        last = str(entry[0])
         size += weight
     if chunk:
-        term_chunks.append(add("t", chunk))
+        term_chunks.append(chunk)
+    terms_version = add_series("t", term_chunks)
 
     # Documents: runs of turns, in session order, each chunk about doc_bytes.
     doc_starts: list[int] = []
-    doc_chunks: list[str] = []
+    doc_chunks: list[list[object]] = []
     segments: list[list[object]] = []
     size = 0
     documents = 0
+    started = 0
 
     def flush() -> None:
         nonlocal segments, size
         if segments:
-            doc_chunks.append(add("d", segments))
+            doc_chunks.append(list(segments))
             segments, size = [], 0
 
     for number, record in enumerate(records):
@@ -177,13 +191,15 @@ def build_bundle(
                 flush()
             if not segments or segments[-1][0] != number:
                 if not segments:
-                    doc_starts += [number, position]
+                    doc_starts += [number - started, position]
+                    started = number
                 segments.append([number, record.name, record.slug, record.pages, position, []])
             docs = segments[-1][5]
             assert isinstance(docs, list)
             docs.append(doc)
             size += weight
     flush()
+    docs_version = add_series("d", doc_chunks)
 
     # Facets: the sessions of each value of each filter.
     facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
@@ -206,9 +222,9 @@ def build_bundle(
             "sessions": len(records),
             "documents": documents,
             "terms": firsts,
-            "termChunks": term_chunks,
-            "docStarts": doc_starts,
-            "docChunks": doc_chunks,
+            "termChunks": terms_version,
+            "docStarts": encode_numbers(doc_starts),
+            "docChunks": docs_version,
             "facets": facet_file,
         },
     )
@@ -223,3 +239,14 @@ def _deltas(numbers: Sequence[int]) -> str:
         encode_number(n - previous, out)
         previous = n
     return "".join(out)
+
+
+def _separator(before: str, first: str) -> str:
+    """The shortest beginning of ``first`` that sorts after ``before`` (in the client's
+    order): what the meta file says a chunk starts with (a query word is in the last chunk
+    whose beginning sorts at or before it)."""
+    key = js_order(before)
+    for end in range(1, len(first) + 1):
+        if js_order(first[:end]) > key:
+            return first[:end]
+    return first

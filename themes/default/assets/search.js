@@ -265,7 +265,7 @@
       return out;
     }
     function loadChunks(list) {
-      return Promise.all(list.map(function (i) { return load(bundle.id, meta.termChunks[i]); }));
+      return Promise.all(list.map(function (i) { return load(bundle.id, "t-" + meta.termChunks + "-" + i); }));
     }
     var wanted = [];
     clauses.forEach(function (c) { chunksFor(c).forEach(function (i) { if (wanted.indexOf(i) < 0) { wanted.push(i); } }); });
@@ -361,11 +361,15 @@
 
   /* The document chunk of a turn, loaded; the turn's session and texts. */
   function documentOf(result) {
-    var meta = result.bundle.meta, starts = meta.docStarts || [], found = 0;
+    var meta = result.bundle.meta, found = 0, session = 0;
+    if (!meta.starts) { meta.starts = numbers(meta.docStarts || ""); }
+    var starts = meta.starts;
+    /* Each chunk's first turn: its session's number after the previous chunk's, its position. */
     for (var i = 0; i + 1 < starts.length; i += 2) {
-      if (starts[i] < result.session || (starts[i] === result.session && starts[i + 1] <= result.position)) { found = i / 2; } else { break; }
+      session += starts[i];
+      if (session < result.session || (session === result.session && starts[i + 1] <= result.position)) { found = i / 2; } else { break; }
     }
-    return load(result.bundle.id, meta.docChunks[found]).then(function (segments) {
+    return load(result.bundle.id, "d-" + meta.docChunks + "-" + found).then(function (segments) {
       for (var j = 0; j < segments.length; j++) {
         var seg = segments[j];
         if (seg[0] !== result.session) { continue; }

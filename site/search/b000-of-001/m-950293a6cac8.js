@@ -1,1 +1,0 @@
-__polyglavSearch.add("b000-of-001","m","m-950293a6cac8",{"sessions":5,"documents":18,"terms":["0","cover","mention","session"],"termChunks":["t-d5bd979f47ce","t-07ae190255b3","t-62346ffbd14e","t-ee5183329039"],"docStarts":[0,0,2,2,2,7],"docChunks":["d-bad8a6373716","d-91fff6ee5351","d-fc3e992c50c3"],"facets":"f-4dd6f77eace3"});
