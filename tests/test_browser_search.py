@@ -128,14 +128,21 @@ def page(browser: Browser, base: str) -> Iterator[Page]:
 def search(page: Page, query: str) -> list[tuple[str, str]]:
     """Type ``query`` as a person would; the results (link, excerpt) once shown."""
     page.fill("#search-input", "")
-    page.evaluate("delete document.getElementById('search-results').dataset.ms")
+    page.wait_for_timeout(100)  # past the client's debounce: the empty query's status is set
+    page.evaluate(
+        "() => { const l = document.getElementById('search-results'); delete l.dataset.ms;"
+        " delete l.dataset.query;"
+        " document.getElementById('search-status').textContent = ''; }"
+    )
     if query.isascii():
         page.locator("#search-input").press_sequentially(query, delay=5)
     else:  # typed through an input method: the text arrives at once
         page.fill("#search-input", query)
+    # Shown for this very query (the client marks the results with the query they are of).
     page.wait_for_function(
-        "() => document.getElementById('search-results').dataset.ms !== undefined"
-        " || /No turn|not available|Type a word/.test(document.getElementById('search-status').textContent)",
+        "q => document.getElementById('search-results').dataset.query === q"
+        " || /not available|Type a word/.test(document.getElementById('search-status').textContent)",
+        arg=query,
         timeout=15_000,
     )
     links = page.locator("#search-results li a").evaluate_all(

@@ -555,6 +555,7 @@
         if (more) { more.hidden = state.shown >= state.results.length; }
         status.textContent = summary(state);
         list.dataset.ms = String(Math.round((performance.now() - state.started) * 10) / 10);
+        list.dataset.query = state.query;
       });
     }
 
@@ -582,13 +583,14 @@
       run(query, filters()).then(function (found) {
         if (mine !== seq) { return null; }
         if (!found.parsed.clauses.length) { status.textContent = "Type a word to search."; return null; }
-        current = { parsed: found.parsed, results: found.results, turns: found.turns || 0, sessions: found.sessions || 0,
+        current = { query: query, parsed: found.parsed, results: found.results, turns: found.turns || 0, sessions: found.sessions || 0,
           shown: 0, dropped: 0, started: started, weights: index ? null : null };
         return open().then(function (idx) {
           current.weights = idx.data.weights || {};
           if (!found.results.length) {
             status.textContent = "No turn matches.";
             list.dataset.ms = String(Math.round((performance.now() - started) * 10) / 10);
+            list.dataset.query = query;
             return null;
           }
           return show(current, mine);
