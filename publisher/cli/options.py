@@ -91,7 +91,11 @@ Theme = Annotated[
     ),
 ]
 Search = Annotated[
-    bool, typer.Option("--search/--no-search", help="Build the Pagefind full-text search index.")
+    bool,
+    typer.Option(
+        "--search/--no-search",
+        help="Build the full-text search index (search/, works from file:// too).",
+    ),
 ]
 BuildQuiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress bar and no summary line.")

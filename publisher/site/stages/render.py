@@ -41,6 +41,9 @@ from ..fragments import FragmentFile, FragmentWriter
 from ..manifest import ManifestDamaged
 from ..pool import Crew
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
+from ..search.extract import session_record
+from ..search.store import SearchStore
+from ..search.terms import TermCounter
 from . import worker
 from .plan import Plan, RenderJob
 from .scan import Scan, start_crew
@@ -96,6 +99,9 @@ class RenderSetup:
     """Where long sessions are cut into pages."""
     keep_runs_bytes: int = 0
     """:attr:`..context.Tunables.keep_runs_bytes`."""
+    search: Path | None = None
+    """The search's cache folder (:class:`..search.store.SearchStore`) when the build
+    indexes: each session's record is written there beside its pages."""
 
 
 class SessionRenderer:
@@ -113,6 +119,9 @@ class SessionRenderer:
         self.runs_next: list[tuple[str, str]] = []
         """(the next run's file, the kept run's session name) of each run kept, a heap:
         see :meth:`_forget_runs`."""
+        self.search = SearchStore(setup.search) if setup.search is not None else None
+        self.terms = TermCounter()
+        """Kept across this process's sessions: common words are split and stemmed once."""
 
     def __call__(self, job: RenderJob, told: GraphFacts) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
@@ -231,6 +240,8 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
+        if self.search is not None:
+            self.search.put_record(session_record(session, setup.limits, self.terms))
         self._keep_run(session.session_name, job.size, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
@@ -257,6 +268,7 @@ def render(
         redactor=ctx.options.redactor,
         limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
+        search=ctx.cache.search if ctx.options.search else None,
     )
     tasks = Tasks(planned)
     kept = {
