@@ -23,7 +23,17 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from ..gate import KINDS, Finding, Member, counts, fit, session_findings, spread, utc_time
+from ..gate import (
+    KINDS,
+    Finding,
+    Member,
+    counts,
+    fit,
+    listed_kinds,
+    session_findings,
+    spread,
+    utc_time,
+)
 from ..model import KNOWN_STATUSES, Session, ToolPart
 from ..site import urls
 from . import view
@@ -182,7 +192,8 @@ def ci_summary(
     every: list[Finding] = []
     per_member: list[list[Finding]] = []
     for member in members:
-        found = session_findings(member.session) if member.session is not None else []
+        session = member.session
+        found = session_findings(session, listed_kinds(kinds)) if session is not None else []
         per_member.append(found)
         every.extend(found)
     gated = [f for f in every if kinds is not None and f.kind in kinds]
