@@ -13,10 +13,15 @@ runs) and joined (a line break plus indentation, or a backslash-newline, removed
 match in a view is mapped back to the span of the original text it came from, so a
 JSON-escaped private key or a token wrapped over two lines is replaced whole.
 
-Every pattern starts with a literal (so the regex engine scans for it quickly), checks
-its left boundary with a fixed-width look-behind placed after the literal, and uses only
-possessive or bounded quantifiers: a scan is linear in the length of the text. See
-``docs/redaction.md`` for the rules and their limits.
+The rules: the built-in ones here, the rule set's (:mod:`.secret_rules`, gitleaks' default
+configuration) and the assignments by name (:mod:`.assignments`). One RE2 set, matched once
+per view, holds every rule's keywords or prefixes and what calls for each view, and says
+which rules run (:class:`_Detector`). The rule set's rules and the assignments are RE2
+patterns: linear in the text whatever they say. Every built-in pattern starts with a
+literal (so the regex engine scans for it quickly), checks its left boundary with a
+fixed-width look-behind placed after the literal, and uses only possessive or bounded
+quantifiers: a scan is linear in the length of the text. See ``docs/redaction.md`` for the
+rules and their limits.
 """
 
 from __future__ import annotations
@@ -380,9 +385,11 @@ _VIEW_TRIGGERS = (
 HOT_MIN_BYTES = 2048
 #: Most rules in the hot set (a larger one makes RE2's DFA thrash).
 HOT_MAX_RULES = 12
+#: After this many long texts, which jobs are hot is no longer counted.
+HOT_SETTLED = 4096
 
 
-def _re2_options() -> Any:
+def _re2_options() -> re2.Options:
     options = re2.Options()
     options.max_mem = 64 << 20
     options.log_errors = False
@@ -452,10 +459,13 @@ class _Hot:
             self._sets[hot] = detector.trigger_with(hot)
         return self._sets[hot]
 
-    def count(self, chosen: Iterable[int], detector: _Detector) -> None:
-        """Count the RE2 jobs one long text chose (and decide the hot ones when due)."""
+    def count(self, chosen: set[int], detector: _Detector) -> None:
+        """Count the RE2 jobs one long text chose (and decide the hot ones when due; after
+        :data:`HOT_SETTLED` long texts they are settled)."""
+        if self._seen >= HOT_SETTLED:
+            return
         self._seen += 1
-        self._counts.update(n for n in chosen if detector.re2_patterns(n))
+        self._counts.update(chosen & detector.re2_jobs)
         if self._seen >= self._next:
             self._next *= 4
             floor = self._seen / 10
@@ -484,10 +494,10 @@ class _Detector:
     """Every job."""
     join_candidates: re2._Regexp
     """The RE2 pattern of a line break the strict joined view may remove."""
-    any_trigger: re2._Regexp
-    """Every trigger pattern in one (a text with no match has nothing to look for)."""
     hot: _Hot = field(default_factory=lambda: _Hot())
     """The RE2 jobs long texts choose most, and their set (a cache, see :class:`_Hot`)."""
+    re2_jobs: frozenset[int] = frozenset()
+    """The jobs that run RE2 patterns (the rule set's rules, the assignments)."""
 
     def re2_patterns(self, number: int) -> tuple[str, ...]:
         """The RE2 patterns of job ``number`` (none for a built-in job)."""
@@ -555,10 +565,12 @@ class _Detector:
             tuple(patterns),
         )
         join = re2.compile(_BREAK_CANDIDATE, _re2_options())
-        any_trigger = re2.compile(
-            "|".join(f"(?:{p})" for p in patterns if p != r"\A"), _re2_options()
+        re2_jobs = frozenset(
+            n for n, job in enumerate(jobs) if job.provider is not None or job.assignments
         )
-        return cls(rule_set, kinds, marker_re, base, tuple(always), tuple(jobs), join, any_trigger)
+        return cls(
+            rule_set, kinds, marker_re, base, tuple(always), tuple(jobs), join, re2_jobs=re2_jobs
+        )
 
     def detect(self, text: str, listed: tuple[re.Pattern[str], ...], rules: bool) -> _Scan:
         """The spans of ``text`` holding a secret (with ``rules``) or a listed value."""
@@ -1069,25 +1081,6 @@ class Redactor:
                 break
         return tuple(passes)
 
-    def _quiet(self, texts: list[str]) -> list[str]:
-        """Those of ``texts`` in which no rule can find anything: no keyword, prefix or view
-        trigger occurs in them (one RE2 pass over all of them joined; a text with one is
-        left to :meth:`_passes`). None when values are listed (each is looked for in every
-        text) or a rule runs on every text."""
-        engine = self._engine
-        if self.values or engine.always or not texts:
-            return []
-        data = b"\0".join(text.encode("utf-8", "surrogatepass") for text in texts)
-        starts = []
-        pos = 0
-        for text in texts:
-            starts.append(pos)
-            pos += len(text.encode("utf-8", "surrogatepass")) + 1
-        loud = set()
-        for match in engine.any_trigger.finditer(data):
-            loud.add(bisect_right(starts, match.start()) - 1)
-        return [text for i, text in enumerate(texts) if i not in loud]
-
     def spans(self, text: str) -> list[tuple[int, int, str]]:
         """Where ``text`` holds secrets: (start, end, kind) of each span :meth:`redact_text`
         would replace (one pass: what a marker would join with is not looked for)."""
@@ -1249,11 +1242,13 @@ class _Texts:
     tool names, statuses, roles and models many times), and notes what changed by the
     position of the string in the walk (:class:`RedactionRecord`)."""
 
-    __slots__ = ("changes", "counts", "memo", "position", "redactor", "shortest")
+    __slots__ = ("base", "changes", "counts", "memo", "position", "redactor", "shortest")
 
     def __init__(self, redactor: Redactor, counts: Counter[str] | None) -> None:
         self.redactor = redactor
         self.shortest = MIN_VALUE_LENGTH if redactor.values else SHORTEST_SECRET
+        engine = redactor._engine
+        self.base = None if redactor.values or engine.always else engine.base.set
         self.counts = counts
         self.memo: dict[str, tuple[str, Passes] | None] = {}
         self.position = 0
@@ -1266,6 +1261,8 @@ class _Texts:
             return text  # shorter than any secret
         if text in self.memo:
             hit = self.memo[text]
+        elif self.quiet(text):
+            hit = self.memo[text] = None
         else:
             passes = self.redactor._passes(text)
             hit = self.memo[text] = None if passes is None else (_apply(text, passes), passes)
@@ -1275,6 +1272,13 @@ class _Texts:
         if self.counts is not None:
             self.counts.update(kind for spans in hit[1] for _, _, kind in spans)
         return hit[0]
+
+    def quiet(self, text: str) -> bool:
+        """A short text in which no keyword, prefix or view trigger occurs: nothing to look
+        for (the common case, asked of the trigger set directly)."""
+        if self.base is None or len(text) >= HOT_MIN_BYTES:
+            return False
+        return self.base.Match(text.encode("utf-8", "surrogatepass")) == [0]
 
 
 class _Replay(_Texts):
@@ -1383,8 +1387,9 @@ def _redact_field(value: Any, redact: _Texts) -> Any:
         if isinstance(value, list) and value and _is_model(value[0]):
             items = [_redact_field(item, redact) for item in value]
             return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-        found = [redact(text) for text in _json_strings(value)]
-        if all(new is old for new, old in zip(found, _json_strings(value), strict=True)):
+        originals = list(_json_strings(value))
+        found = [redact(text) for text in originals]
+        if all(new is old for new, old in zip(found, originals, strict=True)):
             return value  # unchanged: the original, not a copy
         return _copy_json(value, iter(found))
     if _is_model(value):
@@ -1440,33 +1445,8 @@ def redact_recorded(
         return cast(Session, _redact_object(session, replay, IDENTIFIER_FIELDS)), record
     counts: Counter[str] = Counter()
     texts = _Texts(redactor, counts)
-    texts.memo.update(dict.fromkeys(redactor._quiet(_short_strings(session)), None))
     redacted = cast(Session, _redact_object(session, texts, IDENTIFIER_FIELDS))
     return redacted, RedactionRecord(source, texts.changes, counts)
-
-
-def _short_strings(session: Session) -> list[str]:
-    """The distinct strings of a session (but its identifiers) shorter than
-    :data:`HOT_MIN_BYTES` and long enough to hold a secret, for :meth:`Redactor._quiet`."""
-    found: dict[str, None] = {}
-    stack: list[Any] = [
-        getattr(session, name)
-        for name in _fields(cast(object, session.__class__))
-        if name not in IDENTIFIER_FIELDS
-    ]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if SHORTEST_SECRET <= len(item) < HOT_MIN_BYTES:
-                found[item] = None
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif _is_model(item):
-            stack.extend(getattr(item, name) for name in _fields(item.__class__))
-    return list(found)
 
 
 def identifier_findings(session: Session, redactor: Redactor) -> list[str]:

@@ -285,18 +285,17 @@ def scan_pattern(pattern: str) -> tuple[str, int]:
 
 
 _COUNT_RE = re.compile(r"\{(\d+)(,(\d*))?\}")
-#: The count a repetition keeps in :func:`looser` (``x{32}`` becomes ``x{8,}``).
-LOOSE_COUNT = 8
 
 
 def looser(pattern: str) -> str:
     """A pattern matching at least what ``pattern`` matches, cheaper for RE2's DFA: every
-    counted repetition ``x{m,n}``/``x{n}`` becomes ``x{min(m, 8),}``.
+    counted range ``x{m,n}`` becomes ``x{m,}`` (an exact count ``x{n}`` stays).
 
-    A pattern such as ``[\\w.=-]{10,150}`` makes a DFA count to 150, state by state; the
-    looser one stops counting at 8. It can only say a rule may match (the rule itself
-    then runs), never miss where it does: the trigger set of :mod:`.redact` holds looser
-    forms of the rules that run on most texts.
+    A range such as ``[ \\t\\w.-]{0,20}`` followed by ``[\\w.=-]{10,150}`` makes a DFA
+    track every count of each at once, state by state; without the upper bounds it need
+    not. The looser pattern can only say a rule may match (the rule itself then runs),
+    never miss where it does: the trigger set of :mod:`.redact` holds looser forms of the
+    rules that run on most texts.
     """
     out = []
     i = 0
@@ -319,9 +318,8 @@ def looser(pattern: str) -> str:
             continue
         if c == "{":
             m = _COUNT_RE.match(pattern, i)
-            if m is not None:
-                low = min(int(m.group(1)), LOOSE_COUNT)
-                out.append(f"{{{low},}}")
+            if m is not None and m.group(3):  # a range {m,n}: {m,} (an exact count stays)
+                out.append(f"{{{m.group(1)},}}")
                 i = m.end()
                 if i < n and pattern[i] == "?":
                     i += 1  # lazy or greedy: the same strings
@@ -447,7 +445,8 @@ def _adopt(raw: dict[str, Any]) -> ProviderRule | Refused:
     if not pattern:
         return Refused(rule_id, "matches file names only (no regex): a log has no files to name")
     try:
-        _compile(str(pattern))  # as written: RE2 must accept the rule itself
+        # The pattern run is the rule's without a leading [\w.-]{0,50}? (scan_pattern),
+        # which RE2 accepts whenever it accepts the rest.
         scan, lead = scan_pattern(str(pattern))
         regex = _compile(scan)
     except re2.error as exc:

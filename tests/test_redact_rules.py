@@ -278,6 +278,14 @@ def test_shannon_entropy_is_gitleaks() -> None:
     assert shannon_entropy("aabb") == pytest.approx(1.0)
 
 
+def test_the_rule_set_is_part_of_a_redactors_identity(tmp_path: Path) -> None:
+    """The site build's key covers the rule set: refreshing it makes every page again."""
+    other = load_rule_set(write_rules(tmp_path, "[[rules]]\nid = 'x'\nregex = 'zzx_[a-z]{8}'\n"))
+    assert Redactor.create(rules=other).identity() != REDACTOR.identity()
+    assert Redactor.create().identity() == REDACTOR.identity()
+    assert RULES.digest.encode() in REDACTOR.identity()
+
+
 def test_the_rule_set_pickles_as_its_path_and_loads_once() -> None:
     import pickle
 

@@ -217,7 +217,7 @@ def _read(
         scanned[name] = state
         if prepared is not None and (keep_all or budget.keep(name, prepared, state.size)):
             kept[name] = prepared
-        elif prepared is not None and prepared.record is not None:
+        if prepared is not None and prepared.record is not None:
             records[name] = prepared.record
         if progress:
             progress("read", done, len(names))
@@ -236,7 +236,8 @@ def _scan_job(
     path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits
 ) -> tuple[str, SourceState, bool, RedactionRecord | None]:
     """A crew worker scans one file and keeps its prepared session if it fits; True when
-    kept. When it is not kept, the record of what redaction replaced in it (if on)."""
+    kept. And the record of what redaction replaced in it (if on): another worker may
+    read it again, as the previous run of the series of a session it renders."""
     state, prepared = scan_file(path, folder, redactor, limits)
     here = worker.here()
     kept = (
@@ -244,7 +245,7 @@ def _scan_job(
         and here is not None
         and here.kept.keep(path.name, prepared, state.size)
     )
-    record = prepared.record if prepared is not None and not kept else None
+    record = prepared.record if prepared is not None else None
     return path.name, state, kept, record
 
 
