@@ -219,7 +219,7 @@ def test_a_long_outputs_view_marks_its_last_lines_for_the_index() -> None:
     output = "".join(f"line {i}\n" for i in range(100))
     doc = session_doc(turns=[turn(1, part("tool", name="run_command", input={}, output=output))])
     session = session_from_json(doc, "x.json")
-    view = html._output_view(session.turns[0], 1, output, False, {})
+    view = html.output_view(session.turns[0], 1, output, False, {})
     assert view.head + view.middle + view.tail == output
     assert view.tail[view.indexed_from :] == "".join(f"line {i}\n" for i in range(94, 100))
 

@@ -115,15 +115,15 @@ def check(
 ) -> None:
     """Gate on what happened in a session, writing nothing but the verdict.
 
-    Exit 1 when a --fail-on kind (default: every kind) occurred in the session or its
-    sub-sessions, or it spent more than --max-cost or --max-tokens; 0 otherwise. The
+    Exit 1 when a --fail-on kind (default: every kind but secret) occurred in the session
+    or its sub-sessions, or it spent more than --max-cost or --max-tokens; 0 otherwise. The
     verdict goes to stdout (to stderr when --summary - takes stdout).
     """
     from .. import commands
 
     def run() -> GateReport:
         from ..ci import Budget, GateOptions, check
-        from ..gate import KINDS
+        from ..gate import EVENT_KINDS
 
         table = commands.make_prices(prices)
         gate = GateOptions.parse(
@@ -131,7 +131,7 @@ def check(
             sub_sessions,
             summary,
             link_base,
-            default_kinds=frozenset(KINDS),
+            default_kinds=frozenset(EVENT_KINDS),
             budget=Budget.parse(max_cost, max_tokens),
             prices=table,
         )

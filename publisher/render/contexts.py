@@ -78,6 +78,17 @@ class OutputView:
     :data:`publisher.render.html.INDEXED_LINES` lines (``tail[indexed_from:]``); the head and
     the rest of the tail are shown but not indexed."""
 
+    @property
+    def indexed(self) -> str:
+        """What of the output the search index holds (the README's "What is indexed"): the
+        whole of a short output shown open, the last lines of a long one, nothing of an
+        output shown collapsed or published beside the page."""
+        if self.hidden:
+            return self.tail[self.indexed_from :]
+        if self.collapsed or self.file is not None:
+            return ""
+        return self.text
+
 
 @dataclass(slots=True, frozen=True)
 class ImageView:
@@ -554,7 +565,7 @@ class IndexPage:
     """Every published session (``rows_html`` holds the most recent of them)."""
     outcomes: list[tuple[str, int]] = field(default_factory=list)
     """Every published session counted by outcome (its last status: ``ok``, ``error``…,
-    :data:`..site.activity.OUTCOMES`), in that order, counts above 0."""
+    :data:`.view.OUTCOMES`), in that order, counts above 0."""
     tree_page: str = ""
     """The delegation tree's own page (``tree.html``) when it is not on the index (a large
     archive: the index's first screen stays small); empty when ``tree_html`` is shown."""

@@ -302,7 +302,7 @@ class HtmlRenderer:
             spawned = ""
             if isinstance(part, ToolPart):
                 if part.output is not None:
-                    output = _output_view(turn, number, part.output, externalize, files)
+                    output = output_view(turn, number, part.output, externalize, files)
                 spawned = (
                     targets.get(number, "") if targets is not None else tools.delegate_target(part)
                 )
@@ -425,7 +425,7 @@ class _SideFields:
             files[self.name] = json_text(self.fields) + "\n"
 
 
-def _output_view(
+def output_view(
     turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
 ) -> OutputView:
     """How tool part ``number`` shows ``output``; a long one goes to ``files`` (when
@@ -469,13 +469,30 @@ def _output_view(
     return OutputView(output, len(output), lines, size, collapsed, mode=mode)
 
 
+def indexed_output(output: str) -> str:
+    """What of a tool output the search index holds: :attr:`.contexts.OutputView.indexed`
+    of :func:`output_view` (published pages: long outputs externalized), made without the
+    rest of the view (no scan for diffs or colours)."""
+    if len(output) > EXTERNAL_CHARS:
+        return ""
+    breaks = output.count("\n")
+    lines = breaks + (0 if output.endswith("\n") else 1) if output else 0
+    if lines > LONG_LINES:
+        _, _, tail, hidden = _head_tail(output, breaks)
+        if hidden:
+            return tail[_last_lines_start(tail, INDEXED_LINES) :]
+    if len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES:
+        return ""
+    return output
+
+
 #: An output of more lines than this shows its first HEAD_LINES and last TAIL_LINES lines
 #: (where a failure summary usually is); the ones between are one click away.
 LONG_LINES = 24
 HEAD_LINES = 6
 TAIL_LINES = 12
 #: Of a long output, the search index holds only its last INDEXED_LINES lines (where a
-#: failure summary or an error usually is): Pagefind's time follows the text it indexes,
+#: failure summary or an error usually is): indexing time follows the text indexed,
 #: and tool output is most of a coding agent's bytes (README, "What is indexed").
 INDEXED_LINES = 6
 

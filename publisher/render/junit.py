@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING
 
-from ..gate import KINDS, Finding, Member, session_findings, utc_time
+from ..gate import KINDS, Finding, Member, listed_kinds, session_findings, utc_time
 from ..model import Session, Turn
 from ..usage import Prices, Spend, session_spend
 from . import view
@@ -182,7 +182,7 @@ def _suite(
     usage: list[tuple[str, str]],
     over: list[str] | None,
 ) -> Iterator[str]:
-    every = session_findings(session)
+    every = session_findings(session, listed_kinds(wanted))
     gated: dict[int | None, list[Finding]] = {}
     for finding in every:
         if finding.kind in wanted:

@@ -112,6 +112,21 @@ class ToolView:
     """How long the call waits at most (``120 s``), when it says."""
 
 
+def shown_text(view: ToolView) -> list[str]:
+    """The texts ``tool_view.html`` shows of a friendly view, as the search index holds
+    them (a new file's content and the JSON input behind "Input as written" are not shown
+    in the view, so not indexed)."""
+    texts = [view.command, view.path, view.diff, view.url, view.role, view.task]
+    texts += [view.target, view.pattern, view.files, view.query]
+    if view.kind in ("plan", "stdin", "skill"):
+        texts.append(view.content)
+    for q in view.questions:
+        texts += [q.header, q.question]
+        texts += [t for o in q.options for t in (o.label, o.description)]
+    texts += [item.text for item in view.todos]
+    return [text for text in texts if text]
+
+
 Renderer = Callable[[ToolPart], "ToolView | None"]
 #: Tool name → what reads its input. A plugin adds entries (module docstring).
 REGISTRY: dict[str, Renderer] = {}

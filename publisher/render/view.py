@@ -54,6 +54,18 @@ def finding_count(kind: str, number: int) -> str:
     )
 
 
+OUTCOMES = ("ok", "error", "cancelled", "truncated", "running", "empty", "other")
+"""The outcomes (a session's last status, as the index's chart and its "Last status" filter
+count it: :func:`outcome_of`), in the order the chart's bars stack them."""
+
+
+def outcome_of(status: str) -> str:
+    """The outcome a session's last status counts as ("" means no turns: ``empty``)."""
+    if not status:
+        return "empty"
+    return status if status in OUTCOMES else "other"
+
+
 AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex CLI", "aider": "aider"}
 """How a page names the agents ``polyglav import`` reads (another is shown as written)."""
 

@@ -24,14 +24,7 @@ from .stages.index import index
 from .stages.plan import Census, plan
 from .stages.render import Rendered, render
 from .stages.scan import Scan, scan
-from .stages.search import (
-    EarlySearch,
-    PendingSearch,
-    finish_search,
-    pagefind_available,
-    search,
-    start_search,
-)
+from .stages.search import PendingSearch, finish_search, search
 from .stages.state import load_state, save_state, saved_outputs
 from .stages.write import assets, last_outputs, must_sweep, remove_stale, write_files
 from .staleness import folder_stamp
@@ -56,8 +49,7 @@ class BuildReport:
     files_removed: int = 0
     """Site files removed (no longer published)."""
     search: str = "off"
-    """``built N/M shards[, K removed]``, ``unchanged``, ``pending``, ``off`` or
-    ``unavailable: …``."""
+    """``built N/M bundles``, ``unchanged``, ``pending`` or ``off``."""
     warnings: list[str] = field(default_factory=list)
     """One line each: files that do not load, then what prepare says of loaded files."""
     list_outputs: Callable[[], dict[str, str]] | None = field(default=None, repr=False)
@@ -105,7 +97,6 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
     return_large_blocks()
     ctx = BuildContext.open(options, warm)
     freezer = Freezer()
-    early: EarlySearch | None = None
     crew = Crew(ctx.workers)  # started by the scan or the render when a pool pays
     try:
         previous = load_state(ctx, freezer)  # its objects frozen: no collection walks them
@@ -116,8 +107,7 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         seen, ctx.warm.seen = ctx.warm.seen if previous.remembered else None, None
         scanned = scan(ctx, previous, freezer, crew, seen)
         planned = plan(ctx, previous, scanned)
-        early = start_search(ctx, planned)  # indexes finished shards during the render
-        rendered = render(ctx, planned, scanned, crew, early.rendered if early else None)
+        rendered = render(ctx, planned, scanned, crew)
         crew.close()  # what its workers kept goes with them
         planned.jobs = []  # done with (two objects a session rendered)
         sources = settle(planned.sources, rendered, scanned)
@@ -141,28 +131,25 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
             for n in listed.failed
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), previous.extra_outputs)
-        search_on = ctx.options.search and pagefind_available()
         index_hashes, index_written = index(
             ctx,
             previous,
             graph,
             graph_key,
             failures,
-            search_on,
+            ctx.options.search,
             census,
             watched=scanned.watched,
         )
         extra = {**asset_hashes, **index_hashes}
         last = last_outputs(previous, sources)  # before the manifest's files are replaced
         removed = remove_stale(ctx, previous, sources, extra, published, last, sweep=sweep)
-        # Search needs the list of every page (each state's outputs, every shard decoded);
-        # a build without it does not make it.
-        produced = dict(extra)
-        if ctx.options.search:
-            produced = {rel: h for n in scanned.names for rel, h in sources[n].outputs.items()}
-            produced.update(extra)
-        search_status, pending = search(ctx, produced, early)
-        early = None
+        names = {
+            summary.name
+            for result in rendered
+            if result.error is None and (summary := sources[result.file_name].summary)
+        }
+        search_status, pending = search(ctx, listed, names)
         stamp_folders(ctx, sources, rendered)
         save_state(
             ctx,
@@ -195,8 +182,6 @@ def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
         )
     finally:
         crew.close()
-        if early is not None:  # the build stopped: wait for the Pagefind runs it started
-            early.close()
         freezer.thaw()
 
 

@@ -9,8 +9,8 @@ what is kept              its key (all of it is hashed)               rebuilt wh
 ========================  ==========================================  =====================
 everything below          :func:`build_key`: publisher version and     any of those changes:
                           code, manifest format, search on/off, the    every page rendered,
-                          redaction values, every theme file           fragments dropped,
-                          (:func:`theme_key`)                          rows and shards redone
+                          redaction values and rule set, every theme   fragments dropped,
+                          file (:func:`theme_key`)                     rows and shards redone
 a source's scan           its stamp (size, mtime), trusted only        the stamp changed, or
 (summary, refs)           when the file was already that old when      the file was written
                           the last scan began (:func:`stamp_trusted`)  within RACY_NS of it;
@@ -42,10 +42,10 @@ an archive-wide page      :func:`outputs_key` of its sessions' row     one of th
                           note and its shards' names
 an archive-wide page's    :func:`outputs_key` of its sessions' row     a session of it
 row shard                 keys; a session's shard is a hash of its     changed, or the count
-(``events/*.js``)         name (:func:`.search.shard_of`)              doubled
+(``events/*.js``)         name (:func:`.index.row_slot`)               doubled
 an index row shard        :func:`outputs_key` of its sessions'         a session of it
 (``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
-                          of its name (:func:`.search.shard_of`)       doubled
+                          of its name (:func:`.index.row_slot`)        doubled
 the activity chart        none: a pass over each session's             any summary changed
                           :func:`.activity.contribution` (kept in the
                           manifest), with the index page
@@ -58,9 +58,15 @@ the delegation tree       :func:`graph_key`                            a session
                                                                        role or creation time;
                                                                        a file was
                                                                        added or removed
-a search shard            :func:`shard_key`: search format, the        one of its pages
-                          Pagefind binary, the build key, the          changed, or the shard
-                          shard's id and role, its pages' hashes       set did
+a search session record   the session's pages: written by its render     its session was
+(the cache)               (:mod:`.search.extract`)                     rendered
+a search bundle           :func:`search_key` (search format, record     the key or bundle
+(``search/<bundle>/``)    format, the build key, the chunk sizes), the  count changed, a
+                          bundle count, :func:`bundle_members` (a       session of it was
+                          digest of its sessions' folders); a           rendered, came or
+                          session's bundle is a hash of its name        went, or its meta
+                          (:func:`.search.bundle.bundle_of`)            file is missing
+                          (:func:`search_stale`)
 ========================  ==========================================  =====================
 
 Every build stats every session file and every session's folder in the site, in one pass
@@ -110,8 +116,8 @@ RACY_NS = 2_000_000_000
 have changed a second time within the same mtime tick ("racy git")."""
 MANIFEST_FORMAT = 13
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
-SEARCH_FORMAT = 1
-"""Bumped when the search layout or Pagefind's options change: every shard is redone."""
+SEARCH_FORMAT = 2
+"""Bumped when the search index's layout changes: every bundle is written again."""
 
 
 def stamp_trusted(old: tuple[int, int] | None, now: tuple[int, int], last_scan_ns: int) -> bool:
@@ -211,10 +217,10 @@ def build_key(
     """The key of everything a build keeps: when it changes, nothing is reused.
 
     It covers the publisher (its version and :func:`code_key`), the manifest format, search
-    on or off, the redaction values (hashed, never stored), ``theme`` (:func:`theme_key`)
-    and the price table (``prices``: :attr:`publisher.usage.Prices.key`, the shipped table's
-    version or a ``--prices`` file's digest: every figure of cost depends on it); ``code``
-    is :func:`code_key`."""
+    on or off, the redaction values (hashed, never stored) and rule set (its digest:
+    ``Redactor.identity``), ``theme`` (:func:`theme_key`) and the price table (``prices``:
+    :attr:`publisher.usage.Prices.key`, the shipped table's version or a ``--prices`` file's
+    digest: every figure of cost depends on it); ``code`` is :func:`code_key`."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}\0{code}\0{MANIFEST_FORMAT}\0{search}\0".encode())
     if redactor is not None:
@@ -437,21 +443,36 @@ def reads_last_index(turn: Turn) -> bool:
     return any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
 
 
-def shard_key(
-    shard_id: str,
-    primary: bool,
-    pages: Iterable[tuple[str, str]],
-    build: str,
-    pagefind: str,
-) -> str:
-    """The key of a search shard's bundle: the search format, the Pagefind binary
-    (``pagefind``), the build key, the shard's id and whether it carries the runtime, and
-    its pages' (path, hash)."""
+def search_key(build: str, record_format: int, chunk_bytes: int, doc_bytes: int) -> str:
+    """The key of the whole search index: its format, the records' format, the build key
+    (publisher, theme, options) and the chunk sizes. Another key writes every bundle."""
+    text = f"{SEARCH_FORMAT}\0{record_format}\0{build}\0{chunk_bytes}\0{doc_bytes}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def bundle_members(slugs: Iterable[str]) -> str:
+    """A digest of a bundle's sessions (their folders, sorted)."""
     digest = hashlib.sha256()
-    digest.update(f"{SEARCH_FORMAT}\0{pagefind}\0{build}\0{shard_id}\0{primary}\0".encode())
-    for rel, page_digest in pages:
-        digest.update(f"{rel}\0{page_digest}\n".encode("utf-8", "surrogatepass"))
+    for slug in sorted(slugs):
+        digest.update(slug.encode("utf-8", "surrogatepass") + b"\n")
     return digest.hexdigest()
+
+
+def search_stale(
+    *,
+    same_key: bool,
+    members_then: str | None,
+    members_now: str,
+    rendered: bool,
+    pending: bool,
+    meta_present: Callable[[], bool],
+) -> bool:
+    """The rule for writing a search bundle again: the index's key or bundle count changed
+    (``same_key``), it is new or its sessions are not the same (``members_then`` against
+    ``members_now``), one of its sessions was rendered by this build (its record may have
+    changed), a deferred build left it to write (``pending``), or its meta file is not in
+    the site (``meta_present``)."""
+    return not same_key or members_then != members_now or rendered or pending or not meta_present()
 
 
 def session_stale(

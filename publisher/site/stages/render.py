@@ -30,7 +30,7 @@ from typing import overload
 
 from ...loader import SessionLoadError
 from ...prepare import Prepared, prepare_file
-from ...redact import Redactor
+from ...redact import RedactionRecord, Redactor
 from ...render.html import HtmlRenderer
 from ...theme import Theme
 from ...usage import Prices
@@ -42,6 +42,9 @@ from ..fragments import FragmentFile, FragmentWriter
 from ..manifest import ManifestDamaged
 from ..pool import Crew
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
+from ..search.extract import session_record
+from ..search.store import SearchStore
+from ..search.terms import TermCounter
 from . import worker
 from .plan import Plan, RenderJob
 from .scan import Scan, start_crew
@@ -80,6 +83,21 @@ class GraphFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class Records:
+    """With redaction on, what the scan's redaction replaced in the files a render job
+    may read again (the session's, its previous run's), so that neither is searched for
+    secrets a second time (:func:`...prepare.prepare_file`)."""
+
+    session: RedactionRecord | None = None
+    """The session's file's."""
+    previous: RedactionRecord | None = None
+    """Its series' previous run's file's."""
+
+
+NO_RECORDS = Records()
+
+
+@dataclass(frozen=True, slots=True)
 class RenderSetup:
     """Everything a render worker needs besides the job (sent to each worker once)."""
 
@@ -99,6 +117,9 @@ class RenderSetup:
     """:attr:`..context.Tunables.keep_runs_bytes`."""
     prices: Prices = field(default_factory=Prices)
     """The price table (:attr:`..context.BuildOptions.prices`)."""
+    search: Path | None = None
+    """The search's cache folder (:class:`..search.store.SearchStore`) when the build
+    indexes: each session's record is written there beside its pages."""
 
 
 class SessionRenderer:
@@ -124,11 +145,14 @@ class SessionRenderer:
         self.runs_next: list[tuple[str, str]] = []
         """(the next run's file, the kept run's session name) of each run kept, a heap:
         see :meth:`_forget_runs`."""
+        self.search = SearchStore(setup.search) if setup.search is not None else None
+        self.terms = TermCounter()
+        """Kept across this process's sessions: common words are split and stemmed once."""
 
-    def __call__(self, job: RenderJob, told: GraphFacts) -> Rendered:
+    def __call__(self, job: RenderJob, told: GraphFacts, records: Records = NO_RECORDS) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
         try:
-            return self._render(job, told)
+            return self._render(job, told, records)
         except SessionLoadError as exc:
             return Rendered(job.file_name, {}, "", 0, exc.reason)
         except (WriteError, ManifestDamaged):
@@ -139,7 +163,9 @@ class SessionRenderer:
             reason = f"could not be rendered: {type(exc).__name__}: {exc}"
             return Rendered(job.file_name, {}, "", 0, reason)
 
-    def _previous_run(self, name: str, file_name: str) -> PreviousRun:
+    def _previous_run(
+        self, name: str, file_name: str, record: RedactionRecord | None
+    ) -> PreviousRun:
         """The previous run of a series, read for the comparison page (a file that cannot be
         read now gives a page that says so, not a failed session)."""
         setup = self.setup
@@ -149,7 +175,8 @@ class SessionRenderer:
             self.runs_bytes -= size
         try:
             if prepared is None:
-                prepared = prepare_file(setup.folder / file_name, setup.folder, setup.redactor)
+                path = setup.folder / file_name
+                prepared = prepare_file(path, setup.folder, setup.redactor, record)
         except SessionLoadError as exc:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
@@ -181,12 +208,13 @@ class SessionRenderer:
             if kept is not None:
                 self.runs_bytes -= kept[1]
 
-    def _render(self, job: RenderJob, told: GraphFacts) -> Rendered:
+    def _render(self, job: RenderJob, told: GraphFacts, records: Records) -> Rendered:
         setup = self.setup
         self._forget_runs(job.file_name)
         prepared = self.kept.take(job.file_name)
         if prepared is None:
-            prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
+            path = setup.folder / job.file_name
+            prepared = prepare_file(path, setup.folder, setup.redactor, records.session)
             if (prepared.session.session_name, frozenset(prepared.refs)) != (
                 told.session_name,
                 told.ref_candidates,
@@ -196,7 +224,9 @@ class SessionRenderer:
         session = prepared.session
         facts = told.facts
         previous_run = (
-            self._previous_run(facts.series[0], told.previous_file) if facts.series[0] else None
+            self._previous_run(facts.series[0], told.previous_file, records.previous)
+            if facts.series[0]
+            else None
         )
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
@@ -243,6 +273,8 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
+        if self.search is not None:
+            self.search.put_record(session_record(session, setup.limits, self.terms))
         self._keep_run(session.session_name, job.size, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
@@ -270,8 +302,9 @@ def render(
         limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
         prices=ctx.options.prices,
+        search=ctx.cache.search if ctx.options.search else None,
     )
-    tasks = Tasks(planned)
+    tasks = Tasks(planned, scanned.records)
     kept = {
         job.file_name: scanned.kept[job.file_name] for job in jobs if job.file_name in scanned.kept
     }
@@ -305,25 +338,31 @@ def render(
     return results
 
 
-class Tasks(Sequence[tuple[RenderJob, GraphFacts]]):
-    """The render's tasks: each planned job with what the graph says of its session, made
-    when the task is sent (the plan's graph facts of every session are not held at once:
-    about 10 MB at 20,000 sessions)."""
+class Tasks(Sequence[tuple[RenderJob, GraphFacts, Records]]):
+    """The render's tasks: each planned job with what the graph says of its session and
+    the records of the files it may read again, made when the task is sent (the plan's
+    graph facts of every session are not held at once: about 10 MB at 20,000
+    sessions)."""
 
-    def __init__(self, planned: Plan) -> None:
+    def __init__(self, planned: Plan, records: dict[str, RedactionRecord]) -> None:
         self.planned = planned
+        self.records = records
 
     @overload
-    def __getitem__(self, index: int) -> tuple[RenderJob, GraphFacts]: ...
+    def __getitem__(self, index: int) -> tuple[RenderJob, GraphFacts, Records]: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[tuple[RenderJob, GraphFacts]]: ...
+    def __getitem__(self, index: slice) -> Sequence[tuple[RenderJob, GraphFacts, Records]]: ...
     def __getitem__(
         self, index: int | slice
-    ) -> tuple[RenderJob, GraphFacts] | Sequence[tuple[RenderJob, GraphFacts]]:
+    ) -> tuple[RenderJob, GraphFacts, Records] | Sequence[tuple[RenderJob, GraphFacts, Records]]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         job = self.planned.jobs[index]
-        return job, graph_facts(self.planned, job.file_name)
+        told = graph_facts(self.planned, job.file_name)
+        records = NO_RECORDS
+        if self.records:
+            records = Records(self.records.get(job.file_name), self.records.get(told.previous_file))
+        return job, told, records
 
     def __len__(self) -> int:
         return len(self.planned.jobs)
@@ -363,9 +402,9 @@ def _start_worker(setup: RenderSetup, file_names: list[str]) -> None:
     )
 
 
-def _render_in_worker(job: RenderJob, told: GraphFacts) -> Rendered:
+def _render_in_worker(job: RenderJob, told: GraphFacts, records: Records) -> Rendered:
     assert _worker is not None, "a render job ran in a process the crew did not set up"
-    return _worker(job, told)
+    return _worker(job, told, records)
 
 
 def remove_empty_parents(folder: Path, stop: Path) -> None:

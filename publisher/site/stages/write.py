@@ -28,8 +28,8 @@ from .render import remove_empty_parents
 GENERATOR_MARK = b'<meta name="generator" content="polyglav-publisher'
 """How a site folder's ``index.html`` shows the site was built by this publisher."""
 OWN_FOLDERS = ("sessions", "assets", "rows", "events")
-"""The folders of the site that hold only what a build writes (besides ``pagefind/``, which
-search keeps in step itself)."""
+"""The folders of the site that hold only what a build writes (besides ``search/``, which
+the search stage keeps in step itself)."""
 
 
 def write_files(
