@@ -294,11 +294,10 @@ class Prices:
         self._probed: dict[int, tuple[Any, Rates]] = {}
         """id of a shipped price → (that price, kept alive; its rates)."""
 
-    def __getstate__(self) -> PriceFile | None:
-        return self._file
-
-    def __setstate__(self, state: PriceFile | None) -> None:
-        self.__init__(state)  # type: ignore[misc]
+    def __reduce__(self) -> tuple[type[Prices], tuple[PriceFile | None]]:
+        # Made again from its file (a __getstate__ returning None, the shipped table's,
+        # would skip __setstate__ and leave the slots empty).
+        return (Prices, (self._file,))
 
     def load_shipped(self) -> None:
         """Import the shipped table now (a build's process, before it forks its workers,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import pickle
 import re
 import shutil
 import subprocess
@@ -532,6 +533,14 @@ def test_a_price_file_prices_what_it_lists(tmp_path: Path) -> None:
     both = Prices(load_price_file(path))
     assert both.rates("anthropic", "claude-opus-4-6", "2026-02-01") is not None
     assert both.label.endswith(", then genai-prices " + view_version())
+    # A worker process gets the table pickled: the same table, its lookups made again.
+    for table in (Prices(), prices, both):
+        again = pickle.loads(pickle.dumps(table))
+        assert (again.key, again.label) == (table.key, table.label)
+        for provider, model in (("anthropic", "claude-opus-4-6"), ("acme", "acme-large")):
+            assert again.rates(provider, model, "2026-02-01") == table.rates(
+                provider, model, "2026-02-01"
+            )
 
 
 def view_version() -> str:
