@@ -48,9 +48,12 @@
    * "Load all", they replace the table's rows; sorting and filtering then run on the data
    * and the table shows the first PAGE matches ("Show more" adds more). */
   var F = { kind: 0, name: 1, url: 2, role: 3, created: 4, createdShort: 5, updated: 6,
-    updatedShort: 7, turns: 8, tools: 9, errors: 10, status: 11, preview: 12, meta: 13 };
+    updatedShort: 7, turns: 8, tools: 9, errors: 10, status: 11, preview: 12, meta: 13,
+    tokens: 14, cost: 15, costText: 16 };
   var COLUMN_FIELD = { kind: F.kind, name: F.name, role: F.role, created: F.created,
-    updated: F.updated, turns: F.turns, tools: F.tools, errors: F.errors, status: F.status };
+    updated: F.updated, turns: F.turns, tools: F.tools, errors: F.errors, status: F.status,
+    tokens: F.tokens, cost: F.cost };
+  var NUMERIC = [F.turns, F.tools, F.errors, F.tokens, F.cost];
   var PAGE = 500;
 
   function jsonOf(id) {
@@ -115,6 +118,9 @@
     var e = errors ? document.createElement("a") : document.createTextNode("0");
     if (errors) { e.href = (document.body.dataset.root || "") + d[F.url] + "#errors"; e.textContent = String(errors); }
     cell(tr, "Errors", "num c-errors", errors, e);
+    var tokens = d[F.tokens];
+    cell(tr, "Tokens", "num c-tokens", tokens, tokens >= 0 ? num(tokens) : "-");
+    cell(tr, "Cost", "num c-cost", d[F.cost], d[F.costText] || "-");
     var badge = document.createElement("span");
     var status = d[F.status];
     badge.className = "badge " + (statuses.indexOf(status) >= 0 ? "st-" + status : "st-unknown");
@@ -152,7 +158,7 @@
     function renderData() {
       var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.errors], d[F.status]); });
       if (sortKey !== null) {
-        var f = COLUMN_FIELD[sortKey], numeric = f === F.turns || f === F.tools || f === F.errors;
+        var f = COLUMN_FIELD[sortKey], numeric = NUMERIC.indexOf(f) >= 0;
         rows.sort(function (a, b) { var c = compare(a[f], b[f], numeric); return sortAsc ? c : -c; });
       }
       var frag = document.createDocumentFragment();
