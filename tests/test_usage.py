@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,10 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from publisher.audit import Audit
 from publisher.loader import MAX_TOKENS, session_from_json
-from publisher.model import Session
+from publisher.model import Session, ToolPart
 from publisher.render import view
 from publisher.render.markdown import export_markdown
+from publisher.render.places import turn_times
 from publisher.site.single import export_html
 from publisher.usage import (
     PriceFileError,
@@ -721,6 +723,77 @@ def test_a_call_without_a_result_time_is_tool_time_to_the_next_record() -> None:
     long = dict(doc["turns"][0], ended_at="2026-08-17T14:00:00+00:00")
     times = view.TurnTimes.of(session_from_json(session_doc(turns=[long]), "y.json").turns[0])
     assert times.idle and math.isclose(times.idle[0], 7200 - 45)
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _result_times(lines: list[str], codex: bool) -> Counter[datetime]:
+    """When each tool result was written, read from a log's lines: a Claude Code record's
+    ``tool_result`` blocks, a Codex rollout's ``function_call_output`` items."""
+    found: Counter[datetime] = Counter()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("timestamp"), str):
+            continue
+        payload, message = record.get("payload"), record.get("message")
+        if codex and isinstance(payload, dict) and record.get("type") == "response_item":
+            if payload.get("type") in ("function_call_output", "custom_tool_call_output"):
+                found[_when(record["timestamp"])] += 1
+        elif not codex and isinstance(message, dict) and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    found[_when(record["timestamp"])] += 1
+    return found
+
+
+def _ended(sessions: list[Session]) -> Counter[datetime]:
+    return Counter(
+        _when(p.ended_at)
+        for s in sessions
+        for t in s.turns
+        for p in t.parts
+        if isinstance(p, ToolPart) and p.ended_at
+    )
+
+
+@pytest.mark.site
+def test_real_logs_time_every_result_and_split_every_turn(
+    claude_project: Path, codex_project: Path
+) -> None:
+    """On the real logs: every call's result time is the time its log wrote the result
+    (read from the log's lines, not through the importer), and each turn's span is split
+    whole between the model, tools, the person and idle stretches."""
+    claude = list(loaded(claude_project).values())
+    raw: Counter[datetime] = Counter()
+    for folder in CLAUDE_UNITS:
+        for log in sorted((FIXTURES / folder).rglob("*.jsonl")):
+            raw += _result_times(log.read_text(encoding="utf-8").splitlines(), codex=False)
+    # (a replayed exchange is published once: the same times, fewer of them)
+    assert set(_ended(claude)) == set(raw) and sum(_ended(claude).values()) >= 25
+    codex = loaded(codex_project)
+    for path in sorted(CODEX.glob("rollout-*.jsonl")):
+        (session,) = [s for s in codex.values() if s.extra["imported_from"]["path"] == str(path)]
+        copied_to = max(
+            (b["lines"][1] for b in session.extra.get("codex_inherited", [])), default=0
+        )
+        lines = path.read_text(encoding="utf-8").splitlines()[copied_to:]
+        assert _ended([session]) == _result_times(lines, codex=True), path.name
+    split = 0
+    for session in [*claude, *codex.values()]:
+        for times in turn_times(session, Audit.of(session)):
+            if times.span is None:
+                continue
+            parts = (times.model, times.tool, times.person, *times.idle)
+            assert min(parts) >= 0
+            assert math.isclose(sum(parts), times.span, abs_tol=1e-6)
+            assert times.work is not None and math.isclose(times.work, times.model + times.tool)
+            split += 1
+    assert split >= 40
 
 
 # --- the archive ---------------------------------------------------------------------------
