@@ -51,9 +51,11 @@
    * a sub-session (hidden unless "show sub-sessions" is checked). */
   var F = { kind: 0, name: 1, url: 2, role: 3, created: 4, createdShort: 5, updated: 6,
     updatedShort: 7, turns: 8, tools: 9, failures: 10, status: 11, preview: 12, meta: 13,
-    own: 14, note: 15, sub: 16 };
+    own: 14, note: 15, sub: 16, tokens: 17, cost: 18, costText: 19 };
   var COLUMN_FIELD = { kind: F.kind, name: F.name, role: F.role, created: F.created,
-    updated: F.updated, turns: F.turns, tools: F.tools, failures: F.failures, status: F.status };
+    updated: F.updated, turns: F.turns, tools: F.tools, failures: F.failures, status: F.status,
+    tokens: F.tokens, cost: F.cost };
+  var NUMERIC = [F.turns, F.tools, F.failures, F.tokens, F.cost];
   var PAGE = 500;
 
   function jsonOf(id) {
@@ -127,6 +129,9 @@
       }
     } else { e.appendChild(document.createTextNode("0")); }
     cell(tr, "Failures", "num c-failures", failures, e);
+    var tokens = d[F.tokens];
+    cell(tr, "Tokens", "num c-tokens", tokens, tokens >= 0 ? num(tokens) : "-");
+    cell(tr, "Cost", "num c-cost", d[F.cost], d[F.costText] || "-");
     var badge = document.createElement("span");
     var status = d[F.status];
     badge.className = "badge " + (statuses.indexOf(status) >= 0 ? "st-" + status : "st-unknown");
@@ -169,7 +174,7 @@
     function renderData() {
       var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.failures], d[F.status], d[F.sub]); });
       if (sortKey !== null) {
-        var f = COLUMN_FIELD[sortKey], numeric = f === F.turns || f === F.tools || f === F.failures;
+        var f = COLUMN_FIELD[sortKey], numeric = NUMERIC.indexOf(f) >= 0;
         rows.sort(function (a, b) { var c = compare(a[f], b[f], numeric); return sortAsc ? c : -c; });
       }
       var frag = document.createDocumentFragment();
