@@ -93,6 +93,14 @@ Theme = Annotated[
 Search = Annotated[
     bool, typer.Option("--search/--no-search", help="Build the Pagefind full-text search index.")
 ]
+NoWait = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        help="When another build of this site is running, fail at once (exit 1) instead "
+        "of waiting for it to finish.",
+    ),
+]
 BuildQuiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress bar and no summary line.")
 ]

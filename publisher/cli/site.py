@@ -15,6 +15,7 @@ from .options import (
     BuildQuiet,
     CacheDir,
     Debug,
+    NoWait,
     Port,
     Project,
     QuietWindow,
@@ -60,6 +61,12 @@ def build_options(
     )
 
 
+def say_waiting(holder: int | None) -> None:
+    """What a build waiting for another one of the same site says (once, on stderr)."""
+    who = f" (pid {holder})" if holder is not None else ""
+    typer.echo(f"polyglav: waiting for another build of this site{who} to finish", err=True)
+
+
 def summary_line(report: BuildReport, out: Path) -> str:
     parts = [
         f"{report.sessions} sessions",
@@ -85,12 +92,14 @@ def build(
     quiet: BuildQuiet = False,
     redact: Redact = False,
     redact_values: RedactValues = None,
+    no_wait: NoWait = False,
     debug: Debug = False,
 ) -> None:
     """Build the site: one page per session, the index, search.
 
     Files that do not load are listed on the index and warned about; the build still
-    succeeds unless --strict.
+    succeeds unless --strict. One build of a site runs at a time: a second one waits for
+    the first (or, with --no-wait, exits 1).
 
     Example: polyglav site build --project sample_sessions --out /tmp/site
     """
@@ -100,6 +109,7 @@ def build(
         from ..site.progress import progress_hook
 
         options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
+        options.wait, options.on_wait = not no_wait, say_waiting
         with progress_hook(enabled=not quiet and sys.stderr.isatty()) as hook:
             options.progress = hook
             return build_site(options), options

@@ -18,6 +18,7 @@ from ..model import LoadFailure
 from . import urls
 from .context import BuildContext, BuildOptions, CachePaths, Warm
 from .manifest import ManifestDamaged, Sources
+from .lock import holding
 from .memory import Freezer, return_large_blocks
 from .pool import Crew
 from .stages.index import index
@@ -84,29 +85,40 @@ class BuildReport:
     """Files that did not load but kept their last good pages (``BuildOptions.hold``)."""
 
 
-def build_site(options: BuildOptions, warm: Warm | None = None) -> BuildReport:
+def build_site(
+    options: BuildOptions, warm: Warm | None = None, *, lock: int | None = None
+) -> BuildReport:
     """Build (or bring up to date) the site of ``options.sessions_dir`` in
     ``options.out_dir``. ``warm``: what a long-running caller keeps between builds.
+    ``lock``: the descriptor of the cache's lock when the caller holds it already
+    (``site watch`` holds it over a rebuild and its search update); else the build takes it
+    (:mod:`.lock`: it waits for another build, or raises :class:`.lock.CacheBusy` when
+    ``options.wait`` is False).
 
     A manifest whose shard file turns out damaged while the build reads it
     (:class:`.manifest.ManifestDamaged`) is dropped, and the build starts again from
     nothing: a lost cache costs time, never a wrong page."""
+    if lock is None:
+        cache = CachePaths.of(options)
+        BuildContext.check(options, cache.root)  # (a folder error before any wait)
+        with holding(cache.lock, wait=options.wait, on_wait=options.on_wait) as held:
+            return build_site(options, warm, lock=held)
     try:
-        return _build(options, warm)
+        return _build(options, warm, lock)
     except ManifestDamaged:
         if warm is not None:
             warm.manifest = None
         with contextlib.suppress(OSError):
             CachePaths.of(options).manifest.unlink()
-        return _build(options, warm)
+        return _build(options, warm, lock)
 
 
-def _build(options: BuildOptions, warm: Warm | None) -> BuildReport:
+def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
     return_large_blocks()
     ctx = BuildContext.open(options, warm)
     freezer = Freezer()
     early: EarlySearch | None = None
-    crew = Crew(ctx.workers)  # started by the scan or the render when a pool pays
+    crew = Crew(ctx.workers, (lock,))  # started by the scan or the render when a pool pays
     try:
         previous = load_state(ctx, freezer)  # its objects frozen: no collection walks them
         freezer.freeze()  # (when there was no manifest to load)

@@ -31,6 +31,7 @@ from . import staleness
 
 if TYPE_CHECKING:
     from ..render.html import HtmlRenderer
+    from .lock import WaitHook
     from .graph import ShapeMemo
     from .manifest import Manifest
     from .stages.plan import Census
@@ -117,6 +118,11 @@ class BuildOptions:
     :attr:`.build.BuildReport.pending_search`): ``site watch`` reloads pages before it."""
     tunables: Tunables = field(default_factory=Tunables)
     """Sizes that shape the work."""
+    wait: bool = True
+    """Wait while another build holds the cache folder (:mod:`.lock`); False: stop at once
+    with :class:`.lock.CacheBusy` (``--no-wait``)."""
+    on_wait: WaitHook | None = None
+    """Told the holder's process id once, when the build waits for another one."""
 
 
 def default_cache_dir(out_dir: Path) -> Path:
@@ -144,6 +150,11 @@ class CachePaths:
     def manifest(self) -> Path:
         """What the last build read and wrote (:mod:`.manifest`)."""
         return self.root / "manifest.jsonl"
+
+    @property
+    def lock(self) -> Path:
+        """Held by the build writing this cache (:mod:`.lock`): one writer at a time."""
+        return self.root / "lock"
 
     @property
     def fragments(self) -> Path:
@@ -283,9 +294,10 @@ class BuildContext:
     def tunables(self) -> Tunables:
         return self.options.tunables
 
-    @classmethod
-    def open(cls, options: BuildOptions, warm: Warm | None = None) -> BuildContext:
-        """Check the folders, load the theme, compute the key."""
+    @staticmethod
+    def check(options: BuildOptions, cache: Path) -> None:
+        """Raise :class:`..archive.ArchiveError` when the folders of ``options`` (and the
+        cache folder ``cache``) cannot be built from and into."""
         folder, out = options.sessions_dir, options.out_dir
         if not folder.is_dir():
             raise ArchiveError(f"{folder}: the sessions folder does not exist")
@@ -293,13 +305,18 @@ class BuildContext:
             raise ArchiveError(f"{out}: refusing to write the site inside the sessions folder")
         if out.exists() and not out.is_dir():
             raise ArchiveError(f"{out}: not a folder (the site folder)")
-        cache = CachePaths.of(options).root
         if is_inside(cache, folder):
             raise ArchiveError(f"{cache}: refusing to keep the cache inside the sessions folder")
         if is_inside(cache, out):
             raise ArchiveError(
                 f"{cache}: the cache folder must not be inside the site folder (it is published)"
             )
+
+    @classmethod
+    def open(cls, options: BuildOptions, warm: Warm | None = None) -> BuildContext:
+        """Check the folders, load the theme, compute the key."""
+        cache = CachePaths.of(options).root
+        cls.check(options, cache)
         theme = Theme.load(options.theme)
         theme_key = staleness.theme_key(theme)
         lasting = warm is not None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import threading
 from collections import deque
@@ -108,12 +109,26 @@ def _start_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, 
 
 
 def _serve(
-    conn: Connection, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+    conn: Connection,
+    inherited: tuple[int, ...],
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
 ) -> None:
     """A crew worker's loop: ``(func, args)`` in, ``(ok, result or exception)`` out, in order,
-    until ``None`` or the pipe closes."""
+    until ``None``, the pipe closes or the build's process is gone. ``inherited``: the
+    descriptors a forked worker closes first (the build's lock on its cache: a worker
+    outliving a killed build must not hold it)."""
+    for fd in inherited:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     _start_worker(initializer, initargs)
+    parent = multiprocessing.parent_process()
+    # A forked worker also holds the build's end of its pipe, so a build killed with -9
+    # never closes it: the parent's sentinel says it is gone.
+    watched: list[Any] = [conn] if parent is None else [conn, parent.sentinel]
     while True:
+        if conn not in wait(watched):
+            return
         try:
             message = conn.recv()
         except (EOFError, OSError):
@@ -138,8 +153,10 @@ class Crew:
     the work stays spread (such a job then runs where it was not expected: slower, same
     result)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, inherited: tuple[int, ...] = ()) -> None:
         self.workers = workers
+        self.inherited = inherited
+        """Descriptors of the build's process that its forked workers close (its lock)."""
         self._processes: list[BaseProcess] = []
         self._conns: list[Connection] = []
 
@@ -170,7 +187,11 @@ class Crew:
         args = initargs(forked) if initargs is not None else ()
         for _ in range(max(1, self.workers)):
             parent, child = mp.Pipe()
-            process = mp.Process(target=_serve, args=(child, initializer, args), daemon=True)
+            process = mp.Process(
+                target=_serve,
+                args=(child, self.inherited if forked else (), initializer, args),
+                daemon=True,
+            )
             process.start()
             child.close()
             self._processes.append(process)
