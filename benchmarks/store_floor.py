@@ -30,9 +30,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from publisher.site.manifest import Brief, Manifest  # noqa: E402
+
 from publisher.site import urls  # noqa: E402
 from publisher.site.context import CachePaths  # noqa: E402
-from publisher.site.manifest import Brief, Manifest  # noqa: E402
 
 COLUMNS = ("file_name", "size", "mtime_ns", "folder", "updated_at", "site_ino", "site_mtime_ns")
 

@@ -16,7 +16,7 @@ from sys import intern
 
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
-from .graph import Summary
+from .summary import Summary
 
 DAYS = 30
 """How many days the chart shows, at most."""

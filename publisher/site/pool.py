@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from itertools import islice
 from multiprocessing.connection import Connection, wait
@@ -218,40 +218,95 @@ class Crew:
     ) -> tuple[list[R], list[int]]:
         """``func(*job)`` for every job over the started workers: each result, in job order,
         and the worker that ran it. ``home[i]``: the worker that should run job ``i`` (None:
-        any). ``on_result`` sees each result in job order as soon as it and those before it
-        are there."""
-        assert self._processes, "start the crew first"
-        count = len(self._conns)
-        own: list[deque[int]] = [deque() for _ in range(count)]
-        anyone: deque[int] = deque()
-        for i in range(len(jobs)):
-            h = home[i] if home is not None else None
-            (own[h] if h is not None and 0 <= h < count else anyone).append(i)
-        sent: list[deque[int]] = [deque() for _ in range(count)]
+        any). ``on_result`` sees each result in job order once it and those before it are
+        there (:meth:`stream` for a run that keeps no result)."""
         results: list[Any] = [None] * len(jobs)
         there = [False] * len(jobs)
         ran_on = [0] * len(jobs)
+        delivered = 0
 
-        def next_job(worker: int) -> int | None:
-            if own[worker]:
-                return own[worker].popleft()
-            if anyone:
-                return anyone.popleft()
-            other = max(range(count), key=lambda w: len(own[w]))
-            return own[other].pop() if own[other] else None  # their last: least likely soon
+        def take(i: int, value: R, worker: int) -> None:
+            nonlocal delivered
+            results[i], there[i], ran_on[i] = value, True, worker
+            while delivered < len(jobs) and there[delivered]:
+                if on_result:
+                    on_result(results[delivered])
+                delivered += 1
+
+        homes = list(home) if home is not None else None
+        self.stream(
+            func,
+            list(jobs),
+            total=len(jobs),
+            home=(lambda i, _: homes[i]) if homes is not None else None,
+            progress=progress,
+            stage=stage,
+            on_result=take,
+        )
+        return results, ran_on
+
+    def stream(
+        self,
+        func: Callable[..., R],
+        jobs: Iterable[tuple[Any, ...]],
+        *,
+        total: int,
+        home: Callable[[int, tuple[Any, ...]], int | None] | None = None,
+        progress: ProgressHook | None,
+        stage: str,
+        on_result: Callable[[int, R, int], None],
+    ) -> None:
+        """``func(*job)`` for every job of ``jobs`` (taken as workers need them: a few
+        ahead, never all at once) over the started workers; ``on_result(i, result, worker)``
+        sees each result as it comes back (not in job order), and no result is kept.
+        ``home(i, job)``: the worker that should run job ``i`` (None: any); a worker with none of
+        its own takes the others' last ones. ``total``: how many jobs there are (progress)."""
+        assert self._processes, "start the crew first"
+        count = len(self._conns)
+        source = iter(jobs)
+        own: list[deque[tuple[int, tuple[Any, ...]]]] = [deque() for _ in range(count)]
+        anyone: deque[tuple[int, tuple[Any, ...]]] = deque()
+        sent: list[deque[int]] = [deque() for _ in range(count)]
+        pulled = 0
+        exhausted = False
+        lookahead = WINDOW * count
+
+        def pull() -> bool:
+            nonlocal pulled, exhausted
+            if exhausted:
+                return False
+            job = next(source, None)
+            if job is None:
+                exhausted = True
+                return False
+            h = home(pulled, job) if home is not None else None
+            (own[h] if h is not None and 0 <= h < count else anyone).append((pulled, job))
+            pulled += 1
+            return True
+
+        def next_job(worker: int) -> tuple[int, tuple[Any, ...]] | None:
+            while True:
+                if own[worker]:
+                    return own[worker].popleft()
+                if anyone:
+                    return anyone.popleft()
+                if sum(map(len, own)) < lookahead and pull():
+                    continue
+                other = max(range(count), key=lambda w: len(own[w]))
+                return own[other].pop() if own[other] else None  # their last: least likely soon
 
         def feed(worker: int) -> None:
             while len(sent[worker]) < IN_FLIGHT:
-                i = next_job(worker)
-                if i is None:
+                item = next_job(worker)
+                if item is None:
                     return
+                i, job = item
                 sent[worker].append(i)
-                ran_on[i] = worker
-                self._send(self._conns[worker], func, jobs[i])
+                self._send(self._conns[worker], func, job)
 
         for worker in range(count):
             feed(worker)
-        delivered = 0
+        done = 0
         while any(sent):
             busy = {self._conns[w]: w for w in range(count) if sent[w]}
             for conn in wait(list(busy)):
@@ -260,15 +315,11 @@ class Crew:
                 i = sent[worker].popleft()
                 if not ok:
                     raise value
-                results[i], there[i] = value, True
                 feed(worker)
-            while delivered < len(jobs) and there[delivered]:
-                if on_result:
-                    on_result(results[delivered])
-                delivered += 1
+                on_result(i, value, worker)
+                done += 1
                 if progress:
-                    progress(stage, delivered, len(jobs))
-        return results, ran_on
+                    progress(stage, done, total)
 
     def _send(self, conn: Connection, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
         try:

@@ -55,15 +55,15 @@ class PageFacts:
         lineage, cycle = graph.lineage(session_name)
         children = []
         for name in graph.children(session_name):
-            brief = graph.all.get(name)
-            children.append((name, brief is not None, brief.role if brief else ""))
+            node = graph.node(name)
+            children.append((name, node is not None, node.role if node is not None else ""))
         refs = {}
         for ref in sorted(ref_candidates):
-            target = graph.refs.resolve(ref)
+            target = graph.resolve(ref)
             if target is not None:
                 refs[ref] = target
         return cls(
-            lineage=[(n, n in graph.all) for n in lineage],
+            lineage=[(n, graph.present(n)) for n in lineage],
             lineage_cycle=cycle,
             children=children,
             refs=refs,

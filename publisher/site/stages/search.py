@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import urls
+from ..catalog import Catalog
 from ..context import BuildContext, ProgressHook, Tunables
 from ..search import PAGE_RE, EarlyIndex, SearchPaths, remove_search, update_search
 from .plan import Plan
@@ -68,20 +68,16 @@ class EarlySearch:
         self.index.finish()
 
 
-def start_search(ctx: BuildContext, planned: Plan) -> EarlySearch | None:
+def start_search(ctx: BuildContext, catalog: Catalog, planned: Plan) -> EarlySearch | None:
     """The search index, started before the render when the build indexes (not deferred,
     Pagefind installed) and renders at least one session."""
     if not ctx.options.search or ctx.options.defer_search or not planned.jobs:
         return None
     if not pagefind_available():
         return None
-    rendering = {job.file_name for job in planned.jobs}
     expected: dict[str, dict[str, str] | None] = {}
-    for file_name, state in planned.sources.items():
-        if state.summary is None:
-            continue
-        folder = urls.slug(state.summary.name)
-        expected[folder] = None if file_name in rendering else dict(state.outputs)
+    for folder, file_name, rendering in catalog.published_outputs():
+        expected[folder] = None if rendering else catalog.outputs_of(file_name)
     index = EarlyIndex(
         ctx.out,
         expected,

@@ -1,0 +1,300 @@
+"""What the rest of the archive needs of one session: its :class:`Summary`.
+
+A summary is all the index, the archive-wide pages and the other sessions' pages use of a
+session, made when the session is scanned: a build does not read the file again for them.
+The catalog keeps it as data (:mod:`.catalog`: the whole summary as a JSON row, and the
+fields the index sorts and filters on as columns of their own).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from sys import intern
+from typing import Any
+
+from ..audit import Audit, delegations
+from ..model import Session
+from ..render import view
+from .urls import PageLimits, page_starts, turn_href
+
+
+@dataclass(slots=True, frozen=True)
+class Summary:
+    """Per-session facts for the index and for links from other pages."""
+
+    name: str
+    """Session name."""
+    file_name: str
+    """File name in the sessions folder."""
+    session_id: str
+    """The id field."""
+    kind: str
+    """ses, job, sub or named."""
+    role: str
+    """Owning role."""
+    version: str
+    """Polyglav version."""
+    created_at: str
+    """Creation timestamp."""
+    updated_at: str
+    """Last update timestamp."""
+    parent_id: str
+    """Parent session name."""
+    sub_sessions: tuple[str, ...]
+    """Declared sub-sessions."""
+    turns: int
+    """Number of turns."""
+    tool_calls: int
+    """Number of tool parts."""
+    errors: int
+    """Number of error entries."""
+    last_status: str
+    """Status of the last turn."""
+    first_prompt: str
+    """First line of the first prompt (for the index)."""
+    decisions: tuple[tuple[str, int], ...] = field(default=())
+    """Permission decision counts, sorted by decision."""
+    redacted: int = 0
+    """Secrets redacted from the session (when the build redacts)."""
+    origin: str = ""
+    """Where an imported session came from (its ``imported_from``: agent and source), or
+    empty for a native session."""
+    error_events: tuple[tuple[str, str, str, str, str, str], ...] = field(default=())
+    """Its errors for the archive's Errors page, in file order: (UTC sort time, time as
+    written, turn index or "", link to the turn in the session's folder on the page that
+    holds it (``page-2.html#turn-200``) or "", code, message)."""
+    decision_events: tuple[tuple[str, str, str, str, str, str, str, str], ...] = field(default=())
+    """Its permission decisions for the Decisions page, in file order: (UTC sort time, time
+    as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
+    link to the tool call, or to the turn, in the session's folder on the page that holds
+    it (``page-2.html#turn-200.3``), or "")."""
+    spawns: tuple[tuple[str, str, str, str], ...] = field(default=())
+    """Its delegate calls, in file order: (the sub-session the call names or "", the role
+    it asked for, its timestamp, link to the call in the session's folder on the page that
+    holds it, ``page-2.html#turn-200.3``); which sub-session each spawned is
+    :func:`publisher.audit.match_delegations` of these and the session's children."""
+
+    @classmethod
+    def of(cls, session: Session, redacted: int = 0, limits: PageLimits | None = None) -> Summary:
+        """``limits``: how the session's pages are cut (where its turns are linked)."""
+        from ..render.markup import plain_inline
+        from ..render.text import first_line
+        from ..render.view import prompt_of
+
+        audit = Audit.of(session)  # errors and decisions placed once, for both lists
+        first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        first = first_line(plain_inline(first), 120)
+        decisions = Counter(p.decision for p in session.permissions)
+        where = TurnLinks.of(session, limits)
+        return cls(
+            name=session.session_name,
+            file_name=session.file_name,
+            session_id=session.session_id,
+            kind=session.kind,
+            role=session.role,
+            version=session.version,
+            created_at=session.created_at,
+            updated_at=session.updated_at,
+            parent_id=session.parent_id,
+            sub_sessions=tuple(session.sub_sessions),
+            turns=len(session.turns),
+            tool_calls=session.tool_calls,
+            errors=len(session.errors),
+            last_status=session.last_status,
+            first_prompt=first,
+            decisions=tuple(sorted(decisions.items())),
+            redacted=redacted,
+            origin=origin_of(session),
+            error_events=error_events(session, audit, where),
+            decision_events=decision_events(session, audit, where),
+            spawns=spawns_of(session, where),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in SUMMARY_FIELDS}
+
+    def __reduce__(self) -> tuple[Callable[..., Summary], tuple[Any, ...]]:
+        """Pickled as its values in field order, unpickled by one call of the class (about
+        twice as fast as the slots' default state: a full build's scan results come from the
+        pool this way)."""
+        return (_unpickled, _VALUES(self))
+
+    def to_row(self) -> list[object]:
+        """The fields in order, as JSON values (lists, never tuples)."""
+        row: list[object] = [getattr(self, name) for name in SUMMARY_FIELDS]
+        row[_SUB_SESSIONS] = list(self.sub_sessions)
+        for index in _NESTED.values():
+            row[index] = [list(d) for d in row[index]]  # type: ignore[attr-defined]
+        return row
+
+    @classmethod
+    def from_trusted_row(cls, row: list[Any]) -> Summary:
+        """The summary of :meth:`to_row`'s list, as this publisher wrote it (the manifest's
+        checksum vouches for it)."""
+        return _shared(list(row))
+
+
+MESSAGE_CHARS = 300
+"""How much of an error message the Errors page shows (the session page has all of it)."""
+
+
+def _sort_time(stamp: str) -> str:
+    from ..audit import utc_time
+
+    when = utc_time(stamp)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f") if when is not None else ""
+
+
+def _cut(text: str, limit: int = MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(slots=True, frozen=True)
+class TurnLinks:
+    """Where a session's turns are: each one's anchor and the pages they are cut into."""
+
+    anchors: list[str]
+    """Each turn's element id, by position (:func:`publisher.render.view.turn_anchors`)."""
+    starts: tuple[int, ...]
+    """:func:`.urls.page_starts` of the session."""
+
+    @classmethod
+    def of(cls, session: Session, limits: PageLimits | None = None) -> TurnLinks:
+        from ..render.view import turn_anchors
+
+        return cls(turn_anchors(session), page_starts(session, limits))
+
+    def href(self, position: int, suffix: str = "") -> str:
+        """The link to the turn at ``position`` (``suffix``: ``.3`` for its call 3) in the
+        session's folder, on the page that holds it."""
+        return turn_href(self.starts, position, self.anchors[position] + suffix)
+
+
+def spawns_of(
+    session: Session, where: TurnLinks | None = None
+) -> tuple[tuple[str, str, str, str], ...]:
+    """:attr:`Summary.spawns` of a session."""
+    where = where or TurnLinks.of(session)
+    return tuple(
+        (call.named, call.role, call.timestamp, where.href(position, f".{number}"))
+        for position, number, call in delegations(session)
+    )
+
+
+def error_events(
+    session: Session, audit: Audit | None = None, where: TurnLinks | None = None
+) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    """:attr:`Summary.error_events` of a session (placed by :mod:`publisher.audit`;
+    ``audit``: the session's, when the caller has it; ``where``: its turns' links)."""
+    audit = audit or Audit.of(session)
+    where = where or TurnLinks.of(session)
+    out = []
+    for error, place in zip(session.errors, audit.errors, strict=True):
+        position = place.position
+        turn = "" if position is None else str(session.turns[position].index)
+        out.append(
+            (
+                _sort_time(error.timestamp),
+                error.timestamp,
+                turn,
+                "" if position is None else where.href(position),
+                str(error.code),
+                _cut(error.message),
+            )
+        )
+    return tuple(out)
+
+
+def decision_events(
+    session: Session, audit: Audit | None = None, where: TurnLinks | None = None
+) -> tuple[tuple[str, str, str, str, str, str, str, str], ...]:
+    """:attr:`Summary.decision_events` of a session (matched by :mod:`publisher.audit`;
+    ``audit``: the session's, when the caller has it; ``where``: its turns' links)."""
+    audit = audit or Audit.of(session)
+    where = where or TurnLinks.of(session)
+    places = [(d.position, d.part) for d in audit.decisions]
+    out = []
+    for permission, (position, number) in zip(session.permissions, places, strict=True):
+        turn = "" if position is None else str(session.turns[position].index)
+        label = f"{turn}.{number}" if turn and number is not None else turn
+        out.append(
+            (
+                _sort_time(permission.timestamp),
+                permission.timestamp,
+                permission.decision,
+                _cut(permission.tool, 200),
+                _cut(permission.action, 200),
+                _cut(permission.path),
+                label,
+                ""
+                if position is None
+                else where.href(position, "" if number is None else f".{number}"),
+            )
+        )
+    return tuple(out)
+
+
+def origin_of(session: Session) -> str:
+    """``Claude Code: <source>`` of an imported session (:func:`.view.origin`), "" when it
+    was not imported."""
+    found = view.origin(session)
+    if found is None:
+        return ""
+    label = f"{found.label}: {found.path}" if found.path else found.label
+    return label if len(label) <= 160 else label[:159] + "…"
+
+
+SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+"""The names of a summary's fields, in order (its manifest row)."""
+_VALUES = operator.attrgetter(*SUMMARY_FIELDS)
+"""A summary's values in field order (:meth:`Summary.__reduce__`)."""
+_SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
+_SHARED = [
+    SUMMARY_FIELDS.index(name) for name in ("kind", "role", "version", "last_status", "origin")
+]
+_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS = (
+    SUMMARY_FIELDS.index(name)
+    for name in ("decisions", "error_events", "decision_events", "spawns")
+)
+
+
+def _unpickled(*values: Any) -> Summary:
+    """A summary from its pickled values (:meth:`Summary.__reduce__`)."""
+    return _shared(list(values))
+
+
+def _shared(row: list[Any]) -> Summary:
+    """A summary from its values in field order (lists or tuples where it holds tuples:
+    made tuples here, a tuple kept as it is), its few-valued texts (kind, role, version, status, origin, decisions, error codes, tools and
+    actions) interned: every session's would otherwise be a copy of its own, which at 20,000
+    sessions is about 8 MB of a full build's memory (from the pool) or of a build that
+    decodes every state (from the manifest)."""
+    for index in _SHARED:
+        row[index] = intern(row[index])
+    row[_SUB_SESSIONS] = tuple(row[_SUB_SESSIONS])
+    row[_SPAWNS] = tuple(
+        (named, intern(role), stamp, href) for named, role, stamp, href in row[_SPAWNS]
+    )
+    row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
+    row[_ERROR_EVENTS] = tuple(
+        (sort, time, turn, anchor, intern(code), message)
+        for sort, time, turn, anchor, code, message in row[_ERROR_EVENTS]
+    )
+    row[_DECISION_EVENTS] = tuple(
+        (sort, time, intern(decision), intern(tool), intern(action), path, turn, anchor)
+        for sort, time, decision, tool, action, path, turn, anchor in row[_DECISION_EVENTS]
+    )
+    return Summary(*row)
+
+
+_NESTED_TYPES: dict[str, tuple[type, ...]] = {
+    "decisions": (str, int),
+    "error_events": (str,) * 6,
+    "decision_events": (str,) * 8,
+    "spawns": (str, str, str, str),
+}
+"""The fields that are lists of tuples, with the types of each tuple's values."""
+_NESTED = {name: SUMMARY_FIELDS.index(name) for name in _NESTED_TYPES}
