@@ -21,6 +21,8 @@ from publisher.site.fragments import SUFFIX as FRAGMENT_SUFFIX
 from tests.helpers import (
     JOB,
     MAIN,
+    NOTES,
+    REVIEW,
     OLD_NS,
     RACY_WINDOW_NS,
     SECURITY,
@@ -300,6 +302,40 @@ def test_a_page_deleted_from_the_site_by_hand_is_written_again(tmp_path: Path, d
         **({stray: tree_digest(out)[stray]} if damage == "added" else {}),
     }
     assert build(sessions, out).sessions_rendered == 0  # the folder's new stamp is kept
+
+
+@pytest.mark.parametrize("damage", ["page", "sessions"])
+def test_the_site_folders_checked_in_a_process_of_their_own(
+    tmp_path: Path, monkeypatch: Any, damage: str
+) -> None:
+    """On a large archive the site's folders are checked in a forked process while the
+    build scans (``FolderCheck``): a page deleted by hand is written again as when the
+    build checks them itself, and a session this build set is checked by the build."""
+    from publisher.site.stages import plan as plan_stage
+
+    found: list[set[str] | None] = []
+    real = plan_stage.FolderCheck.result
+
+    def result(self: Any) -> set[str] | None:
+        found.append(real(self))
+        return found[-1]
+
+    monkeypatch.setattr(plan_stage.FolderCheck, "result", result)
+    tunables = Tunables(fork_check_bytes=0)  # every catalog is large enough
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out, tunables=tunables)
+    if damage == "page":
+        page_of(out, JOB).unlink()
+    else:
+        shutil.rmtree(out / "sessions")
+    append_prompt(sessions / f"{SECURITY}.json", "set this build")
+    report = build(sessions, out, tunables=tunables)
+    # The forked process found the disturbed folders (every one when ``sessions/`` went).
+    assert found[-1] == ({JOB} if damage == "page" else {JOB, MAIN, SECURITY, NOTES, REVIEW})
+    assert report.sessions_rendered == (5 if damage == "sessions" else 2)
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    assert build(sessions, out, tunables=tunables).sessions_rendered == 0
 
 
 def test_a_build_without_its_cache_sweeps_only_a_site_that_was_there(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ decision, each group newest first. Events without a readable time come last.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from markupsafe import Markup
 
@@ -26,6 +26,7 @@ from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
 from . import urls
 from .catalog import Catalog
+from .index import PageCounts
 from .summary import Summary
 
 PAGES = ("errors", "decisions")
@@ -136,6 +137,7 @@ def shard_text(page: str, index: int, rows: list[tuple[str, str, str, str, str]]
 def render_archive_pages(
     renderer: HtmlRenderer,
     catalog: Catalog,
+    counts: Mapping[str, PageCounts],
     *,
     kinds: list[str],
     roles: list[str],
@@ -154,11 +156,13 @@ def render_archive_pages(
     A page holds its first ``first_rows`` rows as HTML; when it has more, every row is in
     ``events/<page>-*-of-*.js`` shards (a session's rows in the shard of its name's hash, as
     the index's: :func:`.urls.row_slot`), which ``archive.js`` loads for filters and "Load
-    all". ``redaction``: the archive's redaction note when redaction is on."""
+    all". ``counts``: each page's sessions, rows and filter values (:class:`.index.Overview`).
+    ``redaction``: the archive's redaction note when redaction is on."""
     render_missing_rows(renderer, catalog)
     made: dict[str, list[str]] = {}
     for page in PAGES:
-        sessions, total = catalog.event_totals(page)
+        found = counts.get(page) or PageCounts()
+        sessions, total = found.sessions, found.rows
         count = urls.row_shard_count(sessions, per_shard, most_shards) if total > first_rows else 0
         made[page] = [urls.event_shard_path(page, i, count) for i in range(count)]
         wanted = shards(page, count) if count else ()
@@ -169,15 +173,14 @@ def render_archive_pages(
             )
         if page not in pages:
             continue
-        counts = catalog.event_values(page)
         html = renderer.template(f"{page}.html").render(
             page=ArchivePage(
                 rows_html=[Markup(h) for h in catalog.first_events(page, first_rows)],
                 kinds=kinds,
                 roles=roles,
-                values=sorted(counts),
+                values=sorted(found.values),
                 sessions=sessions,
-                counts=counts,
+                counts=dict(found.values),
                 total=total,
                 shards=made[page],
                 redaction=redaction,

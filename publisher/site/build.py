@@ -21,7 +21,7 @@ from .lock import holding
 from .memory import return_large_blocks
 from .pool import Crew
 from .stages.index import index, options_of
-from .stages.plan import plan
+from .stages.plan import FolderCheck, plan
 from .stages.render import render
 from .stages.scan import scan
 from .stages.search import (
@@ -121,6 +121,10 @@ def build_site(
 def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
     return_large_blocks()
     ctx = BuildContext.open(options, warm)
+    # Forked before the catalog is opened (no connection is carried across a fork); a
+    # watcher's build told what changed checks no folder.
+    told = bool(ctx.warm.generation) and ctx.warm.seen is not None
+    folders = None if told else FolderCheck.start(ctx)
     catalog = open_state(ctx)
     early: EarlySearch | None = None
     crew = Crew(ctx.workers, (lock,))  # started by the scan or the render when a pool pays
@@ -132,7 +136,8 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         hinted = ctx.warm.generation and ctx.warm.generation == catalog.meta.generation
         seen, ctx.warm.seen = ctx.warm.seen if hinted else None, None
         scanned = scan(ctx, catalog, crew, seen)
-        planned = plan(ctx, catalog, scanned)
+        planned = plan(ctx, catalog, scanned, folders)
+        folders = None
         early = start_search(ctx, catalog, planned)  # indexes finished shards during the render
         rendered = render(ctx, catalog, planned, scanned, crew, early.rendered if early else None)
         crew.close()  # what its workers kept goes with them
@@ -146,7 +151,7 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), catalog.outputs_of(""))
         search_on = ctx.options.search and pagefind_available()
-        index_hashes, index_written = index(
+        index_hashes, index_written, published = index(
             ctx, catalog, graph_key, failures, search_on, watched=scanned.watched
         )
         catalog.record_outputs("", {**asset_hashes, **index_hashes})
@@ -158,7 +163,6 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         del produced
         stamp_folders(ctx, catalog)
         warnings = [f"{f.file_name}: {f.reason}" for f in failures] + catalog.warnings()
-        published = catalog.count_published()
         save_state(
             ctx,
             catalog,
@@ -184,6 +188,8 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
             held=scanned.holds.failures,
         )
     finally:
+        if folders is not None:
+            folders.close()
         crew.close()
         if early is not None:  # the build stopped: wait for the Pagefind runs it started
             early.close()

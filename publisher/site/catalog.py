@@ -175,6 +175,9 @@ CREATE INDEX sources_ident ON sources (ident) WHERE ident IS NOT NULL;
 CREATE INDEX sources_lane ON sources (lane, name) WHERE published;
 CREATE INDEX sources_gen ON sources (gen);
 CREATE INDEX sources_rendered ON sources (rendered);
+CREATE INDEX sources_scanned ON sources (scanned);
+CREATE INDEX sources_unpublished ON sources (file_name) WHERE NOT published;
+CREATE INDEX sources_warned ON sources (file_name) WHERE published AND warnings != '[]';
 CREATE TABLE summaries (
     file_name TEXT PRIMARY KEY,
     summary TEXT NOT NULL,
@@ -212,6 +215,10 @@ CREATE TEMP TABLE jobs (file_name TEXT PRIMARY KEY, size INTEGER NOT NULL) WITHO
 CREATE TEMP TABLE was AS SELECT * FROM main.sources WHERE 0;
 CREATE TEMP TABLE was_summaries AS SELECT * FROM main.summaries WHERE 0;
 CREATE TEMP TABLE was_events AS SELECT * FROM main.events WHERE 0;
+CREATE TEMP TABLE snap (file_name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE INDEX temp.was_file ON was (file_name);
+CREATE INDEX temp.was_summaries_file ON was_summaries (file_name);
+CREATE INDEX temp.was_events_file ON was_events (file_name);
 """
 """A build's scratch tables (gone with its connection): the folder's listing, the files to
 read, the sessions to render, and the last build's rows of every file this build set or
@@ -383,6 +390,8 @@ class Meta:
     """The sessions folder it was built from (absolute)."""
     redacted: bool = False
     """It was built with redaction (its summaries may differ from the files)."""
+    files: int = 0
+    """How many rows ``sources`` has (a build tells from it whether a file went)."""
 
     @classmethod
     def read(cls, con: sqlite3.Connection) -> Meta:
@@ -395,6 +404,7 @@ class Meta:
             index=values.get("index", ""),
             sessions=values.get("sessions", ""),
             redacted=values.get("redacted", "") == "1",
+            files=int(values.get("files", "0")),
         )
 
 
@@ -544,6 +554,25 @@ class Catalog:
     def close(self) -> None:
         self.con.close()
 
+    @staticmethod
+    def recorded_folders(path: Path, key: str) -> Iterator[tuple[str, str, int, int]]:
+        """(session name, site folder, inode, mtime_ns) of every session the last committed
+        build of the catalog at ``path`` published, when it was made under the build key
+        ``key`` (else none), read-only: what a process forked before the build opened the
+        catalog checks (:class:`.stages.plan.FolderCheck`)."""
+        con = _connect(os.fspath(path), read_only=True)
+        try:
+            meta = dict(con.execute("SELECT name, value FROM meta"))
+            if meta.get("key") != key or meta.get("schema") != schema_id():
+                return
+            yield from _each(
+                con.execute(
+                    "SELECT name, folder, site_ino, site_mtime_ns FROM sources WHERE published"
+                )
+            )
+        finally:
+            con.close()
+
     def published_outputs(self) -> Iterator[tuple[str, str, bool]]:
         """(site folder, file name, to be rendered this build) of every published session."""
         for folder, file_name, job in self.con.execute(
@@ -570,6 +599,7 @@ class Catalog:
             "index": meta.index,
             "sessions": meta.sessions,
             "redacted": "1" if meta.redacted else "",
+            "files": str(meta.files),
         }
         self.con.executemany(
             "INSERT OR REPLACE INTO meta VALUES (?, CAST(? AS TEXT))",
@@ -590,7 +620,9 @@ class Catalog:
         mtime_ns; -1, -1 when not stat'ed), in any order; ``keep``: set the stamps of these
         listed files instead (the others stay listed)."""
         con = self.con
-        rows = ((text(name), size, mtime) for name, size, mtime in names)
+        rows = (
+            (name if name.isascii() else text(name), size, mtime) for name, size, mtime in names
+        )
         if keep:
             con.executemany(
                 "UPDATE listing SET size = ?2, mtime_ns = ?3 WHERE name = CAST(?1 AS TEXT)", rows
@@ -619,15 +651,15 @@ class Catalog:
     def to_read_count(self) -> int:
         return int(self.con.execute("SELECT count(*) FROM to_read").fetchone()[0])
 
-    def new_files_exist(self) -> bool:
-        """True when a listed file has no row in the catalog."""
-        return (
-            self.con.execute(
-                "SELECT 1 FROM listing l WHERE NOT EXISTS"
-                " (SELECT 1 FROM sources s WHERE s.file_name = l.name) LIMIT 1"
-            ).fetchone()
-            is not None
-        )
+    def listed_files(self) -> tuple[int, int]:
+        """(how many files are listed, how many of them the catalog has no row of), when
+        every listed file is to be read or has a row: the new ones are among those to read."""
+        listed = int(self.con.execute("SELECT count(*) FROM listing").fetchone()[0])
+        new = self.con.execute(
+            "SELECT count(*) FROM to_read t WHERE NOT EXISTS"
+            " (SELECT 1 FROM sources s WHERE s.file_name = t.name)"
+        ).fetchone()[0]
+        return listed, int(new)
 
     def new_files(self) -> list[str]:
         """Listed files the catalog has no row of."""
@@ -762,20 +794,40 @@ class Catalog:
 
     def keep_was(self, file_name: str) -> None:
         """Move the rows of ``file_name`` into ``was`` (a file set or dropped this build: the
-        last build's rows are what the index stage compares with)."""
+        last build's rows are what the stages after the scan compare with)."""
         con = self.con
         param = (text(file_name),)
         where = "WHERE file_name = CAST(? AS TEXT)"
-        if con.execute(f"INSERT INTO was SELECT * FROM sources {where}", param).rowcount:
-            con.execute(f"INSERT INTO was_summaries SELECT * FROM summaries {where}", param)
-            con.execute(f"INSERT INTO was_events SELECT * FROM events {where}", param)
+        if self._snapshot(where, param):
             con.execute(f"DELETE FROM sources {where}", param)
             con.execute(f"DELETE FROM summaries {where}", param)
             con.execute(f"DELETE FROM events {where}", param)
 
+    def _snapshot(self, where: str, params: Sequence[object] | Mapping[str, object]) -> int:
+        """Copy into ``was`` the rows of ``sources`` ``where`` selects (``params``) that are
+        not there yet, with their summaries and events; how many rows were copied."""
+        con = self.con
+        fresh = "NOT EXISTS (SELECT 1 FROM was w WHERE w.file_name = s.file_name)"
+        con.execute("DELETE FROM snap")
+        copied = con.execute(
+            f"INSERT INTO snap SELECT s.file_name FROM sources s {where} AND {fresh}", params
+        ).rowcount
+        if copied:
+            # (CROSS JOIN: the few rows of ``snap`` drive the loop, each looked up by key)
+            for table, into in (("sources", "was"), ("summaries", "was_summaries")):
+                con.execute(
+                    f"INSERT INTO {into} SELECT t.* FROM snap CROSS JOIN {table} t"
+                    " ON t.file_name = snap.file_name"
+                )
+            con.execute(
+                "INSERT INTO was_events SELECT e.* FROM snap CROSS JOIN events e"
+                " ON e.file_name = snap.file_name"
+            )
+        return int(copied)
+
     def restore(self, file_name: str) -> None:
         """Put back the last build's rows of ``file_name`` (a held file: its last good
-        pages stay)."""
+        pages stay), as rows set by this build."""
         con = self.con
         param = (text(file_name),)
         where = "WHERE file_name = CAST(? AS TEXT)"
@@ -784,6 +836,7 @@ class Catalog:
         con.execute(f"INSERT INTO sources SELECT * FROM was {where}", param)
         con.execute(f"INSERT INTO summaries SELECT * FROM was_summaries {where}", param)
         con.execute(f"INSERT INTO events SELECT * FROM was_events {where}", param)
+        con.execute(f"UPDATE sources SET gen = ? {where}", (self.gen, *param))
 
     def set_facts_key(self, file_name: str, facts_key: str) -> None:
         self.con.execute(
@@ -810,19 +863,19 @@ class Catalog:
             else " AND name IN (SELECT name FROM sources WHERE gen = :gen AND name IS NOT NULL"
             " UNION SELECT name FROM was WHERE name IS NOT NULL)"
         )
+        if not everything:
+            # A row whose flag changes is kept in ``was`` as it was (its part of the index's
+            # counts, its shard): what the stages after compare with.
+            changing = f"WHERE s.published != {now.replace('sources.', 's.')}{scope}"
+            self._snapshot(changing, {"gen": self.gen})
         self.con.execute(
             f"UPDATE sources SET gen = :gen, published = {now} WHERE published != {now}{scope}",
             {"gen": self.gen},
         )
-        if not everything:
-            # A row that stopped loading keeps no flag (its name is NULL now).
-            self.con.execute(
-                "UPDATE sources SET published = 0, gen = :gen WHERE published AND name IS NULL",
-                {"gen": self.gen},
-            )
 
     def render_failed(self, file_name: str, reason: str) -> None:
         """A session whose render failed: listed as not loading (until its file changes)."""
+        self._snapshot("WHERE s.file_name = CAST(? AS TEXT)", (text(file_name),))
         self.con.execute(
             "UPDATE sources SET render_error = CAST(? AS TEXT), published = 0, facts_key = '',"
             " sha256 = '', gen = ?, rendered = ? WHERE file_name = CAST(? AS TEXT)",
@@ -886,17 +939,23 @@ class Catalog:
 
     def stale_outputs(self) -> list[str]:
         """The files of the site this build did not make again and no longer publishes:
-        of the index pages and assets, of the sessions it rendered, of the sessions no
-        longer published (gone, failing, a second file of a name)."""
-        return [
-            r[0]
-            for r in self.con.execute(
-                "SELECT o.path FROM outputs o LEFT JOIN sources s ON s.file_name = o.source"
-                " WHERE o.made < ? AND (o.source = '' OR s.file_name IS NULL OR NOT s.published"
-                " OR s.rendered = ?) ORDER BY o.path",
-                (self.gen, self.gen),
-            )
-        ]
+        of the index pages and assets, of the sessions it rendered, of the sessions set or
+        dropped this build that are not published now (gone, failing, a second file of a
+        name), by path."""
+        return sorted(
+            {
+                r[0]
+                for r in self.con.execute(
+                    "SELECT path FROM outputs WHERE source = '' AND made < :gen"
+                    " UNION SELECT o.path FROM sources s CROSS JOIN outputs o"
+                    " ON o.source = s.file_name WHERE s.rendered = :gen AND o.made < :gen"
+                    " UNION SELECT o.path FROM was w CROSS JOIN outputs o ON o.source = w.file_name"
+                    " WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.file_name = w.file_name"
+                    " AND s.published)",
+                    {"gen": self.gen},
+                )
+            }
+        )
 
     def drop_output(self, rel: str) -> None:
         """A file removed from the site (listed in ``removed``)."""
@@ -1054,11 +1113,14 @@ class Catalog:
             )
         )
 
-    def folders(self) -> Iterator[tuple[str, str, int, int]]:
-        """(session name, site folder, inode, mtime_ns) of every published session."""
+    def folders(self, *, set_now: bool = False) -> Iterator[tuple[str, str, int, int]]:
+        """(session name, site folder, inode, mtime_ns) of every published session (or,
+        ``set_now``, of those this build set)."""
+        where = "published AND gen = :gen" if set_now else "published"
         yield from _each(
             self.con.execute(
-                "SELECT name, folder, site_ino, site_mtime_ns FROM sources WHERE published"
+                f"SELECT name, folder, site_ino, site_mtime_ns FROM sources WHERE {where}",
+                {"gen": self.gen},
             )
         )
 
@@ -1250,6 +1312,31 @@ class Catalog:
             )
         )
 
+    def counts_of(self, side: str) -> Iterator[tuple[str, str, str, str, int, int, int]]:
+        """(kind, role, day, outcome, error rows, decision rows, secrets redacted) of the
+        published sessions: ``"all"`` of them, those this build set (``"now"``), or the
+        last build's rows of the sessions this build set or dropped (``"was"``)."""
+        columns = "kind, role, day, outcome, error_rows, decision_rows, redacted"
+        sql = {
+            "all": f"SELECT {columns} FROM sources WHERE published",
+            "now": f"SELECT {columns} FROM sources WHERE published AND gen = :gen",
+            "was": f"SELECT {columns} FROM was WHERE published",
+        }[side]
+        yield from _each(self.con.execute(sql, {"gen": self.gen}))
+
+    def event_counts_of(self, side: str) -> Iterator[tuple[str, str, str]]:
+        """(page, filter value, UTC time) of the rows the published sessions give the
+        archive-wide pages (``side``: as :meth:`counts_of`)."""
+        sql = {
+            "all": "SELECT e.page, e.value, e.sort_time FROM events e JOIN sources s"
+            " ON s.file_name = e.file_name WHERE s.published",
+            "now": "SELECT e.page, e.value, e.sort_time FROM events e JOIN sources s"
+            " ON s.file_name = e.file_name WHERE s.published AND s.gen = :gen",
+            "was": "SELECT e.page, e.value, e.sort_time FROM was_events e JOIN was w"
+            " ON w.file_name = e.file_name WHERE w.published",
+        }[side]
+        yield from _each(self.con.execute(sql, {"gen": self.gen}))
+
     def family_roots(self) -> list[str]:
         """The published sessions without a parent in the archive that have sub-sessions
         (declared, or naming them as parent) or name a parent (one not in the archive), by
@@ -1276,15 +1363,21 @@ class Catalog:
         ):
             yield name
 
-    def files_missing_event_html(self) -> list[str]:
-        """The published sessions with rows on the archive-wide pages not rendered yet."""
-        return [
-            r[0]
-            for r in self.con.execute(
+    def files_missing_event_html(self, batch: int = 500) -> Iterator[str]:
+        """The published sessions with rows on the archive-wide pages not rendered yet, by
+        file name, read ``batch`` at a time (the caller renders them meanwhile)."""
+        last: str | bytes = ""
+        while True:
+            rows = self.con.execute(
                 "SELECT DISTINCT e.file_name FROM events e JOIN sources s"
-                " ON s.file_name = e.file_name WHERE s.published AND e.html IS NULL ORDER BY 1"
-            )
-        ]
+                " ON s.file_name = e.file_name WHERE s.published AND e.html IS NULL"
+                " AND e.file_name > CAST(? AS TEXT) ORDER BY 1 LIMIT ?",
+                (last, batch),
+            ).fetchall()
+            yield from (row[0] for row in rows)
+            if len(rows) < batch:
+                return
+            last = text(rows[-1][0])
 
     def set_event_html(self, file_name: str, page: str, n: int, html: str) -> None:
         self.con.execute(

@@ -84,6 +84,9 @@ class Tunables:
     """Index row shards: at most this many sessions a shard on average (shapes the output)."""
     max_row_shards: int = 1024
     """Index row shards: at most this many (shapes the output)."""
+    fork_check_bytes: int = 8 << 20
+    """A catalog of at least this size (some 4,000 sessions) has the site's folders checked
+    in a process forked for it, beside the scan (:class:`.stages.plan.FolderCheck`)."""
 
 
 @dataclass(slots=True)

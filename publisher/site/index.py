@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from markupsafe import Markup
 
@@ -112,30 +113,130 @@ def index_row(summary: Summary) -> IndexRow:
 
 
 @dataclass(slots=True)
-class Overview:
-    """What ``index.html`` shows of the whole archive besides its rows: grouped counts of
-    the published sessions, asked of the catalog (:meth:`of`)."""
+class PageCounts:
+    """What an archive-wide page shows of all its rows besides the rows themselves."""
 
-    total: int
+    sessions: int = 0
+    """Sessions with rows on the page."""
+    rows: int = 0
+    """Its rows."""
+    values: dict[str, int] = field(default_factory=dict)
+    """Its rows by filter value (an error's code, a decision)."""
+
+
+@dataclass(slots=True)
+class Overview:
+    """What the index and the archive-wide pages show of the whole archive besides their
+    rows: counts of the published sessions. Made with grouped queries the first time
+    (:meth:`of`), then brought up to date from the sessions a build set, dropped or
+    published otherwise (:meth:`since`: their rows then and now), and kept in the catalog:
+    an append does not count every session again."""
+
+    total: int = 0
     """Published sessions."""
-    kinds: list[str]
-    """Every session kind, sorted (the filters)."""
-    roles: list[str]
-    """Every role, sorted."""
-    runs: dict[tuple[str, str], int]
+    kinds: dict[str, int] = field(default_factory=dict)
+    """Sessions by kind (the filters)."""
+    roles: dict[str, int] = field(default_factory=dict)
+    """Sessions by role."""
+    runs: dict[tuple[str, str], int] = field(default_factory=dict)
     """Sessions by (day, outcome) (:func:`.activity.contribution`)."""
-    error_days: dict[str, int]
+    error_days: dict[str, int] = field(default_factory=dict)
     """Errors by day."""
+    redacted: int = 0
+    """Secrets redacted across the sessions."""
+    pages: dict[str, PageCounts] = field(default_factory=dict)
+    """The archive-wide pages' counts, by page."""
+
+    KEPT = "overview-1"
+    """Its name in the catalog's kept texts (the number is its JSON's version)."""
 
     @classmethod
     def of(cls, catalog: Catalog) -> Overview:
-        return cls(
-            total=catalog.count_published(),
-            kinds=catalog.distinct("kind"),
-            roles=catalog.distinct("role"),
-            runs=catalog.runs(),
-            error_days=catalog.error_days(),
+        """The overview of every published session."""
+        overview = cls()
+        overview.add(catalog, "all", 1)
+        return overview
+
+    @classmethod
+    def since(cls, catalog: Catalog, kept: str) -> Overview:
+        """The last build's overview (``kept``, its JSON) brought up to date."""
+        overview = cls.from_json(json.loads(kept))
+        overview.add(catalog, "was", -1)
+        overview.add(catalog, "now", 1)
+        return overview
+
+    def add(self, catalog: Catalog, side: str, sign: int) -> None:
+        """Count in (``sign`` 1) or out (-1) the sessions of :meth:`.catalog.Catalog.counts_of`."""
+        pages = {
+            page: self.pages.setdefault(page, PageCounts()) for page in ("errors", "decisions")
+        }
+        for kind, role, day, outcome, errors, decisions, redacted in catalog.counts_of(side):
+            self.total += sign
+            _count(self.kinds, kind, sign)
+            _count(self.roles, role, sign)
+            _count(self.runs, (day, outcome), sign)
+            self.redacted += sign * redacted
+            for page, rows in (("errors", errors), ("decisions", decisions)):
+                if rows:
+                    pages[page].sessions += sign
+                    pages[page].rows += sign * rows
+        for page, value, when in catalog.event_counts_of(side):
+            _count(pages[page].values, value, sign)
+            if page == "errors" and when:
+                _count(self.error_days, when[:10], sign)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "total": self.total,
+                "kinds": self.kinds,
+                "roles": self.roles,
+                "runs": [[day, outcome, n] for (day, outcome), n in sorted(self.runs.items())],
+                "error_days": self.error_days,
+                "redacted": self.redacted,
+                "pages": {
+                    page: [c.sessions, c.rows, c.values] for page, c in sorted(self.pages.items())
+                },
+            },
+            ensure_ascii=True,
+            sort_keys=True,
         )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Overview:
+        return cls(
+            total=int(data["total"]),
+            kinds=dict(data["kinds"]),
+            roles=dict(data["roles"]),
+            runs={(day, outcome): n for day, outcome, n in data["runs"]},
+            error_days=dict(data["error_days"]),
+            redacted=int(data["redacted"]),
+            pages={
+                page: PageCounts(sessions, rows, dict(values))
+                for page, (sessions, rows, values) in data["pages"].items()
+            },
+        )
+
+
+K = TypeVar("K")
+
+
+def _count(counts: dict[K, int], key: K, sign: int) -> None:
+    """Count ``key`` in or out of ``counts`` (a count that falls to 0 goes)."""
+    n = counts.get(key, 0) + sign
+    if n:
+        counts[key] = n
+    else:
+        del counts[key]
+
+
+def overview_of(catalog: Catalog, *, full: bool) -> Overview:
+    """The archive's :class:`Overview`: the last build's brought up to date, else (``full``,
+    or none kept) counted again; kept for the next build."""
+    kept = None if full else catalog.kept(Overview.KEPT, "")
+    overview = Overview.since(catalog, kept) if kept is not None else Overview.of(catalog)
+    catalog.keep(Overview.KEPT, "", overview.to_json())
+    return overview
 
 
 def redaction_note(redacted: int | None) -> str | None:
@@ -180,8 +281,8 @@ def render_index(
             tree_html=Markup(tree_html),
             failures=failures,
             columns=COLUMNS,
-            kinds=overview.kinds,
-            roles=overview.roles,
+            kinds=sorted(overview.kinds),
+            roles=sorted(overview.roles),
             source_label=source_label,
             search_enabled=search,
             redaction=redaction_note(redacted),

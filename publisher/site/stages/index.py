@@ -29,7 +29,14 @@ from ..archive import PAGES, render_archive_pages
 from ..catalog import Catalog
 from ..context import BuildContext
 from ..graph import Graph
-from ..index import TREE_PAGE, Overview, delegation_tree, redaction_note, render_index, shard_bytes
+from ..index import (
+    TREE_PAGE,
+    delegation_tree,
+    overview_of,
+    redaction_note,
+    render_index,
+    shard_bytes,
+)
 from .write import write_files
 
 
@@ -48,9 +55,9 @@ def index(
     search: bool,
     *,
     watched: bool = False,
-) -> tuple[dict[str, str], int]:
+) -> tuple[dict[str, str], int, int]:
     """Stage 5: write the index files; their hashes by path (those made and those kept),
-    and the files written. ``watched``: a build told by a watcher what changed
+    the files written, and how many sessions are published. ``watched``: a build told by a watcher what changed
     (:attr:`.scan.Scan.watched`) trusts that the files it made last time are still there,
     as it trusts the sessions' folders (its rescan checks them)."""
     tunables = ctx.tunables
@@ -64,8 +71,8 @@ def index(
     )
     files = _Files(ctx, catalog.outputs_of(""), trust_site=watched)
     graph = Graph(catalog)  # (the published sessions after the render)
-    overview = Overview.of(catalog)
-    redacted = catalog.redacted_total() if ctx.options.redactor is not None else None
+    overview = overview_of(catalog, full=full)
+    redacted = overview.redacted if ctx.options.redactor is not None else None
     count = (
         urls.row_shard_count(overview.total, tunables.rows_per_shard, tunables.max_row_shards)
         if overview.total > first_rows
@@ -102,7 +109,8 @@ def index(
 
     # The archive-wide pages: made again when a session's rows on them may have changed,
     # or what every page shows (the filters, the redaction note) did.
-    shown = json.dumps([overview.kinds, overview.roles, redaction_note(redacted)])
+    kinds, roles = sorted(overview.kinds), sorted(overview.roles)
+    shown = json.dumps([kinds, roles, redaction_note(redacted)])
     same_shown = catalog.kept("filters", options) == shown
     touched = {page: set(catalog.touched_event_lanes(page)) for page in PAGES}
     pages = [
@@ -120,8 +128,9 @@ def index(
     render_archive_pages(
         ctx.renderer,
         catalog,
-        kinds=overview.kinds,
-        roles=overview.roles,
+        overview.pages,
+        kinds=kinds,
+        roles=roles,
         first_rows=first_rows,
         per_shard=tunables.rows_per_shard,
         most_shards=tunables.max_row_shards,
@@ -132,8 +141,7 @@ def index(
     )
     if not same_shown:
         catalog.keep("filters", options, shown)
-    catalog.meta.index = options
-    return files.finish()
+    return (*files.finish(), overview.total)
 
 
 def _tree(ctx: BuildContext, graph: Graph, graph_key: str) -> str:

@@ -13,6 +13,8 @@ full build holds no list of them.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import operator
 import os
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from .. import urls
 from ..catalog import Catalog
 from ..context import BuildContext
 from ..graph import Graph
+from ..pool import forking
 from ..render import PageFacts
 from ..staleness import disturbed_folders, graph_unchanged, session_stale, stale_candidates
 from .scan import Scan
@@ -41,8 +44,11 @@ class Plan:
     """The catalog was made under this build's key: its outputs may be reused."""
 
 
-def plan(ctx: BuildContext, catalog: Catalog, scanned: Scan) -> Plan:
-    """Stage 2 (see the module docstring)."""
+def plan(
+    ctx: BuildContext, catalog: Catalog, scanned: Scan, folders: FolderCheck | None = None
+) -> Plan:
+    """Stage 2 (see the module docstring). ``folders``: the site folders' check started
+    before the scan (:class:`FolderCheck`), when there is one."""
     same_key = scanned.same_key
     meta = catalog.meta
     catalog.publish(everything=not same_key)
@@ -57,53 +63,118 @@ def plan(ctx: BuildContext, catalog: Catalog, scanned: Scan) -> Plan:
     else:
         graph_key = graph.key()  # a pass over every published session
     same_graph = same_key and meta.graph == graph_key
+    if not same_key:
+        catalog.add_all_jobs()  # every session: nothing of the last build is reused
+        return Plan(graph, graph_key, catalog.job_count(), same_key)
     changed = catalog.changed_content()
     # Runs whose previous run changed: their comparison pages show it.
     next_of_changed = {graph.series(name)[1] for _, name in changed}
     next_of_changed.discard("")
-    # One stat a session folder (none when the key changed: every session is rendered),
-    # and the rule asked only of the sessions it may concern.
-    disturbed = (
-        disturbed_folders(
-            os.path.join(ctx.out, urls.SESSIONS), catalog.folders(), watched=scanned.watched
-        )
-        if same_key
-        else set()
-    )
+    # One stat a session folder (in a process of its own, started before the scan, when
+    # the archive is large), and the rule asked only of the sessions it may concern.
+    sessions = os.path.join(ctx.out, urls.SESSIONS)
+    found = folders.result() if folders is not None else None
+    if found is None:
+        disturbed = disturbed_folders(sessions, catalog.folders(), watched=scanned.watched)
+    else:  # (the sessions this build set were not the last build's: checked here)
+        disturbed = found | disturbed_folders(sessions, catalog.folders(set_now=True))
     changed_files = {file_name for file_name, _ in changed}
     candidates = stale_candidates(
         same_key=same_key,
         same_graph=same_graph,
         touched=[*(name for _, name in changed), *next_of_changed, *disturbed],
     )
-    if not same_key:
-        catalog.add_all_jobs()  # every session: nothing of the last build is reused
-    else:
-        asked = (
-            catalog.published_files()  # every session (a cursor)
-            if candidates is None
-            else iter(sorted((f, n, k, size) for n, (f, k, size) in _present(candidates, catalog)))
+    asked = (
+        catalog.published_files()  # every session (a cursor)
+        if candidates is None
+        else iter(sorted((f, n, k, size) for n, (f, k, size) in _present(candidates, catalog)))
+    )
+    held: list[str] = []
+    for file_name, name, facts_then, size in asked:
+        stale = session_stale(
+            same_key=same_key,
+            content_changed=file_name in changed_files,
+            compared_changed=name in next_of_changed,
+            same_graph=same_graph,
+            facts_then="" if same_graph else facts_then,
+            facts_now=partial(_facts_key, graph, name),
+            outputs_present=partial(operator.not_, name in disturbed),
         )
-        held: list[str] = []
-        for file_name, name, facts_then, size in asked:
-            stale = session_stale(
-                same_key=same_key,
-                content_changed=file_name in changed_files,
-                compared_changed=name in next_of_changed,
-                same_graph=same_graph,
-                facts_then="" if same_graph else facts_then,
-                facts_now=partial(_facts_key, graph, name),
-                outputs_present=partial(operator.not_, name in disturbed),
-            )
-            if not stale:
-                continue
-            if file_name in scanned.holds.names:
-                held.append(file_name)
-            else:
-                catalog.add_job(file_name, size)
-        for file_name in held:  # cannot render it now: render it once it loads again
-            catalog.set_facts_key(file_name, "")
+        if not stale:
+            continue
+        if file_name in scanned.holds.names:
+            held.append(file_name)
+        else:
+            catalog.add_job(file_name, size)
+    for file_name in held:  # cannot render it now: render it once it loads again
+        catalog.set_facts_key(file_name, "")
     return Plan(graph, graph_key, catalog.job_count(), same_key)
+
+
+class FolderCheck:
+    """The check of the site's session folders (:func:`.staleness.disturbed_folders`) of the
+    sessions the last build published, in a process forked before the build opens its
+    catalog, while this one lists and stats the sessions folder: the two passes of one
+    ``stat`` a session that every build pays (about 4 µs each here) run on two cores. The
+    child reads the committed catalog read-only (:meth:`..catalog.Catalog.recorded_folders`)
+    and sends back the names it found disturbed; the sessions this build sets are checked by
+    the build itself."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+
+    @classmethod
+    def start(cls, ctx: BuildContext) -> FolderCheck | None:
+        """Fork the check when it pays (a catalog of at least ``Tunables.fork_check_bytes``)
+        and this process may fork (no other thread runs, an OS with ``fork``); else None:
+        the plan checks in this process."""
+        path = ctx.cache.catalog
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return None
+        if size < ctx.tunables.fork_check_bytes or not forking() or not hasattr(os, "fork"):
+            return None
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child (its result is checked by the parent)
+            status = 1
+            try:
+                os.close(read)
+                found = disturbed_folders(
+                    os.path.join(ctx.out, urls.SESSIONS),
+                    Catalog.recorded_folders(path, ctx.key),
+                )
+                data = json.dumps(sorted(found), ensure_ascii=True).encode("ascii")
+                with os.fdopen(write, "wb") as pipe:
+                    pipe.write(data)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write)
+        return cls(pid, read)
+
+    def result(self) -> set[str] | None:
+        """The session names the child found disturbed; None when it failed (the plan
+        checks in this process then)."""
+        with os.fdopen(self.fd, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        if status != 0:
+            return None
+        try:
+            names = json.loads(data)
+        except ValueError:
+            return None
+        return {str(name) for name in names}
+
+    def close(self) -> None:
+        """Reap the child when the build stops before asking its result."""
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, 0)
 
 
 def _present(names: set[str], catalog: Catalog) -> list[tuple[str, tuple[str, str, int]]]:

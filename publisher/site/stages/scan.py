@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ...loader import (
@@ -129,8 +130,12 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Crew, seen: set[str] | None 
             catalog.mark_to_read(untrusted_before=racy)
         else:
             catalog.read_all_listed()
-        gone = catalog.gone_files()
-        same_files = same_key and not gone and not catalog.new_files_exist()
+        # Every listed file with a row is trusted or to read, and the new ones are to read:
+        # when the listed files with a row are as many as the rows, none went.
+        listed, new_count = catalog.listed_files()
+        known = listed - new_count
+        gone = [] if known == catalog.meta.files else catalog.gone_files()
+        same_files = same_key and not gone and not new_count
     for name in gone:
         catalog.drop(name)
     holds = Holds(ctx.options.hold)
@@ -158,11 +163,12 @@ def _unstamped_all(folder: str) -> Iterator[tuple[str, int, int]]:
 
 def _stamped_all(folder: str) -> Iterator[tuple[str, int, int]]:
     """Every session file of ``folder`` with its stamp (size, mtime_ns; (0, 0) when it
-    cannot be stat'ed), one ``stat`` each relative to the folder, as it is listed."""
-    yield from _stamped(folder, (name for name, _, _ in _unstamped_all(folder)))
+    cannot be stat'ed), one ``stat`` each relative to the folder: the pass every build
+    that may trust a stamp pays a file, kept tight."""
+    yield from _stamped(folder, _listed(folder))
 
 
-def _stamped(folder: str, names: Iterator[str] | list[str]) -> Iterator[tuple[str, int, int]]:
+def _stamped(folder: str, names: Iterable[str]) -> Iterator[tuple[str, int, int]]:
     """``names`` of ``folder`` with their stamps (:func:`_stamped_all`)."""
     if os.stat not in os.supports_dir_fd:
         for name in names:
@@ -175,11 +181,11 @@ def _stamped(folder: str, names: Iterator[str] | list[str]) -> Iterator[tuple[st
         for name in names:
             yield name, 0, 0
         return
+    stat = partial(os.stat, dir_fd=fd)
     try:
-        stat = os.stat
         for name in names:
             try:
-                st = stat(name, dir_fd=fd)
+                st = stat(name)
             except OSError:
                 yield name, 0, 0
                 continue

@@ -52,6 +52,7 @@ def save_state(
             index=index,
             sessions=os.path.abspath(ctx.folder),
             redacted=ctx.options.redactor is not None,
+            files=catalog.count_files(),
         )
     )
 
