@@ -355,3 +355,112 @@ def test_nothing_here_writes_the_sessions_folder(tmp_path: Path) -> None:
     build(sessions, tmp_path / "site")
     assert sorted(p.name for p in sessions.iterdir()) == before
     shutil.rmtree(tmp_path / "site")
+
+
+# ---- the read-only CLI -------------------------------------------------------------------
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The session files the CLI's listing loads (the others it takes from the catalog)."""
+    import publisher.archive as archive_module
+
+    loaded: list[str] = []
+    real = archive_module.read_session
+
+    def read(path: Path, folder: Path) -> object:
+        loaded.append(path.name)
+        return real(path, folder)
+
+    monkeypatch.setattr(archive_module, "read_session", read)
+    return loaded
+
+
+def listing_without_catalog(sessions: Path) -> tuple[str, str]:
+    """What ``polyglav sessions`` prints when no catalog is there (every file read)."""
+    from publisher.archive import Archive
+    from publisher.commands import Context
+    from publisher.commands import sessions as sessions_command
+
+    lines, warnings = sessions_command(Context(Archive(sessions)))
+    return "\n".join(lines) + "\n", "".join(f"polyglav: warning: {w}\n" for w in warnings)
+
+
+@pytest.mark.site
+def test_the_cli_lists_from_a_warm_catalog_and_reads_only_what_changed(
+    archive: Path, reads: list[str]
+) -> None:
+    """``polyglav sessions`` takes what the site build's catalog knows of each file whose
+    stamp it trusts (as a build does), and loads the others: a file appended to, a new
+    one, one that stopped loading; a deleted file is gone. What it prints is what reading
+    every file prints, and the catalog is not written."""
+    from publisher.commands import default_catalog
+    from tests.helpers import SAMPLES, age, polyglav
+
+    for path in SAMPLES.glob("*.json"):
+        shutil.copy2(path, archive / path.name)
+        age(archive / path.name)
+    project = archive.parent.parent
+    assert polyglav("site", "build", "--project", str(project), "--no-search", "-q").exit_code == 0
+    catalog = default_catalog(archive)
+    assert catalog.is_file()
+    stamp = (catalog.stat().st_mtime_ns, catalog.read_bytes())
+    result = polyglav("sessions", "--project", str(project))
+    assert result.exit_code == 0
+    assert reads == []  # every file listed from the catalog
+    assert (result.stdout, result.stderr) == listing_without_catalog(archive)
+    assert (catalog.stat().st_mtime_ns, catalog.read_bytes()) == stamp
+    # Files changed since the build: each is read, and listed as it is now.
+    doc = json.loads((archive / f"{MAIN}.json").read_text())
+    doc["turns"].append(turn(len(doc["turns"]) + 1, part("user", "after the build")))
+    write_json(archive / f"{MAIN}.json", doc, OLD_NS + 5)
+    write_json(
+        archive / "ses_20260901_120000_new001.json",
+        session_doc("ses_20260901_120000_new001"),
+        OLD_NS + 5,
+    )
+    (archive / f"{SECURITY}.json").write_text('{"session_name": "cut short')
+    (archive / "release-notes.json").unlink()
+    reads.clear()
+    result = polyglav("sessions", "--project", str(project))
+    assert sorted(reads) == sorted(
+        [f"{MAIN}.json", "ses_20260901_120000_new001.json", f"{SECURITY}.json"]
+    )
+    assert (result.stdout, result.stderr) == listing_without_catalog(archive)
+    assert "release-notes" not in result.stdout and "new001" in result.stdout
+    # ``history`` without --run (the latest session) and a role as target list the same way.
+    reads.clear()
+    assert polyglav("history", "--project", str(project)).exit_code == 0
+    assert polyglav("print", "1", "--run", "reviewer", "--project", str(project)).exit_code == 0
+    assert set(reads) <= {f"{MAIN}.json", "ses_20260901_120000_new001.json", f"{SECURITY}.json",
+                          "sub_20260817_121500_cd34ef.json",
+                          "job_20260826_110230_7f3k2a.json"}  # fmt: skip
+
+
+@pytest.mark.site
+def test_the_cli_ignores_a_catalog_it_cannot_trust(archive: Path, reads: list[str]) -> None:
+    """A catalog of a build with redaction (its summaries may not be the files'), of
+    another schema, or that is not a database: the CLI reads every file."""
+    from publisher.commands import default_catalog
+    from tests.helpers import SAMPLES, age, polyglav
+
+    for path in SAMPLES.glob("*.json"):
+        shutil.copy2(path, archive / path.name)
+        age(archive / path.name)
+    project = archive.parent.parent
+    expected = listing_without_catalog(archive)
+    reads.clear()
+    for how in ("redact", "older", "garbage"):
+        args = ["--redact"] if how == "redact" else []
+        assert (
+            polyglav(
+                "site", "build", "--project", str(project), "--no-search", "-q", *args
+            ).exit_code
+            == 0
+        )
+        if how != "redact":
+            damage_catalog(default_catalog(archive), how)
+        reads.clear()
+        result = polyglav("sessions", "--project", str(project))
+        assert len(reads) == 7, how
+        assert (result.stdout, result.stderr) == expected, how

@@ -114,6 +114,8 @@ _SOURCE_COLUMNS = (
     "failure",
     "warnings",
     "refs",
+    "listing",
+    "told",
     *(name for name, _ in SUMMARY_COLUMNS),
     "folder",
     "subs",
@@ -147,6 +149,8 @@ CREATE TABLE sources (
     render_error TEXT,
     warnings TEXT NOT NULL,
     refs TEXT NOT NULL,
+    listing TEXT,
+    told TEXT,
     {", ".join(f"{name} {kind}" for name, kind in SUMMARY_COLUMNS)},
     folder TEXT,
     subs TEXT,
@@ -284,6 +288,13 @@ class SourceState:
     events: tuple[tuple[str, int, str, str, str], ...] = ()
     """Its rows on the archive-wide pages: (page, n, sort key, filter value, UTC time)
     (:func:`.archive.event_marks`)."""
+    listing: str = ""
+    """What ``polyglav sessions`` shows of the file as it is (not redacted), its values
+    joined by :data:`publisher.archive.LISTING_SEPARATOR`
+    (:func:`publisher.render.console.listing_row`); "" when the build redacts."""
+    told: tuple[str, ...] = ()
+    """What ``polyglav sessions`` tells of it on stderr
+    (:func:`publisher.render.console.listing_warnings`)."""
 
     def __reduce__(self) -> tuple[type[SourceState], tuple[Any, ...]]:
         """Pickled as its values in field order (a full build's scan results come from the
@@ -392,6 +403,9 @@ class Meta:
     """It was built with redaction (its summaries may differ from the files)."""
     files: int = 0
     """How many rows ``sources`` has (a build tells from it whether a file went)."""
+    code: str = ""
+    """:func:`.staleness.code_key` of the publisher that made it (its listing rows are
+    that code's)."""
 
     @classmethod
     def read(cls, con: sqlite3.Connection) -> Meta:
@@ -405,6 +419,7 @@ class Meta:
             sessions=values.get("sessions", ""),
             redacted=values.get("redacted", "") == "1",
             files=int(values.get("files", "0")),
+            code=values.get("code", ""),
         )
 
 
@@ -511,10 +526,12 @@ class Catalog:
         return cls(con, None, Meta())
 
     @classmethod
-    def reader(cls, path: Path, sessions: str) -> Catalog | None:
+    def reader(cls, path: Path, sessions: str, code: str) -> Catalog | None:
         """The catalog at ``path`` opened read-only for the CLI, when it is one of this
         schema, committed by a build of the sessions folder ``sessions`` (absolute) without
-        redaction; else None. Nothing is written (not even its WAL)."""
+        redaction, by this publisher's code (``code``: :func:`.staleness.code_key`); else
+        None. Nothing of it is written (SQLite makes its shared-memory index and an empty
+        WAL file when they are missing: a reader needs them while a build may write)."""
         if not path.is_file():
             return None
         try:
@@ -534,6 +551,7 @@ class Catalog:
             or meta.sessions != sessions
             or meta.generation == 0
             or meta.redacted
+            or meta.code != code
         ):
             con.close()
             return None
@@ -553,6 +571,18 @@ class Catalog:
 
     def close(self) -> None:
         self.con.close()
+
+    def listed(self) -> Iterator[tuple[Any, ...]]:
+        """What ``polyglav sessions`` lists of every file (:class:`publisher.archive.Listed`):
+        (file name, size, mtime_ns, failure, session name, id, kind, role, version, turns,
+        updated_at, parent_id, its listing row, what it tells), by file name."""
+        yield from _each(
+            self.con.execute(
+                "SELECT file_name, size, mtime_ns, failure, name, session_id, kind, role,"
+                " version, turns, updated_at, parent_id, listing, told FROM sources"
+                " ORDER BY file_name"
+            )
+        )
 
     @staticmethod
     def recorded_folders(path: Path, key: str) -> Iterator[tuple[str, str, int, int]]:
@@ -600,6 +630,7 @@ class Catalog:
             "sessions": meta.sessions,
             "redacted": "1" if meta.redacted else "",
             "files": str(meta.files),
+            "code": meta.code,
         }
         self.con.executemany(
             "INSERT OR REPLACE INTO meta VALUES (?, CAST(? AS TEXT))",
@@ -749,6 +780,8 @@ class Catalog:
             None if state.failure is None else text(state.failure),
             _json(list(state.warnings)),
             _json(list(state.refs)),
+            text(state.listing) if state.listing else None,
+            _json(list(state.told)) if state.told else None,
         ]
         if s is None:
             values += [None] * len(SUMMARY_COLUMNS)
@@ -1446,7 +1479,13 @@ class Catalog:
 _PLACES = tuple(
     "CAST(? AS TEXT)"
     if name
-    in {"file_name", "failure", "folder", *(n for n, kind in SUMMARY_COLUMNS if kind == "TEXT")}
+    in {
+        "file_name",
+        "failure",
+        "folder",
+        "listing",
+        *(n for n, kind in SUMMARY_COLUMNS if kind == "TEXT"),
+    }
     else "?"
     for name in _SOURCE_COLUMNS
 )

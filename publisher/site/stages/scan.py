@@ -27,7 +27,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from ...archive import LISTING_SEPARATOR, Listed
 from ...loader import (
     SessionLoadError,
     check_inside,
@@ -39,6 +41,7 @@ from ...loader import (
 from ...model import LoadFailure
 from ...prepare import Prepared, prepare
 from ...redact import Redactor
+from ...render.console import listing_row, listing_warnings
 from ..archive import event_states
 from ..catalog import Catalog, SourceState
 from ..context import BuildContext, HoldHook
@@ -302,9 +305,10 @@ def scan_file(
         check_inside(path, folder)
         data = path.read_bytes()
     except SessionLoadError as exc:
-        return SourceState(size, mtime_ns, "", None, exc.reason), None
+        return _failed(path, size, mtime_ns, "", exc.reason, redactor), None
     except OSError as exc:
-        return SourceState(size, mtime_ns, "", None, f"cannot read: {exc.strerror or exc}"), None
+        reason = f"cannot read: {exc.strerror or exc}"
+        return _failed(path, size, mtime_ns, "", reason, redactor), None
     file_hash = hashlib.sha256(data).hexdigest()
     read_size = len(data)
     try:
@@ -312,17 +316,43 @@ def scan_file(
         del data  # not held while the JSON is parsed
         session = parse_session_text(text, path.name)
     except SessionLoadError as exc:
-        return SourceState(read_size, mtime_ns, file_hash, None, exc.reason), None
+        return _failed(path, read_size, mtime_ns, file_hash, exc.reason, redactor), None
     del text
+    shown = None if redactor is not None else Listed.of(session)
     prepared = prepare(session, redactor)
-    return state_of(prepared, size, mtime_ns, file_hash, limits), prepared
+    return state_of(prepared, size, mtime_ns, file_hash, limits, shown), prepared
+
+
+def _failed(
+    path: Path, size: int, mtime_ns: int, file_hash: str, reason: str, redactor: Redactor | None
+) -> SourceState:
+    """The state of a file that does not load (why, and what the listing shows of it)."""
+    shown = (
+        None if redactor is not None else Listed(path.name, failure=LoadFailure(path.name, reason))
+    )
+    return SourceState(size, mtime_ns, file_hash, None, reason, **_listing(shown))
+
+
+def _listing(shown: Listed | None) -> dict[str, Any]:
+    """What ``polyglav sessions`` shows and tells of a file (``shown``: the file as it is,
+    None when the build redacts: not kept then)."""
+    row = listing_row(shown) if shown is not None else ()
+    if shown is None or any(LISTING_SEPARATOR in value for value in row):
+        return {}  # (a value holding the separator: the CLI reads that file)
+    return {"listing": LISTING_SEPARATOR.join(row), "told": tuple(listing_warnings(shown))}
 
 
 def state_of(
-    prepared: Prepared, size: int, mtime_ns: int, file_hash: str, limits: PageLimits | None
+    prepared: Prepared,
+    size: int,
+    mtime_ns: int,
+    file_hash: str,
+    limits: PageLimits | None,
+    shown: Listed | None = None,
 ) -> SourceState:
     """The state of a session file that loads (its summary and what the catalog keeps of
-    it: keys, shard slot, index row data, archive rows)."""
+    it: keys, shard slot, index row data, archive rows; ``shown``: the session as the file
+    holds it, for ``polyglav sessions``)."""
     summary = Summary.of(prepared.session, prepared.redacted_total, limits)
     return SourceState(
         size,
@@ -337,4 +367,5 @@ def state_of(
         slot=row_slot(summary.name),
         row=row_json(summary),
         events=event_states(summary),
+        **_listing(shown),
     )

@@ -53,6 +53,7 @@ def save_state(
             sessions=os.path.abspath(ctx.folder),
             redacted=ctx.options.redactor is not None,
             files=catalog.count_files(),
+            code=ctx.warm.code,
         )
     )
 

@@ -95,6 +95,7 @@ def remove_stale(ctx: BuildContext, catalog: Catalog, *, sweep: bool) -> int:
         catalog.drop_output(rel)
     if sweep:
         removed += _sweep(out, catalog.has_output)
+        _sweep_temporary(ctx.cache.fragments)
     for name in catalog.unpublished_names():
         with contextlib.suppress(OSError):
             (ctx.cache.fragments / f"{urls.slug(name)}{FRAGMENT_SUFFIX}").unlink()
@@ -132,6 +133,16 @@ def _sweep(out: Path, produced: Callable[[str], bool]) -> int:
                 if not produced(f"{prefix}/{name}"):
                     removed += _remove(out, Path(here, name))
     return removed
+
+
+def _sweep_temporary(folder: Path) -> None:
+    """Remove the temporary files a build cut short left in a folder of the cache (a
+    fragment file it was spooling)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if TEMP_RE.match(entry.name) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _remove_legacy_state(out: Path) -> None:
