@@ -101,6 +101,17 @@ NoWait = Annotated[
         "of waiting for it to finish.",
     ),
 ]
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        envvar="DASK_SCHEDULER_ADDRESS",
+        help="Run the scan and the render on the Dask cluster of this scheduler "
+        "(tcp://HOST:8786; needs polyglav-publisher[dask]); the sessions, site and cache "
+        "folders must be at the same paths on every worker. See docs/distributed.md.",
+        show_default=False,
+    ),
+]
 BuildQuiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress bar and no summary line.")
 ]

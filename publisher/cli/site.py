@@ -21,6 +21,7 @@ from .options import (
     QuietWindow,
     Redact,
     RedactValues,
+    Scheduler,
     Search,
     SiteOut,
     Strict,
@@ -93,6 +94,7 @@ def build(
     redact: Redact = False,
     redact_values: RedactValues = None,
     no_wait: NoWait = False,
+    scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
     """Build the site: one page per session, the index, search.
@@ -102,6 +104,8 @@ def build(
     the first (or, with --no-wait, exits 1).
 
     Example: polyglav site build --project sample_sessions --out /tmp/site
+
+    On a Dask cluster: polyglav site build --scheduler tcp://scheduler:8786
     """
 
     def action() -> tuple[BuildReport, BuildOptions]:
@@ -110,6 +114,7 @@ def build(
 
         options = build_options(project, out, cache_dir, theme, search, redact, redact_values)
         options.wait, options.on_wait = not no_wait, say_waiting
+        options.scheduler = scheduler or None
         with progress_hook(enabled=not quiet and sys.stderr.isatty()) as hook:
             options.progress = hook
             return build_site(options), options

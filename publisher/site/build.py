@@ -19,7 +19,7 @@ from .context import BuildContext, BuildOptions, CachePaths, Warm
 from .graph import Graph
 from .lock import holding
 from .memory import return_large_blocks
-from .pool import Crew
+from .pool import Crew, Runner
 from .stages.index import index, options_of
 from .stages.plan import FolderCheck, plan
 from .stages.render import render
@@ -127,7 +127,7 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
     folders = None if told else FolderCheck.start(ctx)
     catalog = open_state(ctx)
     early: EarlySearch | None = None
-    crew = Crew(ctx.workers, (lock,))  # started by the scan or the render when a pool pays
+    crew = runner(ctx, lock)  # started by the scan or the render when a pool pays
     committed = False
     try:
         ctx.trust_written = not begin_writing(ctx)
@@ -196,6 +196,17 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         if not committed:
             catalog.rollback()
         catalog.close()
+
+
+def runner(ctx: BuildContext, lock: int) -> Runner:
+    """What runs the scan's and the render's jobs: the Dask cluster of
+    :attr:`.context.BuildOptions.scheduler` (Dask is imported only then), else the build's
+    own worker processes (which close ``lock``, the cache's, when forked)."""
+    if ctx.options.scheduler:
+        from .distributed import DaskCrew
+
+        return DaskCrew.of(ctx, ctx.options.scheduler)
+    return Crew(ctx.workers, (lock,))
 
 
 def begin_writing(ctx: BuildContext) -> bool:

@@ -123,6 +123,9 @@ class BuildOptions:
     with :class:`.lock.CacheBusy` (``--no-wait``)."""
     on_wait: WaitHook | None = None
     """Told the holder's process id once, when the build waits for another one."""
+    scheduler: str | None = None
+    """The address of a Dask scheduler (``--scheduler``, ``tcp://HOST:8786``): the scan and
+    the render run on its cluster (:mod:`.distributed`); None: on this machine."""
 
 
 def default_cache_dir(out_dir: Path) -> Path:

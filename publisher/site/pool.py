@@ -24,7 +24,7 @@ from itertools import islice
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext
 from multiprocessing.process import BaseProcess
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .context import ProgressHook
 
@@ -88,6 +88,39 @@ def run_jobs(
             if progress:
                 progress(stage, done, len(jobs))
     return results
+
+
+class Runner(Protocol):
+    """What runs a build's scan and render jobs: a :class:`Crew` of local processes, or a
+    Dask cluster's workers (:class:`.distributed.DaskCrew`); the stages see only this."""
+
+    workers: int
+    """How many jobs may run at once (a stage runs its jobs itself below two)."""
+
+    @property
+    def started(self) -> bool: ...
+
+    def start(
+        self,
+        initializer: Callable[..., None] | None = None,
+        initargs: Callable[[bool], tuple[Any, ...]] | None = None,
+    ) -> None: ...
+
+    def each(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None: ...
+
+    def stream(
+        self,
+        func: Callable[..., R],
+        jobs: Iterable[tuple[Any, ...]],
+        *,
+        total: int,
+        home: Callable[[int, tuple[Any, ...]], int | None] | None = None,
+        progress: ProgressHook | None,
+        stage: str,
+        on_result: Callable[[int, R, int], None],
+    ) -> None: ...
+
+    def close(self) -> None: ...
 
 
 IN_FLIGHT = 2

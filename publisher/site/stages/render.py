@@ -2,7 +2,7 @@
 
 Each session is a pure function of its file, the theme and the facts its pages show
 (:func:`..render.render_session_pages`), so sessions render in the build's worker
-processes (:class:`..pool.Crew`). What a worker needs is one :class:`RenderSetup`, sent to
+processes (:class:`..pool.Crew`, or a Dask cluster's: :mod:`..distributed`). What a worker needs is one :class:`RenderSetup`, sent to
 each worker once; a job carries a file name and what the archive's graph says of it
 (:class:`GraphFacts`, made here: workers get no graph). A session the scan prepared and
 kept is rendered where it is kept (in this process, or in the crew worker that scanned it,
@@ -39,7 +39,7 @@ from ..context import BuildContext
 from ..fragments import SUFFIX as FRAGMENT_SUFFIX
 from ..fragments import FragmentFile, FragmentWriter
 from ..graph import Graph
-from ..pool import Crew
+from ..pool import Runner
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
 from . import worker
 from .plan import Plan
@@ -275,7 +275,7 @@ def render(
     catalog: Catalog,
     planned: Plan,
     scanned: Scan,
-    crew: Crew,
+    crew: Runner,
     on_rendered: Callable[[Rendered], None] | None = None,
 ) -> RenderReport:
     """Stage 3 (see the module docstring). ``crew``: the build's worker processes (started
@@ -307,7 +307,7 @@ def render(
     few = count <= ctx.tunables.in_process_render and (
         catalog.job_bytes() <= ctx.tunables.keep_scanned_bytes
     )
-    if ctx.workers <= 1 or count < 2 or few:
+    if crew.workers <= 1 or count < 2 or few:
         local = SessionRenderer(
             setup, ctx.renderer, worker.Kept(0, sessions={n: (p, 0) for n, p in kept.items()})
         )

@@ -7,7 +7,8 @@ hashed, prepared (:func:`publisher.prepare.prepare`: redaction, references, warn
 summarised, and their rows written into the catalog (the last build's kept aside for the
 stages after: :meth:`..catalog.Catalog.keep_was`); a file with the same hash as before keeps
 what it rendered. Files gone from the folder leave the catalog. Many changed files are
-scanned in the build's worker processes (:class:`..pool.Crew`), each keeping the sessions it
+scanned in the build's worker processes (:class:`..pool.Crew`, or a Dask cluster's:
+:mod:`..distributed`), each keeping the sessions it
 prepared, within a budget, for the render stage to send there (:mod:`.worker`), and each
 result is written as it comes back (a full build holds none of them); a few (an append) in
 this process, and their prepared sessions are kept for the render stage. Either way a kept
@@ -46,7 +47,7 @@ from ..archive import event_states
 from ..catalog import Catalog, SourceState
 from ..context import BuildContext, HoldHook
 from ..index import row_json
-from ..pool import Crew
+from ..pool import Runner
 from ..staleness import RACY_NS, archive_rows_key, seen_names, summary_key
 from ..summary import Summary
 from ..urls import PageLimits, row_slot
@@ -96,7 +97,7 @@ class Scan:
     """Only the files a watcher saw change were looked at (:attr:`..context.Warm.seen`)."""
 
 
-def scan(ctx: BuildContext, catalog: Catalog, crew: Crew, seen: set[str] | None = None) -> Scan:
+def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | None = None) -> Scan:
     """Stage 1 (see the module docstring). ``crew``: the build's worker processes, started
     here when many files are read (the render stage then uses them). ``seen``: the files a
     watcher saw change since its last build committed the catalog (None: every file is
@@ -198,7 +199,7 @@ def _stamped(folder: str, names: Iterable[str]) -> Iterator[tuple[str, int, int]
 
 
 def _read(
-    ctx: BuildContext, catalog: Catalog, crew: Crew, holds: Holds, same_key: bool
+    ctx: BuildContext, catalog: Catalog, crew: Runner, holds: Holds, same_key: bool
 ) -> tuple[dict[str, Prepared], dict[str, int], int]:
     """Scan the files to read and write their rows: in the crew when there are many (each
     worker keeps what fits of what it prepared: the second result says where), else here,
@@ -210,7 +211,7 @@ def _read(
     count = catalog.to_read_count()
     kept: dict[str, Prepared] = {}
     homes: dict[str, int] = {}
-    if count > tunables.in_process_scan and ctx.workers > 1:
+    if count > tunables.in_process_scan and crew.workers > 1:
         if not crew.started:
             start_crew(ctx, crew, {})
 
@@ -272,7 +273,7 @@ def _settle(catalog: Catalog, holds: Holds, name: str, state: SourceState, same_
     return True
 
 
-def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None:
+def start_crew(ctx: BuildContext, crew: Runner, kept: dict[str, Prepared]) -> None:
     """Start the build's worker processes (:func:`.worker.start` in each): forked ones get
     the build's renderer and ``kept`` as they are; clean ones compile the theme, and get
     ``kept`` pickled."""
