@@ -168,6 +168,14 @@ def digest(out: Path) -> dict[str, str]:
     }
 
 
+IDLE_SECONDS = 10.0
+"""How long the idle cluster's CPU is measured."""
+
+
+def median(runs: list[Run], field: str) -> float:
+    return float(statistics.median(getattr(r, field) for r in runs))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -181,9 +189,26 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores (shared: figures vary)")
     with tempfile.TemporaryDirectory(prefix="polyglav-dask-") as tmp:
         root = Path(tmp)
+        # Half the archive (the first files, linked): the difference between the two
+        # builds is what a session costs, without the start-up and fixed work.
+        half = root / "half" / "sessions"
+        half.mkdir(parents=True)
+        files = sorted(sessions.iterdir())
+        for path in files[: len(files) // 2]:
+            os.link(path, half / path.name)
+        halved = len(files) - len(files) // 2
         cluster = Cluster(root, args.workers)
+        # Warm the workers (their imports) as a long-lived cluster's are, then measure
+        # what the idle cluster burns a second (heartbeats, its event loops).
+        build(half, root / "warm", cluster)
+        processes = [psutil.Process(p.pid) for p in [*cluster.workers, cluster.scheduler]]
+        idle_from, idle_start = cpu(processes), time.perf_counter()
+        time.sleep(IDLE_SECONDS)
+        idle = (cpu(processes) - idle_from) / (time.perf_counter() - idle_start)
+        print(f"the idle cluster burns {idle * 1000:.0f} ms of CPU a second")
         local_runs: list[Run] = []
         dask_runs: list[Run] = []
+        half_runs: list[Run] = []
         try:
             for _ in range(args.rounds):  # alternately: the machine is shared
                 run, local_out = build(sessions, root / "local", None)
@@ -192,36 +217,46 @@ def main(argv: list[str] | None = None) -> int:
                 run, dask_out = build(sessions, root / "dask", cluster)
                 dask_runs.append(run)
                 same = digest(dask_out) == local_files
+                half_runs.append(build(half, root / "dask-half", cluster)[0])
                 print(
-                    f"  local {local_runs[-1].wall:6.2f} s   dask {run.wall:6.2f} s   "
-                    f"identical: {same}"
+                    f"  local {local_runs[-1].wall:6.2f} s (CPU {local_runs[-1].build_cpu:5.1f})"
+                    f"   dask {run.wall:6.2f} s (CPU {run.build_cpu:4.1f} + "
+                    f"{run.workers_cpu:5.1f} + {run.scheduler_cpu:4.1f})   identical: {same}"
                 )
                 if not same:
                     print("the sites differ", file=sys.stderr)
                     return 1
         finally:
             cluster.close()
-    local_wall = statistics.median(r.wall for r in local_runs)
-    dask_wall = statistics.median(r.wall for r in dask_runs)
-    best = min(dask_runs, key=lambda r: r.wall)
-    per = args.sessions
-    print(f"local pool  median {local_wall:.2f} s, CPU {local_runs[0].build_cpu:.1f} s")
+    local_wall, dask_wall = median(local_runs, "wall"), median(dask_runs, "wall")
+    local_cpu = median(local_runs, "build_cpu")
+    build_cpu, workers_cpu = median(dask_runs, "build_cpu"), median(dask_runs, "workers_cpu")
+    scheduler_cpu = median(dask_runs, "scheduler_cpu")
+    dask_cpu = build_cpu + workers_cpu + scheduler_cpu
+    print(f"local pool: median {local_wall:.2f} s, CPU {local_cpu:.1f} s (build + its workers)")
     print(
-        f"dask, {args.workers} workers  median {dask_wall:.2f} s; CPU: build process "
-        f"{best.build_cpu:.1f} s, workers {best.workers_cpu:.1f} s, scheduler "
-        f"{best.scheduler_cpu:.1f} s"
+        f"dask, {args.workers} workers: median {dask_wall:.2f} s, CPU {dask_cpu:.1f} s (build "
+        f"process {build_cpu:.1f}, workers {workers_cpu:.1f}, scheduler {scheduler_cpu:.1f})"
     )
-    print(f"ratio dask / local: {dask_wall / local_wall:.2f} (target <= 1.3)")
-    worker_ms = best.workers_cpu / per * 1000
-    build_ms = best.build_cpu / per * 1000
     print(
-        f"per session: {worker_ms:.1f} ms of worker CPU, {build_ms:.1f} ms of the build "
-        f"process's CPU, {best.scheduler_cpu / per * 1000:.1f} ms of the scheduler's"
+        f"ratio dask / local: wall {dask_wall / local_wall:.2f} (target <= 1.3), CPU "
+        f"{dask_cpu / local_cpu:.2f}"
+    )
+    worker_s = (workers_cpu - median(half_runs, "workers_cpu")) / halved
+    build_s = (build_cpu - median(half_runs, "build_cpu")) / halved
+    sched_s = (scheduler_cpu - median(half_runs, "scheduler_cpu")) / halved
+    idle_share = idle * (median(dask_runs, "wall") - median(half_runs, "wall")) / halved
+    print(
+        f"a session more costs {worker_s * 1000:.0f} ms of worker CPU, {build_s * 1000:.1f} ms "
+        f"of the build process's, {sched_s * 1000:.1f} ms of the scheduler's "
+        f"({args.sessions} against {len(files) // 2} sessions; of these three, the idle "
+        f"cluster's {idle_share * 1000:.0f} ms)"
     )
     million = 1_000_000
     print(
-        f"1,000,000 such sessions in an hour: {million * worker_ms / 1000 / 3600:.0f} "
-        f"worker processes; the build process alone needs {million * build_ms / 1000 / 3600:.2f} h"
+        f"1,000,000 such sessions in an hour: {million * worker_s / 3600:.0f} worker processes "
+        f"(a core each); the build process's part alone: {million * build_s / 3600:.2f} h, "
+        f"the scheduler's {million * sched_s / 3600:.2f} h"
     )
     return 0
 

@@ -215,10 +215,10 @@ class Cluster:
             "--scheduler-file",
             str(self.file),
         )
-        self._wait(lambda: self.file.is_file(), "the scheduler")
+        self.wait(lambda: self.file.is_file(), "the scheduler")
         for _ in range(workers):
             self.add_worker(env)
-        self._wait(lambda: self.count() >= workers, "the workers")
+        self.wait(lambda: self.count() >= workers, "the workers")
         return self
 
     def add_worker(self, env: dict[str, str] | None = None) -> None:
@@ -247,7 +247,7 @@ class Cluster:
         with Client(self.address, timeout=10, set_as_default=False) as client:
             return len(client.scheduler_info()["workers"])
 
-    def _wait(self, ready: Any, what: str) -> None:
+    def wait(self, ready: Any, what: str) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -305,7 +305,7 @@ def test_a_cluster_builds_every_file_as_a_local_build(
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_build_is_replaced_and_the_build_is_identical(
+def test_workers_killed_mid_build_are_replaced_and_the_build_is_identical(
     source: Path, local: Local, tmp_path: Path, cluster: Cluster
 ) -> None:
     folder = _archive(source, tmp_path)
@@ -313,10 +313,18 @@ def test_a_worker_killed_mid_build_is_replaced_and_the_build_is_identical(
     seen: list[tuple[str, int]] = []
 
     def progress(stage: str, done: int, total: int) -> None:
+        """At the render's third result: the first worker is killed, a third one joins
+        (set up by its first task: it saw none of the build's setup), and once it has, the
+        second is killed. The build waits meanwhile, so jobs are left for the new one."""
         seen.append((stage, done))
         if stage == "render" and done == 3:
-            cluster.workers[0].send_signal(signal.SIGKILL)
-            cluster.workers[0].wait()
+            first, second = cluster.workers
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            cluster.add_worker()
+            cluster.wait(lambda: cluster.count() == 2, "the third worker")
+            second.send_signal(signal.SIGKILL)
+            second.wait()
 
     report = build(
         folder,
@@ -326,8 +334,9 @@ def test_a_worker_killed_mid_build_is_replaced_and_the_build_is_identical(
         tunables=EVERYWHERE,
         progress=progress,
     )
-    assert cluster.workers[0].poll() is not None and cluster.count() == 1
-    assert ("render", 4) in seen  # the kill came before the render's end
+    assert [w.poll() is None for w in cluster.workers] == [False, False, True]
+    assert cluster.count() == 1
+    assert ("render", 4) in seen  # the kills came before the render's end
     assert report.sessions_rendered == report.sessions
     assert tree_digest(out) == local.files
 

@@ -12,7 +12,7 @@ site folder are on a file system every worker sees, at the same paths (docs/dist
 
 What a worker process keeps between tasks (the setup, the sessions it scanned for their
 render) is set up lazily: every task carries the build's :class:`Identity` and the setup
-steps so far (scattered to the cluster once each, passed as futures), and a worker process
+steps so far (each the result of a task of its own, passed as futures), and a worker process
 that has not run them for this build runs them first. A worker that joins late, or one
 the nanny started again after the last was killed, sets itself up from its first task; a
 session kept by a lost worker is read again where its render lands (same pages). A task
@@ -115,8 +115,14 @@ class Identity:
         return None
 
 
-Step = tuple[Callable[..., Any], tuple[Any, ...]]
-"""A setup call run in every worker process before its next task: (function, arguments)."""
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A setup call run in every worker process before its next task of a build."""
+
+    func: Callable[..., Any]
+    """What to call."""
+    args: tuple[Any, ...]
+    """Its arguments."""
 
 
 @dataclass(slots=True)
@@ -141,8 +147,8 @@ class _Process:
             if refused is not None:
                 raise ClusterError(refused)
             self.build, self.steps = identity.build, 0
-        for func, args in steps[self.steps :]:
-            func(*args)
+        for step in steps[self.steps :]:
+            step.func(*step.args)
             self.steps += 1
 
     def forget(self, build: str) -> None:
@@ -168,6 +174,11 @@ def _run(
     with _HERE.lock:
         _HERE.ready(identity, steps, where)
         return func(*args), where
+
+
+def _value(step: Step) -> Step:
+    """A setup step as a task's result (:meth:`DaskCrew.each`)."""
+    return step
 
 
 async def _forget(build: str) -> None:
@@ -201,6 +212,7 @@ class DaskCrew:
         self._addresses: list[str] = []
         """The workers that returned a result, in order: a job's home is an index here."""
         self._threads = 1
+        """Worker threads of the cluster when it was reached (how many tasks to send ahead)."""
 
     @classmethod
     def of(cls, ctx: BuildContext, address: str) -> DaskCrew:
@@ -209,11 +221,6 @@ class DaskCrew:
     @property
     def started(self) -> bool:
         return self._client is not None
-
-    @property
-    def size(self) -> int:
-        """Worker threads of the cluster when it was reached."""
-        return self._threads
 
     def start(
         self,
@@ -237,13 +244,13 @@ class DaskCrew:
             self.each(initializer, initargs(False) if initargs is not None else ())
 
     def each(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        """``func(*args)`` in every worker process before its next task of this build."""
+        """``func(*args)`` in every worker process before its next task of this build.
+
+        The step is a task of its own whose result is the step (not data scattered to
+        the workers): when every worker that held it is gone, Dask makes it again."""
         client = self._need()
-        try:
-            [step] = client.scatter([(func, args)], broadcast=True, hash=False)  # type: ignore[no-untyped-call]
-        except (OSError, TimeoutError, CancelledError) as exc:
-            raise self._lost(_reason(exc)) from None
-        self._steps.append(step)
+        key = f"polyglav-setup-{len(self._steps)}-{self.identity.build}"
+        self._steps.append(client.submit(_value, Step(func, args), key=key))
 
     def stream(
         self,
