@@ -443,6 +443,9 @@ def summary(report: list[dict[str, object]]) -> dict[str, object]:
             "sessions": r["sessions"],
             "full_peak_net_mb": full["largest_peak_net_mb"],  # type: ignore[index]
             "append_wall_s": round(_median(appends), 3),
+            # In the build (interpreter start and imports apart), and its CPU time.
+            "append_inside_s": round(_median([a["inside_s"] for a in r["append"]]), 3),  # type: ignore[attr-defined]
+            "append_cpu_s": round(_median([a["inside_cpu_s"] for a in r["append"]]), 3),  # type: ignore[attr-defined]
             "append_files_rewritten": len(r["append_files_rewritten"]),  # type: ignore[arg-type]
             "sessions_cli_s": round(_median([c["wall_s"] for c in r["sessions_cli"]]), 3),  # type: ignore[attr-defined]
         }

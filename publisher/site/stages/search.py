@@ -144,8 +144,9 @@ def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | No
             pending=ident in pending,
             meta_present=partial(_is_file, meta),
         ):
-            if members is None:
+            if members is None:  # (the digest recorded with it is of what is written)
                 members = catalog.bundle_members(index, count)
+                digest = bundle_members(folder for folder, _ in members)
             jobs.append(BundleJob(ident, tuple(sorted(members)), digest))
     if not same_key:
         state = SearchState(key=key, count=count)
