@@ -4,13 +4,13 @@ For each archive size (default 200 and 2,000 sessions, see ``generate.py``), in 
 
 1. the floor: read and ``json.loads`` every session file, then write as many files and
    bytes as the built site holds (with every core, and with one process);
-2. a full build with search off and on (Pagefind), a no-op build, a build after one turn is
-   appended to one session (the file rewritten plainly), the same for the longest session,
+2. a full build with search off and on (``--repeat``: alternated, the medians used), a
+   no-op build, a build after one turn is appended to one session (the file rewritten plainly), the same for the longest session,
    and the watch latency (``polyglav site watch`` in a subprocess; file written → page
    holding the new turn written);
 3. the peak memory of each step (each runs in a fresh subprocess: the largest single
    process's VmHWM and the whole process tree's PSS, both sampled every 50 ms, pool
-   workers and Pagefind included);
+   workers included);
 4. ``claude-code-transcripts`` and ``claude-code-log`` on the same content converted to
    Claude Code's JSONL (``convert_claude.py``), through their CLIs.
 
@@ -381,16 +381,15 @@ def measure_watch(
     sampler.start()
     try:
         t = time.monotonic()
-        while True:  # the initial (incremental) build writes the manifest
+        while True:  # the initial (incremental) build writes its state
             if proc.poll() is not None:
                 result.status = (
                     f"unavailable: `polyglav site watch` exited with status {proc.returncode}"
                 )
                 result.detail = _tail(log, 3)
                 return result
-            with contextlib.suppress(OSError):
-                if manifest.stat().st_mtime_ns > started_ns:
-                    break
+            if _written_since(manifest, started_ns):
+                break
             if time.monotonic() - t > 600:
                 result.status = "unavailable: no initial build within 600 s"
                 return result
@@ -431,14 +430,26 @@ def measure_watch(
 
 
 def manifest_path(sessions: Path, site: Path) -> Path:
-    """Where the measured publisher keeps the manifest of ``site``: its cache folder (under
-    ``$XDG_CACHE_HOME``, which ``main`` points into the archives), or ``<site>/.polyglav/``
-    for versions that kept it in the site."""
+    """Where the measured publisher keeps the state of ``site``: its catalog in its cache
+    folder (under ``$XDG_CACHE_HOME``, which ``main`` points into the archives), the
+    manifest there for versions before the catalog, or ``<site>/.polyglav/`` for versions
+    that kept it in the site."""
     try:
         from publisher.site.context import BuildOptions, CachePaths
     except ImportError:
         return site / ".polyglav" / "manifest.jsonl"
-    return CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site)).manifest
+    paths = CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site))
+    return getattr(paths, "catalog", None) or paths.root / "manifest.jsonl"
+
+
+def _written_since(state: Path, started_ns: int) -> bool:
+    """True when the build state ``state`` (or its write-ahead log) changed after
+    ``started_ns``."""
+    for path in (state, state.with_name(state.name + "-wal")):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime_ns > started_ns:
+                return True
+    return False
 
 
 def cache_folder(sessions: Path, site: Path) -> Path:
@@ -653,6 +664,33 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any, kind: str = "mixed") 
         log(f"    watch: {w.status} {w.latencies_ms and [round(x) for x in w.latencies_ms]}")
         return res
     build("full_search", site_on, True)
+    # --repeat: more full builds from nothing, search off and on alternately (the machine's
+    # load moves both alike); each series' median run stands for it in the ratios.
+    series: dict[str, list[dict[str, Any]]] = {
+        "full_nosearch": [steps["full_nosearch"]],
+        "full_search": [steps["full_search"]],
+    }
+    for rep in range(1, opts.repeat):
+        for key, site, search in (
+            ("full_nosearch", site_off, False),
+            ("full_search", site_on, True),
+        ):
+            for folder in (site, cache_folder(sessions, site)):
+                if folder.exists():
+                    shutil.rmtree(folder)
+            build(f"{key}_{rep}", site, search)
+            series[key].append(steps.pop(f"{key}_{rep}"))
+    res["full_builds"] = {
+        key: [{"wall": e.get("wall"), "cpu": e.get("cpu")} for e in runs]
+        for key, runs in series.items()
+    }
+    pairs = [
+        (on.get("wall"), off.get("wall"))
+        for on, off in zip(series["full_search"], series["full_nosearch"], strict=True)
+    ]
+    res["search_part"] = sorted((on - off) / off for on, off in pairs if on and off)
+    for key, runs in series.items():
+        steps[key] = sorted(runs, key=lambda e: e.get("wall") or 0)[len(runs) // 2]
     files, total = tree_size(site_on)
     res["site"] = {"files": files, "bytes": total}
     sizes = site_files(site_on)
@@ -823,6 +861,15 @@ def shape_ratios(large: dict[str, Any]) -> list[Ratio]:
         "<=",
         10,
         "build_site time / floor with every core",
+    )
+    parts = large.get("search_part") or []
+    add(
+        "search part of a full build / full build (search off)",
+        parts[len(parts) // 2] if parts else None,
+        "<=",
+        0.15,
+        "issue 30: (search on - search off) / search off, wall, the median of the alternated "
+        f"pairs ({', '.join(f'{x:.2f}' for x in parts)})",
     )
     add(
         "full build / floor (search off)",
@@ -1050,7 +1097,7 @@ def machine() -> dict[str, Any]:
     versions: dict[str, str | None] = {}
     for dist in (
         "polyglav-publisher",
-        "pagefind",
+        "snowballstemmer",
         "claude-code-log",
         "claude-code-transcripts",
         "markdown-it-py",
@@ -1077,7 +1124,7 @@ STEP_LABELS = [
     ("floor_1proc", "floor, one process"),
     ("render_floor", "render floor: + markdown-it on prose, escape I/O"),
     ("full_nosearch", "full build, search off"),
-    ("full_search", "full build, search on (Pagefind)"),
+    ("full_search", "full build, search on"),
     ("noop_search", "no-op build, search on"),
     ("noop_nosearch", "no-op build, search off"),
     ("append_search", "append 1 turn → build, search on"),
@@ -1257,6 +1304,12 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the publisher of another checkout (e.g. a baseline commit's worktree)",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="full builds from nothing, search off then on, this many times (medians used)",
+    )
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--skip-watch", action="store_true")
     parser.add_argument("--watch-reps", type=int, default=5)

@@ -14,7 +14,8 @@ readable timestamp, or one earlier than every turn, is placed in no turn (rule
 **Decision → tool call.** A permission decision is first placed in a turn by the same rule,
 then matched to a tool part of that turn with the same tool name, choosing, in order:
 a call whose input names the decision's ``path`` (a string value equal to it, or, for a
-command, starting with it) and was not matched yet; the call with the same timestamp; the
+command, starting with it) and was not matched yet (of several, the one with the same
+timestamp, else the last started at or before the decision, else the first); the call with the same timestamp; the
 last call started before it; the first call. Rules: ``path``, ``same time``, ``before``,
 ``first``. A decision whose turn holds no call of that tool, or that is placed in no turn,
 matches no call (rule ``unmatched``) and is shown only in the table.
@@ -232,11 +233,10 @@ class _Calls:
             free = [n for n in candidates[:64] if n not in self.claimed]
             if free:
                 chosen = free[0]
-                if at is not None:
-                    for n in free:
-                        if self.when[n] == at:
-                            chosen = n
-                            break
+                if at is not None:  # same time, else the last started by then
+                    same = [n for n in free if self.when[n] == at]
+                    before = [n for n in free if (w := self.when[n]) is not None and w <= at]
+                    chosen = same[0] if same else before[-1] if before else chosen
                 self.claimed.add(chosen)
                 return chosen, "path"
         if at is None or tool not in self.times:

@@ -7,13 +7,25 @@ kind                    found when
 ======================  =================================================================
 ``error``               an entry of the session's ``errors`` array, or a turn whose status
                         is ``error``
-``tool-error``          a tool part whose result has ``is_error: true``
+``tool-error``          a tool part whose result has ``is_error: true`` (not one the person
+                        stopped, ``interrupted``: its turn's ``cancelled`` status counts it)
 ``denied``              a permission decision ``denied`` (blocked by policy)
 ``declined``            a permission decision ``declined`` (the user refused an ask)
 ``truncated``           a turn whose status is ``truncated``
 ``cancelled``           a turn whose status is ``cancelled``
 ``running``             a turn whose status is ``running`` (the run never finished)
+``secret``              a credential in the text (what ``--redact`` would replace, or a
+                        session name ``--redact`` keeps): looked for only when asked, since
+                        it runs every redaction rule over every string (:mod:`.secret_report`)
 ======================  =================================================================
+
+**Counted once.** One thing that went wrong is one finding, of the kind that says the most
+about it: a call refused by a permission decision (``denied``, ``declined``: the decision
+matched to that call by :mod:`.audit`) is that refusal, not also a ``tool-error``, although
+its result says it failed; a turn whose status is ``error`` is an ``error`` finding only
+when none of the session's ``errors`` is placed in it (else that entry is the turn's error,
+named with its message). Every count a page, the index, the summary or the JUnit report
+gives of a session's failures is made of :func:`session_findings`.
 
 **Attribution.** Turn statuses and tool errors belong to their turn (``N``) or part
 (``N.M``, numbered as ``/print N.M`` numbers parts). Errors and permission decisions live
@@ -48,7 +60,18 @@ KINDS: tuple[str, ...] = (
     "truncated",
     "cancelled",
     "running",
+    "secret",
 )
+#: The kinds read from what the log records (every kind but ``secret``): those a report
+#: lists when no ``--fail-on`` asks for more, and ``check``'s default.
+EVENT_KINDS: tuple[str, ...] = KINDS[:-1]
+
+
+def listed_kinds(gated: Collection[str] | None) -> tuple[str, ...]:
+    """The kinds a report lists for a gate on ``gated``: the event kinds, and ``secret``
+    when the gate asks for it."""
+    return KINDS if gated is not None and "secret" in gated else EVENT_KINDS
+
 
 #: Turn statuses that are findings, with the kind each one is and the message it gets.
 STATUS_FINDINGS = {
@@ -92,6 +115,9 @@ class Finding:
     """0-based position of the turn in :attr:`Session.turns` (``None`` when no turn)."""
     part: int | None = None
     """1-based number of the part within the turn, when one is named."""
+    entry: int | None = None
+    """1-based number of the ``errors`` entry or the ``permissions`` decision it reports,
+    for those kinds (their notes in the turn are linked by it)."""
 
     @property
     def where(self) -> str:
@@ -164,7 +190,7 @@ def session_tree(root: Session, load: Loader | None = None) -> list[Member]:
 
 
 def findings(
-    root: Session, kinds: Collection[str] = KINDS, load: Loader | None = None
+    root: Session, kinds: Collection[str] = EVENT_KINDS, load: Loader | None = None
 ) -> list[Finding]:
     """The findings of ``kinds`` in ``root`` and, unless ``load`` is None, its sub-sessions.
 
@@ -177,8 +203,11 @@ def findings(
     return out
 
 
-def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[Finding]:
-    """The findings of ``kinds`` in one session (its sub-sessions are not read)."""
+def session_findings(
+    session: Session, kinds: Collection[str] = EVENT_KINDS, audit: Audit | None = None
+) -> list[Finding]:
+    """The findings of ``kinds`` in one session (its sub-sessions are not read; ``audit``:
+    the session's :class:`.audit.Audit`, when the caller has it)."""
     wanted = frozenset(kinds)
     name = session.session_name
     keyed: list[tuple[tuple[int, int, int, int, int], Finding]] = []
@@ -189,38 +218,71 @@ def session_findings(session: Session, kinds: Collection[str] = KINDS) -> list[F
         key = (position, finding.part or 0, KINDS.index(finding.kind), last, seq)
         keyed.append((key, finding))
 
+    # Errors and permission decisions, placed by the rules of :mod:`.audit`.
+    placed = audit or Audit.of(session)
+    refused = {
+        (decided.position, decided.part)
+        for permission, decided in zip(session.permissions, placed.decisions, strict=True)
+        if permission.decision in REFUSED and decided.part is not None
+    }
     seq = 0
     for position, turn in enumerate(session.turns):
-        if turn.status in STATUS_FINDINGS and turn.status in wanted:
-            message = STATUS_FINDINGS[turn.status]
-            add(seq, Finding(name, turn.status, str(turn.index), message, position), last=1)
+        status = turn.status
+        # A turn's error status is its placed error entry, when it has one (counted once).
+        if (
+            status in STATUS_FINDINGS
+            and status in wanted
+            and (status != "error" or not placed.errors_in(position))
+        ):
+            message = STATUS_FINDINGS[status]
+            add(seq, Finding(name, status, str(turn.index), message, position), last=1)
             seq += 1
         if "tool-error" in wanted:
             for number, part in enumerate(turn.parts, start=1):
-                if isinstance(part, ToolPart) and part.output is not None and part.is_error:
+                if isinstance(part, ToolPart) and part.failed and (position, number) not in refused:
                     add(seq, _tool_error(name, turn, position, number, part))
                     seq += 1
 
-    # Errors and permission decisions, placed by the rules of :mod:`.audit`.
-    placed = Audit.of(session)
     if "error" in wanted:
         for error, where in zip(session.errors, placed.errors, strict=True):
             message = _error_message(error.code, error.message)
-            add(seq, _attributed(session, "error", message, where.position, None))
+            add(seq, _attributed(session, "error", message, where.position, None, where.number))
             seq += 1
     for permission, decided in zip(session.permissions, placed.decisions, strict=True):
         kind = permission.decision
         if kind in REFUSED and kind in wanted:
             what = one_line(f"{permission.tool} {permission.path}".strip())
             message = f"permission {kind}: {what}"
-            add(seq, _attributed(session, kind, message, decided.position, decided.part))
+            found = _attributed(
+                session, kind, message, decided.position, decided.part, decided.number
+            )
+            add(seq, found)
+            seq += 1
+    if "secret" in wanted:
+        for found in _secrets(session):
+            add(seq, found)
             seq += 1
     keyed.sort(key=lambda item: item[0])
     return [finding for _, finding in keyed]
 
 
+def _secrets(session: Session) -> list[Finding]:
+    """A finding for each credential left in ``session`` (the default redaction rules;
+    the rules are loaded on the first use)."""
+    from .redact import Redactor
+    from .secret_report import secret_findings
+
+    out = []
+    for found in secret_findings(session, Redactor.create()):
+        kept = " (a session identifier: --redact keeps it)" if found.kept else ""
+        message = f"secret {found.kind} in {found.field}{kept}: {one_line(found.preview)}"
+        out.append(Finding(session.session_name, "secret", found.turn, message, found.position,
+                           found.part))  # fmt: skip
+    return out
+
+
 def _tool_error(session: str, turn: Turn, position: int, number: int, part: ToolPart) -> Finding:
-    message = f"tool error: {one_line(part.name)}"
+    message = f"tool error: {one_line(part.name) or '(its call is not in the log)'}"
     gist = output_gist(part.output or "")
     if gist:
         message += f": {gist}"
@@ -292,14 +354,20 @@ def _error_message(code: int | float | str, message: str) -> str:
 
 
 def _attributed(
-    session: Session, kind: str, message: str, position: int | None, number: int | None
+    session: Session,
+    kind: str,
+    message: str,
+    position: int | None,
+    number: int | None,
+    entry: int,
 ) -> Finding:
-    """A finding for an event placed in the turn at ``position`` (and part ``number``)."""
+    """A finding for entry ``entry`` of ``errors`` or ``permissions``, placed in the turn at
+    ``position`` (and part ``number``)."""
     if position is None:
-        return Finding(session.session_name, kind, "", message)
+        return Finding(session.session_name, kind, "", message, entry=entry)
     turn = session.turns[position]
     label = f"{turn.index}.{number}" if number is not None else str(turn.index)
-    return Finding(session.session_name, kind, label, message, position, number)
+    return Finding(session.session_name, kind, label, message, position, number, entry)
 
 
 def kind_lines(found: list[Finding], root: str, limit: int = 10) -> list[str]:
@@ -339,6 +407,43 @@ def counts(found: Iterable[Finding]) -> dict[str, int]:
     for finding in found:
         tally[finding.kind] += 1
     return {kind: n for kind, n in tally.items() if n}
+
+
+#: The kinds that say something went wrong (a run still going, ``running``, is a state).
+FAILURE_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "running")
+
+
+@dataclass(slots=True, frozen=True)
+class Tally:
+    """A session's findings counted: what every page, the index, the summary and the JUnit
+    report say of its failures (one count, made of :func:`session_findings`)."""
+
+    by_kind: dict[str, int]
+    """Findings per kind, in :data:`KINDS` order, kinds with none left out."""
+    failed_calls: int
+    """Tool calls that failed (``tool-error``; a refused call is its refusal)."""
+    refused_calls: int
+    """Tool calls refused by a permission decision (``denied`` or ``declined`` on a call)."""
+
+    @classmethod
+    def of(cls, found: Iterable[Finding]) -> Tally:
+        found = list(found)
+        return cls(
+            by_kind=counts(found),
+            failed_calls=sum(1 for f in found if f.kind == "tool-error"),
+            refused_calls=sum(1 for f in found if f.kind in REFUSED and f.part is not None),
+        )
+
+    @property
+    def failures(self) -> int:
+        """How many findings say something went wrong (every kind but ``running``)."""
+        return sum(n for kind, n in self.by_kind.items() if kind in FAILURE_KINDS)
+
+    def calls_text(self) -> str:
+        """``1 failed, 2 refused`` ("" when none of its calls failed or was refused)."""
+        said = [f"{self.failed_calls} failed" if self.failed_calls else ""]
+        said.append(f"{self.refused_calls} refused" if self.refused_calls else "")
+        return ", ".join(filter(None, said))
 
 
 def spread(found: Iterable[Finding], searched: int) -> str:

@@ -19,6 +19,8 @@ from .model import (
     JSON,
     CommandPart,
     ErrorEntry,
+    Image,
+    ImagePart,
     Part,
     Permission,
     Session,
@@ -176,6 +178,22 @@ def _number_text(value: int | float) -> str:
     return json.dumps(value)
 
 
+def _parse_image(f: _Fields) -> Image:
+    """The ``media_type`` and ``data`` of an image (a part, or an entry of a tool part's
+    ``images``); its other fields stay on the object ``f`` reads."""
+    return Image(media_type=f.text("media_type"), data=f.text("data"))
+
+
+def _parse_images(values: list[JSON], path: str) -> list[Image]:
+    images = []
+    for i, value in enumerate(values):
+        f = _Fields(value, f"{path}[{i}]")
+        image = _parse_image(f)
+        image.extra = f.extra()
+        images.append(image)
+    return images
+
+
 def _parse_part(obj: JSON, path: str) -> Part:
     f = _Fields(obj, path)
     ptype = f.text("type")
@@ -195,6 +213,14 @@ def _parse_part(obj: JSON, path: str) -> Part:
                 raise _FormatError(
                     f"{path}.is_error: expected a boolean, got {_type_name(is_error)}"
                 )
+        interrupted = f.obj.get("interrupted", False)
+        f.used.add("interrupted")
+        if not isinstance(interrupted, bool):
+            if interrupted is not None:
+                raise _FormatError(
+                    f"{path}.interrupted: expected a boolean, got {_type_name(interrupted)}"
+                )
+            interrupted = False
         part = ToolPart(
             type=ptype,
             timestamp=timestamp,
@@ -203,7 +229,11 @@ def _parse_part(obj: JSON, path: str) -> Part:
             output=output,
             is_error=is_error,
             analysis=f.text("analysis"),
+            images=_parse_images(f.array("images"), f"{path}.images"),
+            interrupted=interrupted,
         )
+    elif ptype == "image":
+        part = ImagePart(type=ptype, timestamp=timestamp, image=_parse_image(f))
     elif ptype == "command":
         summary_raw = f.obj.get("summary")
         summary = None if summary_raw is None else f.text("summary")
@@ -315,6 +345,7 @@ def session_from_json(doc: JSON, file_name: str) -> Session:
             for i, p in enumerate(f.array("permissions"))
         ],
         file_name=file_name,
+        title=f.text("title"),
     )
     session.extra = f.extra()
     return session
@@ -382,15 +413,20 @@ def check_inside(path: Path, folder: Path) -> None:
 
 def read_session(path: Path, folder: Path | None = None) -> Session:
     """Read and parse one session file; ``folder`` confines symlinks to the sessions folder."""
-    check_inside(path, folder if folder is not None else path.parent)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise SessionLoadError(path.name, f"cannot read: {exc.strerror or exc}") from None
+    data = read_session_bytes(path, folder)
     text = decode_session_bytes(data, path.name)
     del data  # not held while the JSON is parsed
     return parse_session_text(text, path.name)
+
+
+def read_session_bytes(path: Path, folder: Path | None = None) -> bytes:
+    """The bytes of one session file; ``folder`` confines symlinks to the sessions folder."""
+    check_inside(path, folder if folder is not None else path.parent)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SessionLoadError(path.name, f"cannot read: {exc.strerror or exc}") from None
 
 
 def file_stamp(path: Path | str) -> tuple[int, int]:

@@ -32,7 +32,7 @@ class Part:
     """One entry of a turn's ``parts`` list."""
 
     type: str
-    """The part type as written (``user``, ``text``, ``thinking``, ``tool``, ``command``, ``system`` or unknown)."""
+    """The part type as written (``user``, ``text``, ``thinking``, ``tool``, ``command``, ``system``, ``image`` or unknown)."""
     timestamp: str = ""
     """ISO 8601 UTC timestamp as written; empty when missing."""
     extra: dict[str, JSON] = field(default_factory=dict)
@@ -56,6 +56,27 @@ class TextualPart(Part):
 
 
 @dataclass(slots=True)
+class Image:
+    """An image as a log holds it: its declared media type and its bytes in base64 (an
+    extension of the format: a prompt's ``image`` part, a tool result's ``images``)."""
+
+    media_type: str = ""
+    """The media type as written (``image/png``); untrusted: the bytes may say otherwise."""
+    data: str = ""
+    """The image's bytes in base64, as written (may be broken, huge or not an image)."""
+    extra: dict[str, JSON] = field(default_factory=dict)
+    """Fields this version does not know."""
+
+
+@dataclass(slots=True)
+class ImagePart(Part):
+    """An image given with a prompt (a pasted screenshot): part type ``image``."""
+
+    image: Image = field(default_factory=Image)
+    """The image (the part's ``media_type`` and ``data``)."""
+
+
+@dataclass(slots=True)
 class ToolPart(Part):
     """One tool call and its result, co-located in one record."""
 
@@ -69,6 +90,18 @@ class ToolPart(Part):
     """True when the result was an error."""
     analysis: str = ""
     """The optional one-line model insight on the result."""
+    images: list[Image] = field(default_factory=list)
+    """Images the result returned (a Read of a ``.png``), in order: an extension of the
+    format (``images``)."""
+    interrupted: bool = False
+    """True when the person stopped the call while it ran (an interrupt, not a refusal:
+    the turn is ``cancelled``); an extension of the format (``interrupted``)."""
+
+    @property
+    def failed(self) -> bool:
+        """True when the call returned an error result (``is_error``) that is not the
+        person stopping it (:attr:`interrupted`: its turn is ``cancelled``)."""
+        return self.output is not None and self.is_error and not self.interrupted
 
     @property
     def noise_excluded(self) -> bool:
@@ -199,6 +232,9 @@ class Session:
     """Top-level fields this version does not know."""
     file_name: str = ""
     """The file name it was read from (may differ from ``session_name`` in odd files)."""
+    title: str = ""
+    """A title naming the session (an imported log's, e.g. Claude Code's ``summary`` or
+    ``custom-title``); an extension of the format, empty when it has none."""
 
     @property
     def kind(self) -> str:

@@ -57,11 +57,6 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map: ClassVar[dict[str, str]] = {
         **http.server.SimpleHTTPRequestHandler.extensions_map,
         ".js": "application/javascript",
-        ".wasm": "application/wasm",
-        ".pagefind": "application/octet-stream",
-        ".pf_fragment": "application/octet-stream",
-        ".pf_index": "application/octet-stream",
-        ".pf_meta": "application/octet-stream",
     }
 
     def log_message(self, format: str, *args: object) -> None:

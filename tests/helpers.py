@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from publisher.cli import app
 from publisher.loader import decode_session_bytes, parse_session_text

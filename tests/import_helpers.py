@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +73,20 @@ def assert_renders(project: Path, tmp: Path) -> None:
     report = build(sessions_dir(project), tmp / "site")
     assert not report.failures
     assert report.sessions == len(loaded(project))
+
+
+def quiet_copy(source: Path, target: Path, age: float = 86_400.0) -> Path:
+    """``source`` (a file or folder) copied to ``target``, every file modified ``age`` seconds
+    ago: a log nobody writes to any more (a recent one may still be running:
+    ``claude_code.LIVE_SECONDS``)."""
+    if source.is_dir():
+        shutil.copytree(source, target)
+        files = [p for p in target.rglob("*") if p.is_file()]
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+        files = [target]
+    stamp = time.time() - age  # not the source's own times: a checkout's are any age
+    for path in files:
+        os.utime(path, (stamp, stamp))
+    return target

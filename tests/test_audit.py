@@ -133,13 +133,18 @@ def test_the_overview_tells_failed_calls_from_errors(tmp_path: Path) -> None:
     session = _session(turns=doc["turns"])
     facts = places.overview(session, Audit.of(session), ["#t1", "#t2"])
     assert [(e.errors, e.failed) for e in facts.outline] == [(0, 2), (0, 0)]
-    assert facts.errors == ["#t1.2", "#t1.3"] and facts.tool_errors == 2
+    assert [(f.href, f.kind, f.where) for f in facts.failures] == [
+        ("#t1.2", "tool-error", "turn 1.2"),
+        ("#t1.3", "tool-error", "turn 1.3"),
+    ]
+    assert facts.failures[0].what == "run: boom" and facts.tool_errors == 2
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     write_json(sessions / f"{MAIN}.json", doc)
     build(sessions, tmp_path / "site")
     page = page_of(tmp_path / "site", MAIN).read_text()
-    assert '<span class="jump-label">Errors and failed calls:</span>' in page
+    assert "2 failed calls)</span></h3>" in page  # "What went wrong (2 failed calls)"
+    assert page.count('<li class="failure-item fk-tool-error"><a href="#turn-1.2">') == 1
     assert re.findall(r'class="mark-error">([^<]*)<', page) == ["2 failed"]
     assert "<dt>Errors</dt><dd>0</dd>" in page
     text = export_markdown_text(session)
@@ -165,3 +170,23 @@ def test_the_exports_pointer_to_an_error_quotes_its_first_line() -> None:
     assert (
         "> **Error 2** (no HTTP status, at `2026-08-17T12:00:04+00:00`): (no message)" in turn_text
     )
+
+
+def test_a_decision_on_a_command_run_twice_goes_to_the_call_it_came_after() -> None:
+    """Codex runs ``git fetch`` in its sandbox (it fails, exit 128), then asks to run it
+    outside; the person refuses. The refusal is the second call's, not the first's: the
+    failed first call stays a failed call (a real 0.79 rollout)."""
+    first = part("tool", name="shell", input={"command": "git fetch --all"}, output="fatal",
+                 is_error=True, timestamp=T.format(2))  # fmt: skip
+    second = part("tool", name="shell", input={"command": "git fetch --all"},
+                  output="exec command rejected by user", timestamp=T.format(6))  # fmt: skip
+    session = _session(
+        turns=[
+            turn(1, part("user", "go"), first, second, started_at=T.format(0), ended_at=T.format(9))
+        ],
+        permissions=[_perm("shell", 7, "git fetch --all", decision="declined")],
+    )
+    assert [(d.part, d.rule) for d in Audit.of(session).decisions] == [(3, "path")]
+    from publisher import gate
+
+    assert gate.counts(gate.session_findings(session)) == {"tool-error": 1, "declined": 1}

@@ -464,3 +464,40 @@ def test_the_cli_ignores_a_catalog_it_cannot_trust(archive: Path, reads: list[st
         result = polyglav("sessions", "--project", str(project))
         assert len(reads) == 7, how
         assert (result.stdout, result.stderr) == expected, how
+
+
+@pytest.mark.unit
+def test_the_callers_of_a_session_by_parent_and_by_declaration_with_or_without_the_pass() -> None:
+    """A changed session's ancestors (whose pages show what it did): its parent, the
+    sessions that declare it a sub-session (without being named its parent; a name that
+    holds the other's as a part, or a lone surrogate, found exactly), theirs, cycles cut;
+    asked one at a time of the catalog, and alike from the one pass made once many are
+    asked."""
+    from publisher.site import graph as graph_module
+    from publisher.site.graph import Graph
+
+    leaf, mid, top, lone = "sub_\ud800x", "sub_mid", "ses_top", "ses_lone"
+    summaries = {
+        s.name: s
+        for s in (
+            summary(leaf, sub_sessions=(), parent_id=""),
+            summary(mid, sub_sessions=(leaf,), parent_id=""),
+            summary(top, sub_sessions=(), parent_id=""),
+            summary(lone, sub_sessions=(f"{leaf}y", "sub_\ud800"), parent_id=""),
+            summary("sub_cycle", sub_sessions=(top,), parent_id=mid),
+        )
+    }
+    summaries[mid] = summary(mid, sub_sessions=(leaf,), parent_id=top)
+    graph = Graph.of(summaries, [f"{n}.json" for n in summaries])
+    expected = {
+        leaf: {mid, top, "sub_cycle"},
+        mid: {top, "sub_cycle"},
+        top: {"sub_cycle", mid},
+        lone: set(),
+    }
+    for name, above in expected.items():
+        assert graph.ancestors(name) == above, name
+    graph._asked = graph_module.CALLERS_PASS  # the next question makes the pass
+    for name, above in expected.items():
+        assert graph.ancestors(name) == above, name
+    assert graph._callers is not None

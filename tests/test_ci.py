@@ -74,10 +74,9 @@ def sample_tree(name: str = MAIN) -> list[gate.Member]:
 
 EXPECTED_LINES = {
     "error": "polyglav: fail-on error: turn 7: error 401: Unauthorized: the provider rejected "
-    "the API key (token expired) (and 2 more error: turn 7, turn 10)",
+    "the API key (token expired) (and 1 more error: turn 10)",
     "tool-error": "polyglav: fail-on tool-error: turn 1.3: tool error: run_command: "
-    "test session starts … 1 failed, 47 passed in 2.31s (and 2 more tool-error: turn 5.4, "
-    "turn 7.2)",
+    "test session starts … 1 failed, 47 passed in 2.31s",
     "denied": "polyglav: fail-on denied: turn 7.2: permission denied: run_command git push "
     "origin main",
     "declined": "polyglav: fail-on declined: turn 5.4: permission declined: file_write "
@@ -88,7 +87,7 @@ EXPECTED_LINES = {
 }
 
 
-@pytest.mark.parametrize("kind", gate.KINDS)
+@pytest.mark.parametrize("kind", gate.EVENT_KINDS)  # secret: tests/test_redact_report.py
 def test_each_kind_alone_fails_the_export_but_writes_it(kind: str, tmp_path: Path) -> None:
     plain = tmp_path / "plain.md"
     assert run("export", MAIN, *P, "--out", str(plain))[0] == 0
@@ -100,7 +99,7 @@ def test_each_kind_alone_fails_the_export_but_writes_it(kind: str, tmp_path: Pat
     assert f"exported to {out}" in err
 
 
-@pytest.mark.parametrize("kind", gate.KINDS)
+@pytest.mark.parametrize("kind", gate.EVENT_KINDS)
 def test_each_kind_alone_with_check(kind: str) -> None:
     code, out, err = run("check", MAIN, *P, "--fail-on", kind)
     assert code == 1
@@ -117,12 +116,12 @@ def test_kinds_combined_one_line_per_kind_in_a_fixed_order() -> None:
         EXPECTED_LINES["running"],
     ]
     assert out == (
-        f"{MAIN}: failed: --fail-on error,denied,running matched 5 findings "
-        "(3 error, 1 denied, 1 running) in 1 of 3 sessions\n"
+        f"{MAIN}: failed: --fail-on error,denied,running matched 4 findings "
+        "(2 error, 1 denied, 1 running) in 1 of 3 sessions\n"
     )
-    code, _, err = run("check", MAIN, *P)  # default: every kind
+    code, _, err = run("check", MAIN, *P)  # default: every kind but secret
     assert code == 1
-    assert fail_lines(err) == [EXPECTED_LINES[k] for k in gate.KINDS]
+    assert fail_lines(err) == [EXPECTED_LINES[k] for k in gate.EVENT_KINDS]
 
 
 def test_the_verdict_says_in_how_many_of_the_searched_sessions_it_found() -> None:
@@ -160,7 +159,7 @@ def test_job_errors_are_attributed_to_the_failed_turn() -> None:
     _, _, err = run("check", "#7f3k2a", *P, "--fail-on", "error")
     assert fail_lines(err) == [
         "polyglav: fail-on error: turn 2: error: stream EOF before completion (connection reset "
-        "by provider) (and 2 more error: turn 2, turn 2)"
+        "by provider) (and 1 more error: turn 2)"
     ]
 
 
@@ -209,10 +208,10 @@ def test_a_session_that_does_not_load_is_exit_1_naming_the_file() -> None:
     )
 
 
-def test_check_help_has_an_example() -> None:
+def test_check_help_says_it_writes_nothing() -> None:
     result = runner.invoke(app, ["check", "--help"])
     assert result.exit_code == 0
-    assert "Example: polyglav check" in result.stdout
+    assert "Example:\n    polyglav check" in result.stdout
     # It writes nothing: its options say nothing of an export written or of its format.
     flat = " ".join(result.stdout.split())
     assert "still written" not in flat and "--format" not in flat
@@ -271,8 +270,8 @@ def test_sub_sessions_count_at_any_depth_and_cycles_end(
     project = ["--project", str(archive.parent.parent)]
     code, out, err = run("check", "#root01", *project, "--fail-on", "denied,tool-error")
     assert code == 1, err
+    # The denied call failed because of its refusal: one finding, the refusal.
     assert fail_lines(err) == [
-        "polyglav: fail-on tool-error: sub_x_bbbbbb turn 2.2: tool error: run_command: no",
         "polyglav: fail-on denied: sub_x_bbbbbb turn 2.2: permission denied: run_command git push",
     ]
     assert "in 1 of 3 sessions" in out  # b of root, a and b; one that does not load is a warning
@@ -284,7 +283,7 @@ def test_sub_sessions_count_at_any_depth_and_cycles_end(
     assert (
         out
         == "ses_20260817_120000_root01: passed: nothing matched --fail-on "
-        + ",".join(gate.KINDS)
+        + ",".join(gate.EVENT_KINDS)
         + " in 1 session\n"
     )
     assert "warning" not in err
@@ -413,15 +412,50 @@ def test_error_codes_and_hostile_text_stay_one_line() -> None:
     assert len(found.message) < 200 and found.message.endswith("…")
 
 
-def test_a_turn_with_status_error_and_an_error_entry_lists_the_entry_first() -> None:
+def test_a_turn_with_status_error_and_an_error_entry_counts_once() -> None:
+    """The entry is the turn's error (named with its message); a turn with status error and
+    no entry placed in it is one finding of its own."""
     s = _session(
-        turns=[turn(1, status="error", started_at=T.format(0), ended_at=T.format(9))],
+        turns=[
+            turn(1, status="error", started_at=T.format(0), ended_at=T.format(9)),
+            turn(2, status="error", started_at=T.format(20), ended_at=T.format(29)),
+        ],
         errors=[{"code": 401, "message": "Unauthorized", "timestamp": T.format(9)}],
     )
-    assert [f.message for f in gate.session_findings(s)] == [
-        "error 401: Unauthorized",
-        "status error",
+    assert [(f.turn, f.message) for f in gate.session_findings(s)] == [
+        ("1", "error 401: Unauthorized"),
+        ("2", "status error"),
     ]
+
+
+def test_a_refused_call_is_its_refusal_not_also_a_tool_error() -> None:
+    """A call whose permission was declined or denied fails (its result says so): it is
+    counted once, as the refusal; a failed call with no refusal stays a tool error."""
+    refused = part(
+        "tool", name="file_write", input={"path": "/p/.env"}, output="Permission declined.",
+        is_error=True, timestamp=T.format(2),
+    )  # fmt: skip
+    failed = part(
+        "tool", name="file_write", input={"path": "/p/b"}, output="disk full", is_error=True,
+        timestamp=T.format(4),
+    )  # fmt: skip
+    s = _session(
+        turns=[turn(1, refused, failed, started_at=T.format(0), ended_at=T.format(9))],
+        permissions=[
+            {
+                "tool": "file_write",
+                "action": "ask",
+                "decision": "declined",
+                "path": "/p/.env",
+                "timestamp": T.format(2),
+            },
+        ],
+    )
+    found = gate.session_findings(s)
+    assert [(f.kind, f.turn) for f in found] == [("declined", "1.1"), ("tool-error", "1.2")]
+    assert gate.counts(found) == {"tool-error": 1, "declined": 1}
+    # Asked for tool errors alone, the refused call is not one.
+    assert [f.turn for f in gate.session_findings(s, ["tool-error"])] == ["1.2"]
 
 
 @pytest.mark.parametrize(
@@ -476,10 +510,10 @@ def test_a_finding_fits_its_cell_keeping_the_end_of_the_output(message: str, cut
 
 def test_only_the_asked_kinds_are_found() -> None:
     s = read_session(SAMPLES / f"{MAIN}.json")
-    for kind in gate.KINDS:
+    for kind in gate.EVENT_KINDS:  # the samples hold no secret (tests/test_redact.py)
         found = gate.session_findings(s, [kind])
         assert found and {f.kind for f in found} == {kind}
-    assert len(gate.session_findings(s)) == 11
+    assert len(gate.session_findings(s)) == 8
     assert gate.session_findings(s, []) == []
 
 
@@ -500,13 +534,13 @@ def test_summary_of_the_main_sample(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0] == f"### Polyglav session `{MAIN}`: failed"
     for expected in [
-        "- **Gate:** **failed**: `--fail-on error,denied` matched 4 findings (3 error, 1 denied) "
+        "- **Gate:** **failed**: `--fail-on error,denied` matched 3 findings (2 error, 1 denied) "
         "in 1 of 3 sessions",
         f"- **Session:** interactive session, role -, Polyglav `0.35.0`, [transcript]({page})",
         "- **Last turn:** turn 12, `running`: the run never finished",
         "- **Duration:** 19m44s",
         "- **Turns:** 12 (8 `ok`, 1 `running`, 1 `error`, 1 `truncated`, 1 `cancelled`)",
-        "- **Tool calls:** 14, 3 with an error result",
+        "- **Tool calls:** 14 (1 failed, 2 refused)",
         "- **Errors:** 2",
         "- **Permission decisions:** 10 (1 `declined`, 1 `denied`, 8 `granted`)",
         "- **Sub-agents:** 2",
@@ -523,9 +557,9 @@ def test_summary_of_the_main_sample(tmp_path: Path) -> None:
     ]:
         assert expected in lines, expected
     rows = [line for line in lines if line.startswith("| [turn ")]
-    assert len(rows) == 11
+    assert len(rows) == 8
     # The gated findings come first.
-    assert [r.split(" | ")[-1] for r in rows] == ["fails |"] * 4 + [" |"] * 7
+    assert [r.split(" | ")[-1] for r in rows] == ["fails |"] * 3 + [" |"] * 5
 
 
 def test_summary_links_into_the_single_file_its_sub_sessions_included() -> None:
@@ -785,12 +819,11 @@ def test_junit_of_the_main_sample(tmp_path: Path) -> None:
     failure = failed[0].find("failure")
     assert failure.get("type") == "error,denied"
     assert failure.get("message") == (
-        "error 401: Unauthorized: the provider rejected the API key (token expired) (and 2 more)"
+        "error 401: Unauthorized: the provider rejected the API key (token expired) (and 1 more)"
     )
     body = failure.text
     assert body.startswith(
         "turn 7: error: error 401: Unauthorized: the provider rejected the API key (token expired)\n"
-        "turn 7: error: status error\n"
         "turn 7.2: denied: permission denied: run_command git push origin main\n\n## Turn 7\n"
     )
     assert "git commit -am 'Fix off-by-one in reservations' && git push origin main" in body
@@ -872,7 +905,7 @@ def test_junit_carries_control_characters_visibly(archive: Path, write_session: 
     assert cases[0].get("name") == "session (no turn)"
     assert cases[0].find("failure").get("message").startswith("error \\x00")
     first = cases[1].find("failure")
-    assert first.get("type") == "tool-error,denied"
+    assert first.get("type") == "denied"  # the denied call: its refusal, counted once
     assert "\t" in first.get("message") or "\\t" in first.get("message")
     # The body is the turn's Markdown as the export writes it (a text it cannot carry as is
     # becomes a json-string block), cut but otherwise whole.
@@ -1193,10 +1226,10 @@ def test_the_command_reference(tmp_path: Path) -> None:
     results = [sandbox.sh(line, work, {"SESSION": MAIN}) for line in block.splitlines()]
     assert [r.returncode for r in results] == [1, 1, 1], [r.stderr for r in results]
     assert results[0].stdout.startswith(
-        f"{MAIN}: failed: --fail-on error,denied matched 4 findings"
+        f"{MAIN}: failed: --fail-on error,denied matched 3 findings"
     )
     assert results[1].stderr.startswith(
-        f"{MAIN}: failed: --fail-on error,denied matched 4 findings"
+        f"{MAIN}: failed: --fail-on error,denied matched 3 findings"
     )
     assert (work / "summary.md").read_text().startswith(f"### Polyglav session `{MAIN}`: failed")
     assert "Sub-agents" not in (work / "summary.md").read_text()  # --no-sub-sessions
@@ -1251,3 +1284,20 @@ def test_attribution_stays_fast_for_many_events_and_calls() -> None:
     assert len(found) == 2 * n
     assert [f.turn for f in found if f.kind == "denied"][:3] == ["1.1", "1.2", "1.3"]
     assert elapsed < 10, elapsed  # quadratic matching would take minutes
+
+
+#: Bidirectional overrides, isolates and marks, zero-width and invisible characters: a
+#: forge shows none of them, and a right-to-left override reverses what a reviewer reads.
+FORMAT_CHARS = "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff"
+
+
+@pytest.mark.parametrize("char", list(FORMAT_CHARS), ids=lambda c: f"U+{ord(c):04X}")
+def test_summary_shows_invisible_and_bidirectional_characters_as_escapes(char: str) -> None:
+    """``git push origin main<U+202E>niam/nigiro`` would read reversed on a forge: every such
+    character is shown as ``\\uNNNN`` wherever the summary quotes the session."""
+    text = f"run {char}tset{char} ok"
+    members = _hostile_members(text)
+    for base in (None, SITE):
+        out = summary.ci_summary(members, frozenset(gate.KINDS), base)
+        assert char not in out
+        assert f"\\u{ord(char):04x}" in out

@@ -172,13 +172,32 @@ def test_exit_codes(args: list[str], code: int) -> None:
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize(
-    "command", ["export", "history", "print", "sessions", "site", "site build"]
-)
-def test_help_has_an_example(command: str) -> None:
+def _commands() -> list[str]:
+    """Every command line of the app, groups included (``site build``…), walked from the
+    click tree typer makes: a new command is checked without being named here."""
+    import typer.main
+
+    found = []
+
+    def walk(command: object, words: list[str]) -> None:
+        found.append(" ".join(words))
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            walk(sub, [*words, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_help_ends_with_an_example(command: str) -> None:
     result = runner.invoke(app, [*command.split(), "--help"])
     assert result.exit_code == 0
-    assert "Example: polyglav" in result.stdout
+    lines = result.stdout.rstrip().splitlines()
+    example = max(i for i, line in enumerate(lines) if line.strip() == "Example:")
+    assert example > 0 and lines[example + 1 :], result.stdout
+    assert all(line.strip().startswith("polyglav ") for line in lines[example + 1 :]), lines
+    if command:
+        assert lines[example + 1].strip().startswith(f"polyglav {command.split()[0]}"), lines
 
 
 def test_console_script_and_module_entry_points() -> None:
@@ -273,3 +292,10 @@ def test_a_large_folder_is_listed_by_workers_as_in_one_process(tmp_path: Path) -
     assert Archive(tmp_path).resolve("r2").session_name == max(
         e.session_name for e in one if e.role == "r2"
     )
+
+
+@pytest.mark.parametrize("target", ["#ab12c", "#ab12cd1"])
+def test_an_id_of_other_than_six_characters_is_refused(target: str) -> None:
+    code, _, err = run("history", "1", "--run", target, *P)
+    assert code == 1
+    assert err == f"polyglav: error: {target}: not a session id (six base36 letters and digits)\n"

@@ -24,6 +24,7 @@ from tests.import_helpers import (
     assert_renders,
     contents,
     loaded,
+    quiet_copy,
     run_import,
     sessions_dir,
     snapshot,
@@ -61,7 +62,7 @@ def test_real_sample_imports_links_and_renders(tmp_path: Path) -> None:
     assert "records mapped" in err and "kept as raw" in err
     sessions = loaded(project)
     main = next(s for s in sessions.values() if s.session_name.startswith("ses_20260212_16"))
-    sub = next(s for s in sessions.values() if s.kind == "sub")
+    sub = next(s for s in sessions.values() if s.kind == "sub" and s.role == "Explore")
     # linked both ways, and the Task call names its sub-session
     assert main.sub_sessions == [sub.session_name]
     assert sub.parent_id == main.session_name
@@ -93,25 +94,29 @@ def test_real_sample_imports_links_and_renders(tmp_path: Path) -> None:
     for session in sessions.values():
         for t in session.turns:
             assert t.ended_at >= t.started_at, (session.session_name, t.index)
-    # the rejected call is a declined permission
+    # the rejected call had run (it waited on a task): an interrupt, not a declined decision
     rejected = next(
         s for s in sessions.values() if s.extra["imported_from"]["session_id"].startswith("258c")
     )
-    assert [(p.tool, p.decision) for p in rejected.permissions] == [("TaskOutput", "declined")]
+    assert rejected.permissions == []
+    assert [p.name for t in rejected.turns for p in t.parts if getattr(p, "interrupted", 0)] == [
+        "TaskOutput"
+    ]
     assert main.extra["imported_from"]["agent"] == "claude-code"
     assert_renders(project, tmp_path)
 
 
 def test_import_twice_is_import_once_and_unchanged_sources_are_skipped(tmp_path: Path) -> None:
     project = tmp_path / "p"
-    assert run_import("claude-code", REAL, project=project)[0] == 0
+    real = quiet_copy(REAL, tmp_path / "real")
+    assert run_import("claude-code", real, project=project)[0] == 0
     first = snapshot(project)
-    code, err = run_import("claude-code", REAL, project=project)
+    code, err = run_import("claude-code", real, project=project)
     assert code == 0 and "skipped (source unchanged)" in err and " 2 skipped" in err
     assert snapshot(project) == first
     # a state lost: converted again, the same bytes
     (project / ".polyglav" / "import-state.json").unlink()
-    code, err = run_import("claude-code", REAL, project=project)
+    code, err = run_import("claude-code", real, project=project)
     assert code == 0 and "0 session files written" in err
     assert snapshot(project) == first
     assert not any(p.name == "import-state.json" for p in sessions_dir(project).iterdir())
@@ -437,7 +442,7 @@ def test_cli_in_a_subprocess_runs_this_worktree(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "2 source sessions, 3 session files written" in result.stderr
+    assert "2 source sessions, 4 session files written" in result.stderr
     result = subprocess.run(
         [sys.executable, "-m", "publisher", "import", "nobody"],
         capture_output=True,
@@ -531,7 +536,12 @@ def test_progress_lines_are_mapped_compactly_and_nothing_is_lost(tmp_path: Path)
                 assert texts and all(t in sub_texts[message["uuid"]] for t in texts)
                 restored["message"] = message
             assert restored == data, (path.name, number)
-    assert seen == {"hook_progress": 17, "bash_progress": 5, "agent_progress": 1}
+    assert seen == {
+        "hook_progress": 21,
+        "bash_progress": 5,
+        "agent_progress": 1,
+        "waiting_for_task": 2,
+    }
     # the one copy of a sub-agent line here is not exact (a string became a text block): kept
     assert left_out == {"output", "fullOutput", "prompt"}
     # the Bash call whose output grew: earlier snapshots point into the last one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,11 @@ def test_real_samples_import_and_render(tmp_path: Path) -> None:
     sessions = {s.extra["imported_from"]["session_id"]: s for s in loaded(project).values()}
     real = sessions["019b64e5-57fa-7463-b644-fba7e456f905"]
     assert real.turns[-1].model == "gpt-5.2-codex" and real.turns[-1].mode == "on-request"
-    assert ("user", real.turns[-1].parts[0].text) == contents(real)[2]
+    # The instructions and environment Codex injects before the prompt are notes of the
+    # prompt's turn, not a turn of their own.
+    assert len(real.turns) == 1
+    assert [p.type for p in real.turns[0].parts[:3]] == ["system", "system", "user"]
+    assert ("user", real.turns[0].parts[2].text) == contents(real)[2]
     synthetic = sessions["11111111-1111-4111-8111-111111111111"]
     kinds = [k for k, _ in contents(synthetic)]
     assert kinds == ["user", "thinking", "tool", "tool", "tool", "text"]
@@ -219,35 +224,64 @@ def test_grown_rollout_updates_the_same_file(tmp_path: Path) -> None:
     assert source.read_bytes() == b"".join(full)
 
 
+def recovered_output(part: ToolPart) -> str | None:
+    """A call's output as the rollout wrote it: the part's output, or the wrapper it was
+    unwrapped from (``{"output", "metadata"}``) written again, or the original kept as
+    written when writing it again would not give the same text."""
+    kept = part.extra.get("codex_output", {})
+    if isinstance(kept.get("output"), str):
+        return str(kept["output"])
+    wrapper = kept.get("output_wrapper")
+    if isinstance(wrapper, dict):
+        return json.dumps(
+            {"output": part.output, **wrapper}, ensure_ascii=False, separators=(",", ":")
+        )
+    return part.output
+
+
 def test_every_message_call_and_output_of_the_real_samples_is_imported_as_written(
     tmp_path: Path,
 ) -> None:
     """Each message text, reasoning summary, call input and call output of the rollouts is a
-    part's text, input or output, byte for byte."""
+    part's text, input or output, byte for byte (a wrapped output: its inner text, the rest
+    of the wrapper beside it; a VS Code prompt: the note of the editor's context and the
+    prompt after it), or, when the rollout copied it from another session's log, a record
+    kept as written in ``codex_inherited``."""
     project = tmp_path / "p"
     assert run_import("codex", REAL, project=project)[0] == 0
     texts: set[str] = set()
     inputs: list[Any] = []
-    outputs: set[str] = set()
+    outputs: set[str | None] = set()
+    copied: list[Any] = []
     for session in loaded(project).values():
-        for kind, value in contents(session):
-            if kind == "tool":
-                inputs.append(value[1])
-                outputs.add(value[2])
-            else:
-                texts.add(value)
-    checked = 0
+        for turn in session.turns:
+            for part in turn.parts:
+                if isinstance(part, ToolPart):
+                    inputs.append(part.input)
+                    outputs.add(recovered_output(part))
+        texts.update(value for kind, value in contents(session) if kind != "tool")
+        for turn in session.turns:  # a prompt and the editor's context before it (VS Code)
+            for note, prompt in pairwise(turn.parts):
+                if note.extra.get("codex", {}).get("ide_context") is True:
+                    texts.add(getattr(note, "text", "") + getattr(prompt, "text", ""))
+        for block in session.extra.get("codex_inherited", []):
+            copied.extend(entry["record"] for entry in block["records"])
+    checked = inherited = 0
     for path in sorted(REAL.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
             payload = item.get("payload") or {}
             if item.get("type") != "response_item":
                 continue
+            if item in copied:
+                inherited += 1
+                continue
             kind = payload.get("type")
             if kind == "message":
                 for block in payload["content"]:
-                    assert block["text"] in texts, block["text"][:80]
-                    checked += 1
+                    if "text" in block:
+                        assert block["text"] in texts, block["text"][:80]
+                        checked += 1
             elif kind == "reasoning":
                 for block in payload.get("summary", []):
                     assert block["text"] in texts
@@ -264,3 +298,4 @@ def test_every_message_call_and_output_of_the_real_samples_is_imported_as_writte
                 assert text in outputs, text[:80]
                 checked += 1
     assert checked >= 10, checked
+    assert inherited >= 3, inherited

@@ -72,6 +72,8 @@ class ArchiveMachine(RuleBasedStateMachine):
         self.docs: dict[str, dict[str, Any]] = {}
         self.steps = 0
         self.outputs: dict[str, str] = {}
+        self.options: dict[str, Any] = {}
+        """What every build of this machine, incremental and fresh, is given."""
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -162,7 +164,7 @@ class ArchiveMachine(RuleBasedStateMachine):
     def build(self) -> None:
         """An incremental build; the files it reports changed are those whose bytes differ
         from the last build's outputs (what ``site watch`` reloads)."""
-        report = build(self.sessions, self.out)
+        report = build(self.sessions, self.out, **self.options)
         before, after = self.outputs, report.outputs
         assert report.changed == sorted(
             rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel)
@@ -179,8 +181,20 @@ class ArchiveMachine(RuleBasedStateMachine):
         self.build()
         fresh = self.root / "fresh"
         shutil.rmtree(fresh, ignore_errors=True)
-        build(self.sessions, fresh)
+        build(self.sessions, fresh, **self.options)
         assert tree_digest(self.out) == tree_digest(fresh)
+
+
+class SearchArchiveMachine(ArchiveMachine):
+    """The same steps with the search index on, in small bundles and chunks (several of
+    each from a few sessions): every file of ``search/`` equals a fresh build's too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        small = Tunables(
+            sessions_per_bundle=1, max_bundles=4, search_chunk_bytes=120, search_doc_bytes=200
+        )
+        self.options = {"search": True, "tunables": small}
 
 
 class WatchedArchiveMachine(ArchiveMachine):
@@ -220,6 +234,10 @@ class WatchedArchiveMachine(ArchiveMachine):
 # "flaky" report to the real failure).
 ArchiveMachine.TestCase.settings = settings(stateful_step_count=12, deadline=None)
 TestIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(ArchiveMachine.TestCase))
+SearchArchiveMachine.TestCase.settings = settings(
+    stateful_step_count=12, deadline=None, max_examples=25
+)
+TestSearchIncremental = pytest.mark.timeout(1200)(pytest.mark.slow(SearchArchiveMachine.TestCase))
 # Fewer examples: most of what it exercises is the machine above's.
 WatchedArchiveMachine.TestCase.settings = settings(
     stateful_step_count=12, deadline=None, max_examples=25

@@ -174,7 +174,7 @@ ODD = {
         turns=[
             turn(
                 1,
-                {"type": "image", "url": "x.png", "timestamp": "t"},
+                {"type": "hologram", "url": "x.png", "timestamp": "t"},
                 part("user", "hi", mood="calm"),
                 weather="sunny",
             )
@@ -211,7 +211,7 @@ def test_unknown_fields_are_kept_and_shown(archive: Path, write_session: Writer)
         '"future_field"',
         '"weather": "sunny"',
         '"mood": "calm"',
-        "Unknown part `image`",
+        "Unknown part `hologram`",
         '"url": "x.png"',
     ):
         assert needle in out
@@ -266,3 +266,58 @@ def test_export_refuses_to_write_into_sessions_folder(archive: Path, write_sessi
     )
     assert result.exit_code == 1
     assert not (archive / "x.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("interrupted", "yes", "$.turns[0].parts[0].interrupted: expected a boolean, got string"),
+        ("images", 5, "$.turns[0].parts[0].images: expected an array, got number"),
+        ("images", [1], "$.turns[0].parts[0].images[0]: expected an object, got number"),
+        (
+            "images",
+            [{"media_type": ["x"]}],
+            "$.turns[0].parts[0].images[0].media_type: expected a string, got array",
+        ),
+    ],
+)
+def test_a_tool_part_s_images_and_interrupt_are_checked(
+    field: str, value: object, reason: str
+) -> None:
+    from publisher.loader import SessionLoadError, parse_session_text
+
+    doc = session_doc(turns=[turn(1, part("tool", name="Read", **{field: value}))])
+    with pytest.raises(SessionLoadError) as caught:
+        parse_session_text(json.dumps(doc), "x.json")
+    assert caught.value.reason == reason
+
+
+def test_images_interrupts_and_a_title_load() -> None:
+    from publisher.loader import session_from_json
+    from publisher.model import ImagePart, ToolPart
+
+    doc = session_doc(
+        title="A title",
+        turns=[
+            turn(
+                1,
+                {"type": "image", "media_type": "image/png", "data": "QQ==", "x": 1},
+                part(
+                    "tool",
+                    name="Task",
+                    interrupted=True,
+                    images=[{"media_type": "image/gif", "data": "", "y": 2}],
+                ),
+            )
+        ],
+    )
+    session = session_from_json(doc, "x.json")
+    image, tool = session.turns[0].parts
+    assert session.title == "A title" and "title" not in session.extra
+    assert isinstance(image, ImagePart) and (image.image.media_type, image.image.data) == (
+        "image/png",
+        "QQ==",
+    )
+    assert image.extra == {"x": 1}
+    assert isinstance(tool, ToolPart) and tool.interrupted and not tool.failed
+    assert [(i.media_type, i.extra) for i in tool.images] == [("image/gif", {"y": 2})]

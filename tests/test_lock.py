@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from publisher.site.lock import holding
-from publisher.site.stages.search import pagefind_available
 from tests.helpers import (
     MAIN,
     copy_samples,
@@ -21,7 +20,6 @@ from tests.helpers import (
     page_of,
     part,
     python_env,
-    require,
     session_doc,
     tree_digest,
     turn,
@@ -95,7 +93,6 @@ def test_two_builds_started_together_both_succeed_and_equal_a_fresh_build(
 ) -> None:
     """Two builds raced on one site ended with ``fragment: Directory not empty``, or with a
     search index no single build makes; now the second waits for the first."""
-    require(pagefind_available(), "Pagefind is not installed (pip install 'pagefind[bin]')")
     sessions = copy_samples(tmp_path / "sessions")
     for i in range(40):  # enough work that the two overlap
         doc = session_doc(f"ses_20260901_1200{i:02d}_lk{i:04d}", turns=[

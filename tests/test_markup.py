@@ -258,3 +258,22 @@ def test_links_into_the_workspace_are_code(text: str, shown: str) -> None:
     html = render_markdown(f"see {text} and [w](https://e.example/)")
     assert f"<p>see {shown} and " in html
     assert html.count("<a ") == 1 and 'href="https://e.example/"' in html
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("see #ab12cd.", ["#ab12cd"]),
+        ("see #ab12c.", []),  # five characters: not an id
+        ("see #ab12cd1.", []),  # seven: not one either
+        ("see #a.", []),
+        ("#zzzzzz #99999 #0000000", ["#zzzzzz"]),
+    ],
+)
+def test_a_session_id_is_exactly_six_base36_characters(text: str, found: list[str]) -> None:
+    from publisher import refs
+
+    assert [ref for _, _, ref in find_refs(text)] == found
+    for candidate in ("ab12c", "ab12cd1", "AB12CD", "ab12c_"):
+        assert not refs.is_id(candidate), candidate
+    assert refs.is_id("ab12cd") and refs.is_id("000000")

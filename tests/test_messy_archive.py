@@ -85,6 +85,11 @@ def messy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = root / "project"
     for agent, source in (
         ("claude-code", FIXTURES / "claude_code"),
+        # images, titles, interrupts, notices, compaction and side-question logs
+        ("claude-code", FIXTURES / "claude_code_built"),
+        ("claude-code", FIXTURES / "claude_code_replay"),
+        ("claude-code", FIXTURES / "claude_code_spotter"),
+        ("claude-code", FIXTURES / "claude_code_titles"),
         ("codex", FIXTURES / "codex"),
         ("aider", FIXTURES / "aider"),
     ):
@@ -131,6 +136,7 @@ def served(messy_site: Path) -> Iterator[str]:
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # every page of every real log, light and dark: about 5 min here
 def test_axe_finds_no_serious_violation_on_a_messy_archive(messy_site: Path, served: str) -> None:
     from tests.browser import browser_missing, chromium
 

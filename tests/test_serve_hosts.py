@@ -341,14 +341,14 @@ def test_serve_refuses_foreign_hosts_on_every_kind_of_path(serve: Callable[..., 
     server = serve(search=True)
     server.running.line("search built")
     port, out = server.port, server.out
-    pagefind = sorted((out / "pagefind").rglob("*.pf_meta"))[0].relative_to(out).as_posix()
+    chunk = sorted((out / "search").rglob("t-*.js"))[0].relative_to(out).as_posix()
     targets = [
         "/",
         "/index.html",
         f"/sessions/{MAIN}/",
         "/assets/style.css",
-        "/pagefind/shards.json",
-        f"/{pagefind}",
+        "/search/index.js",
+        f"/{chunk}",
         "/__polyglav/reload.js",
         "/__polyglav/events",
         "/no-such-page",
@@ -378,7 +378,7 @@ def test_serve_refuses_foreign_hosts_on_every_kind_of_path(serve: Callable[..., 
         assert_refused(get(port, "/index.html", host, method="HEAD"), "HEAD")
         assert_refused(get(port, "/index.html", host, version="1.1"))
     # Absolute-form request lines are judged by their host, whatever the Host header says.
-    for target in ("/index.html", "/__polyglav/events", f"/{pagefind}"):
+    for target in ("/index.html", "/__polyglav/events", f"/{chunk}"):
         assert_refused(get(port, f"http://evil.example:{port}{target}", f"127.0.0.1:{port}"))
         assert_refused(get(port, f"http://evil.example{target}", None))
     # Several Host headers, even known ones; HTTP/1.1 without Host.

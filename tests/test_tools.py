@@ -219,7 +219,7 @@ def test_a_long_outputs_view_marks_its_last_lines_for_the_index() -> None:
     output = "".join(f"line {i}\n" for i in range(100))
     doc = session_doc(turns=[turn(1, part("tool", name="run_command", input={}, output=output))])
     session = session_from_json(doc, "x.json")
-    view = html._output_view(session.turns[0], 1, output, False, {})
+    view = html.output_view(session.turns[0], 1, output, False, {})
     assert view.head + view.middle + view.tail == output
     assert view.tail[view.indexed_from :] == "".join(f"line {i}\n" for i in range(94, 100))
 
@@ -237,7 +237,7 @@ def test_a_theme_template_renders_its_own_tool(tmp_path: Path) -> None:
     renderer = html.HtmlRenderer(Theme.load(str(theme)))
     out = renderer.render_turn(session, session.turns[0], [], None).html
     assert '<p class="deploy">Deploy to &lt;script&gt;' in out
-    assert "Input as written (JSON)" in out  # the full input stays reachable
+    assert "As written: the input" in out  # the full input stays reachable
 
 
 def _diff_html_reference(text: str) -> str:
@@ -342,7 +342,8 @@ _JSON = st.recursive(
 _KEYS = ["command", "cmd", "questions", "question", "options", "label", "todos", "plan", "step",
          "status", "content", "pattern", "path", "glob", "query", "url", "prompt", "session_id",
          "chars", "file_path", "old_string", "new_string", "edits", "role", "task", "task_id",
-         "block", "timeout", "skill", "args", "bash_id"]  # fmt: skip
+         "block", "timeout", "skill", "args", "bash_id", "type", "queries", "agent_type",
+         "message"]  # fmt: skip
 _INPUTS = st.recursive(
     _JSON,
     lambda inner: (
@@ -363,3 +364,57 @@ def test_any_input_of_a_known_tool_renders_escaped(name: str, value: object, key
     session = session_from_json(doc, "x.json")
     out = html.HtmlRenderer(Theme.load(None)).render_turn(session, session.turns[0], [], None).html
     assert "<script>" not in out and "\x1b" not in out and "\x00" not in out
+
+
+def test_the_files_a_run_changed_are_listed_with_their_calls(tmp_path: Path) -> None:
+    """Edits, writes and patches that returned without an error, each file with the calls
+    that changed it; a failed edit changed nothing the log vouches for."""
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: src/new.py\n+z\n"
+        "*** Delete File: old.txt\n*** Update File: src/b.py\n*** Move to: src/c.py\n"
+        "*** End Patch\n"
+    )
+    cwd = "/home/me/app"
+    doc = session_doc(
+        imported_from={"agent": "claude-code", "cwd": cwd},
+        turns=[
+            turn(
+                1,
+                part("user", "go"),
+                part("tool", name="Edit", output="ok",
+                     input={"file_path": f"{cwd}/src/a.py", "old_string": "x", "new_string": "y"}),
+                part("tool", name="Write", output="ok",
+                     input={"file_path": "/etc/hosts", "content": "127.0.0.1 x\n"}),
+                part("tool", name="Edit", output="no match", is_error=True,
+                     input={"file_path": f"{cwd}/src/z.py", "old_string": "q", "new_string": "r"}),
+                part("tool", name="apply_patch", output="Done", input={"input": patch}),
+                part("tool", name="Edit", output=None,
+                     input={"file_path": f"{cwd}/src/p.py", "old_string": "q", "new_string": "r"}),
+            ),
+        ],
+    )  # fmt: skip
+    session = session_from_json(doc, f"{MAIN}.json")
+    assert [(c.path, c.action, c.number) for c in tools.changes_of(session)] == [
+        (f"{cwd}/src/a.py", "edited", 2),
+        ("/etc/hosts", "written", 3),
+        ("src/a.py", "patched", 5),
+        ("src/new.py", "added", 5),
+        ("old.txt", "deleted", 5),
+        ("src/b.py", "patched", 5),
+        ("src/c.py", "moved", 5),
+    ]
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    write_json(sessions / f"{MAIN}.json", doc)
+    build(sessions, tmp_path / "site")
+    page = page_of(tmp_path / "site", MAIN).read_text(encoding="utf-8")
+    listed = page[
+        page.index('<ul class="change-list">') : page.index(
+            "</ul>", page.index('<ul class="change-list">')
+        )
+    ]
+    assert "Files changed (7)" in page
+    assert f'<code title="{cwd}/src/a.py">src/a.py</code>' in listed  # inside the workspace
+    assert '<a href="#turn-1.2">edited 1.2</a>' in listed
+    assert '<code title="/etc/hosts">/etc/hosts</code>' in listed
+    assert "src/z.py" not in listed and "src/p.py" not in listed

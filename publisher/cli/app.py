@@ -16,6 +16,13 @@ from .options import Debug
 
 T = TypeVar("T")
 
+
+def example(*lines: str) -> str:
+    """A command's ``--help`` epilog: its example command lines, last, as written (``\b``
+    keeps click from rewrapping them)."""
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 app = typer.Typer(
     name="polyglav",
     help="Publish Polyglav session logs: list, read, export them, and build a static site.",
@@ -24,15 +31,17 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=example("polyglav export '#ab12cd' --project sample_sessions --out -"),
 )
 sessions_app = typer.Typer(
-    help="List saved sessions like /sessions.\n\nExample: polyglav sessions --project sample_sessions",
+    help="List saved sessions like /sessions.",
+    epilog=example("polyglav sessions --project sample_sessions"),
     invoke_without_command=True,
     rich_markup_mode=None,
 )
 site_app = typer.Typer(
-    help="Build, watch and serve the static website of an archive.\n\n"
-    "Example: polyglav site build --project sample_sessions --out site",
+    help="Build, watch and serve the static website of an archive.",
+    epilog=example("polyglav site build --project sample_sessions --out site"),
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -62,10 +71,7 @@ def main_options(
         False, "--version", callback=_version, is_eager=True, help="Show the version."
     ),
 ) -> None:
-    """Publish Polyglav session logs.
-
-    Example: polyglav export ses_20260817_120000_ab12cd --project sample_sessions --out -
-    """
+    """Publish Polyglav session logs."""
     ctx.obj = CliState(debug=debug)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .app import app, fail, guarded, warn
+from .app import app, example, fail, guarded, warn
 from .options import (
     Debug,
     ExportFailOn,
@@ -26,7 +26,12 @@ if TYPE_CHECKING:
     from ..ci import GateReport
 
 
-@app.command()
+@app.command(
+    epilog=example(
+        "polyglav export '#ab12cd' --project sample_sessions --out review.md",
+        "polyglav export '#ab12cd' --format junit --out report.xml --fail-on error,denied --summary summary.md --project sample_sessions",
+    )
+)
 def export(
     ctx: typer.Context,
     name: SessionName,
@@ -57,13 +62,7 @@ def export(
     link_base: LinkBase = None,
     debug: Debug = False,
 ) -> None:
-    """Export a session to Markdown (or one self-contained HTML file, or a JUnit report).
-
-    Example: polyglav export '#ab12cd' --project sample_sessions --out review.md
-
-    In CI: polyglav export '#ab12cd' --format junit --out report.xml --fail-on error,denied
-    --summary summary.md --project sample_sessions
-    """
+    """Export a session to Markdown (or one self-contained HTML file, or a JUnit report)."""
     if fmt not in ("md", "html", "junit"):
         fail(f"--format: expected md, html or junit, got {fmt!r}", 2)
     from .. import commands
@@ -86,7 +85,9 @@ def export(
     finish_gate(result.gate)
 
 
-@app.command()
+@app.command(
+    epilog=example("polyglav check '#ab12cd' --fail-on error,denied --project sample_sessions")
+)
 def check(
     ctx: typer.Context,
     name: SessionName,
@@ -101,20 +102,18 @@ def check(
 ) -> None:
     """Gate on what happened in a session, writing nothing but the verdict.
 
-    Exit 1 when a --fail-on kind (default: every kind) occurred in the session or its
-    sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
+    Exit 1 when a --fail-on kind (default: every kind but secret) occurred in the session
+    or its sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
     stdout).
-
-    Example: polyglav check '#ab12cd' --fail-on error,denied --project sample_sessions
     """
     from .. import commands
 
     def run() -> GateReport:
         from ..ci import GateOptions, check
-        from ..gate import KINDS
+        from ..gate import EVENT_KINDS
 
         gate = GateOptions.parse(
-            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(KINDS)
+            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(EVENT_KINDS)
         )
         redactor = commands.make_redactor(redact, redact_values)
         reading, target = commands.open_target(project, name)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from .app import app, fail, guarded
+from .app import app, example, fail, guarded
 from .options import Debug, ImportAgent, ImportQuiet, ImportSources, Project
 
 
-@app.command("import")
+@app.command(
+    "import",
+    epilog=example(
+        "polyglav import claude-code ~/.claude/projects/-home-me-src-app --project .",
+        "polyglav site build --project .",
+    ),
+)
 def import_logs(
     ctx: typer.Context,
     agent: ImportAgent,
@@ -22,8 +28,6 @@ def import_logs(
     Each source session becomes one file in the project's .polyglav/sessions/, named from
     the source's own id: importing again updates the same files, and unchanged sources are
     skipped. Exit status 1 when something could not be imported (each problem on one line).
-
-    Example: polyglav import claude-code ~/.claude/projects/-home-me-src-app --project . && polyglav site build
     """
     from ..importers import FORMATS
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .app import app, emit, guarded, sessions_app, warn
+from .app import app, emit, example, guarded, sessions_app, warn
 from .options import Debug, Project, Run, RunA, RunB, SessionName
 
 
@@ -18,8 +18,6 @@ def sessions_list(ctx: typer.Context, project: Project = None, debug: Debug = Fa
 
     Sub-sessions are annotated with their parent; files that do not load are listed with
     why, and warned about on stderr.
-
-    Example: polyglav sessions --project sample_sessions
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -31,14 +29,13 @@ def sessions_list(ctx: typer.Context, project: Project = None, debug: Debug = Fa
         warn(warning)
 
 
-@sessions_app.command("preview")
+@sessions_app.command(
+    "preview", epilog=example("polyglav sessions preview '#ab12cd' --project sample_sessions")
+)
 def sessions_preview(
     ctx: typer.Context, name: SessionName, project: Project = None, debug: Debug = False
 ) -> None:
-    """Structural preview: turn count, part kinds, tool names, parent and sub-sessions.
-
-    Example: polyglav sessions preview '#ab12cd' --project sample_sessions
-    """
+    """Structural preview: turn count, part kinds, tool names, parent and sub-sessions."""
     from .. import commands
 
     def action() -> list[str]:
@@ -49,6 +46,7 @@ def sessions_preview(
 
 
 @app.command(
+    epilog=example("polyglav history all --thoughts --run '#ab12cd' --project sample_sessions"),
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     options_metavar="[--thoughts [all]] [OPTIONS]",
 )
@@ -60,8 +58,6 @@ def history(
     Arguments: [N|all] how many of the last turns (default 10), or all.
     --thoughts adds a first-line excerpt of each turn's thinking; --thoughts all prints
     all of it.
-
-    Example: polyglav history all --thoughts --run '#ab12cd' --project sample_sessions
     """
     from .. import commands
 
@@ -81,7 +77,12 @@ def history(
     emit(guarded(ctx, debug, action))
 
 
-@app.command("print")
+@app.command(
+    "print",
+    epilog=example(
+        "polyglav print 3.2 --full --run session:release-notes --project sample_sessions"
+    ),
+)
 def print_(
     ctx: typer.Context,
     target: Annotated[
@@ -94,10 +95,7 @@ def print_(
     project: Project = None,
     debug: Debug = False,
 ) -> None:
-    """Reprint a turn in full (metadata block and every part), or only one part.
-
-    Example: polyglav print 3.2 --full --run session:release-notes --project sample_sessions
-    """
+    """Reprint a turn in full (metadata block and every part), or only one part."""
     from .. import commands
 
     def action() -> list[str]:
@@ -110,15 +108,15 @@ def print_(
     emit(guarded(ctx, debug, action))
 
 
-@app.command()
+@app.command(
+    epilog=example("polyglav compare job_20260825_110230_aaaaaa job_20260826_110230_7f3k2a")
+)
 def compare(
     ctx: typer.Context, a: RunA, b: RunB, project: Project = None, debug: Debug = False
 ) -> None:
     """Compare two runs turn by turn: prompts, tool calls (name and input), statuses,
     errors and durations; what changed is marked, differing outputs shown as diffs. Exits 0
     whatever differs (for CI logs).
-
-    Example: polyglav compare job_20260825_110230_aaaaaa job_20260826_110230_7f3k2a
     """
     from .. import commands
     from ..compare import comparison_lines

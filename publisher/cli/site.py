@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .app import fail, guarded, site_app, warn
+from .app import example, fail, guarded, site_app, warn
 from .options import (
     AllowHost,
     Bind,
@@ -81,7 +81,13 @@ def summary_line(report: BuildReport, out: Path) -> str:
     return f"built {out}: " + ", ".join(parts)
 
 
-@site_app.command("build")
+@site_app.command(
+    "build",
+    epilog=example(
+        "polyglav site build --project sample_sessions --out /tmp/site",
+        "polyglav site build --project . --out /shared/site --scheduler tcp://scheduler:8786",
+    ),
+)
 def build(
     ctx: typer.Context,
     project: Project = None,
@@ -102,10 +108,6 @@ def build(
     Files that do not load are listed on the index and warned about; the build still
     succeeds unless --strict. One build of a site runs at a time: a second one waits for
     the first (or, with --no-wait, exits 1).
-
-    Example: polyglav site build --project sample_sessions --out /tmp/site
-
-    On a Dask cluster: polyglav site build --scheduler tcp://scheduler:8786
     """
 
     def action() -> tuple[BuildReport, BuildOptions]:
@@ -130,7 +132,7 @@ def build(
         fail(f"--strict: {len(report.warnings)} warnings", 1)
 
 
-@site_app.command("watch")
+@site_app.command("watch", epilog=example("polyglav site watch --project . --out /tmp/site"))
 def watch(
     ctx: typer.Context,
     project: Project = None,
@@ -150,8 +152,6 @@ def watch(
     A file being rewritten keeps its last good page until it loads again; a sessions
     folder deleted and recreated is watched again. With --import, another agent's logs
     are imported before each build, so its running session shows live. Ctrl-C stops it.
-
-    Example: polyglav site watch --project sample_sessions --out /tmp/site
     """
 
     def action() -> None:
@@ -171,7 +171,7 @@ def watch(
     guarded(ctx, debug, action)
 
 
-@site_app.command("serve")
+@site_app.command("serve", epilog=example("polyglav site serve --project . --port 8000"))
 def serve(
     ctx: typer.Context,
     project: Project = None,
@@ -194,8 +194,6 @@ def serve(
     Pages reload only once a build has written them, at the turn the reader was at.
     Paths outside the site answer 404; requests naming another host (DNS rebinding)
     answer 421. Ctrl-C stops it.
-
-    Example: polyglav site serve --project sample_sessions --out /tmp/site --port 8000
     """
 
     def action() -> None:

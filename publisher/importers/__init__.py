@@ -23,7 +23,16 @@ from types import ModuleType
 from typing import Protocol
 
 from ..write import WriteError
-from .common import IMPORTER_VERSION, Counts, Problem, SourceState, Stamp, StateStore, write_session
+from .common import (
+    IMPORTER_VERSION,
+    Counts,
+    Problem,
+    SourceState,
+    Stamp,
+    StateStore,
+    origin_of,
+    write_session,
+)
 
 FORMATS = {"claude-code": "claude_code", "codex": "codex", "aider": "aider"}
 """Agent name on the command line → module."""
@@ -53,6 +62,10 @@ class ImportReport:
     """Session files written (new or changed)."""
     unchanged: int = 0
     """Session files converted again that already held the same bytes."""
+    retired: list[str] = field(default_factory=list)
+    """Session files removed: an earlier import of the same source wrote them under names
+    it no longer produces (a mapping that changed, e.g. a sub-agent's log once imported as
+    a session of its own)."""
     counts: Counts = field(default_factory=Counts)
     """Records mapped and kept raw (of the sources converted this time)."""
     problems: list[Problem] = field(default_factory=list)
@@ -73,6 +86,8 @@ class ImportReport:
             f"{self.skipped} skipped (source unchanged); {self.counts.mapped} records mapped, "
             f"{self.counts.raw} kept as raw"
         )
+        if self.retired:
+            line += f"; {len(self.retired)} session files of an earlier import removed"
         if self.problems:
             line += f"; {len(self.problems)} problems"
         return line
@@ -162,6 +177,8 @@ class _Converted:
     """What could not be imported as it is."""
     notes: list[Problem] = field(default_factory=list)
     """What was imported but should be known (:attr:`.common.Result.notes`)."""
+    live: bool = False
+    """:attr:`.common.Result.live`."""
 
 
 def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
@@ -180,7 +197,36 @@ def _convert(agent: str, unit: _Unit, sessions_dir: Path) -> _Converted:
             done.problems.append(Problem(str(unit.key), 0, str(exc)))
     done.counts = result.counts
     done.notes = list(result.notes)
+    done.live = result.live
     return done
+
+
+def _retire(
+    agent: str, unit: _Unit, names: list[str], store: StateStore, folder: Path
+) -> list[str]:
+    """Remove the session files an earlier import of ``unit``'s files (recorded under the
+    unit's key or a file's own, when it was a unit of its own) wrote and this one did not:
+    only those whose ``imported_from`` names this agent and one of these files. The stale
+    state entries of the files are dropped. Returns the names removed."""
+    files = {str(path) for path in unit.files}
+    keys = [key for key in (unit.key, *sorted(files)) if key in store.sources]
+    stale: list[str] = []
+    for key in keys:
+        stale += [name for name in store.sources[key].sessions if name not in names]
+        if key != unit.key:
+            del store.sources[key]
+    removed = []
+    for name in dict.fromkeys(stale):
+        path = folder / f"{name}.json"
+        origin = origin_of(path) if path.is_file() and not path.is_symlink() else None
+        if origin is None or origin.get("agent") != agent or origin.get("path") not in files:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
 
 
 def import_sources(
@@ -237,6 +283,8 @@ def import_sources(
     )
     for (unit, stamps), converted in zip(todo, done, strict=True):
         names = converted.names
+        if not converted.problems:
+            report.retired.extend(_retire(agent, unit, names, store, sessions_dir))
         report.written.extend(converted.written)
         report.unchanged += converted.unchanged
         report.counts.add(converted.counts)
@@ -246,8 +294,9 @@ def import_sources(
         if on_note is not None:
             for note in converted.notes:
                 on_note(note)
-        if converted.problems:
-            store.sources.pop(unit.key, None)  # imported again (and reported) next time
+        if converted.problems or converted.live:
+            # imported again (and reported) next time; a running session, until it is not
+            store.sources.pop(unit.key, None)
             continue
         try:
             after = [Stamp.of(path).with_hash() for path in unit.files]

@@ -59,14 +59,18 @@ the call (``newString``, ``content``...) or found in its output (``stdout``), na
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from ..render.view import plural
-from .common import JSON, Counts, Problem, Result, SessionBuilder, iso, iter_jsonl
+from .common import JSON, Counts, Problem, Result, SessionBuilder, iso, iter_jsonl, parse_time
 
 AGENT = "claude-code"
 DEFAULT_SOURCE = "~/.claude/projects"
@@ -85,7 +89,41 @@ ENVELOPE = (
 part only where a line differs."""
 
 INTERRUPTS = ("[Request interrupted by user]", "[Request interrupted by user for tool use]")
+INTERRUPTED = "[Request interrupted by user"
+"""How a tool result or a line says the person stopped the run."""
 REJECTED = "The user doesn't want to proceed with this tool use."
+RAN = ("bash_progress", "agent_progress", "waiting_for_task")
+"""Progress that shows a call was running (a rejected call that ran was interrupted)."""
+NOTICE_TAGS = (
+    "ide_opened_file",
+    "ide_selection",
+    "ide_diagnostics",
+    "system-reminder",
+    "user-prompt-submit-hook",
+    "local-command-stdout",
+    "local-command-stderr",
+    "local-command-caveat",
+    "task-notification",
+    "bash-stdout",
+    "bash-stderr",
+)
+"""Elements the client writes into a user line (not something the person typed): a text
+block made only of them is a ``system`` note of the turn it arrived in."""
+NOTICE_OPEN_RE = re.compile(r"\s*<(" + "|".join(map(re.escape, NOTICE_TAGS)) + r")>")
+TITLE_TYPES = {
+    "custom-title": ("customTitle", "title"),
+    "ai-title": ("aiTitle", "title"),
+    "summary": ("summary",),
+}
+"""Lines naming a session, and the fields that may hold the name (custom first, then
+summary, then AI title: :meth:`Converter.title`)."""
+REPLAY_AGENTS = {"acompact": "compaction", "aside_question": "side question"}
+"""Sub-agent logs (``agent-<kind>-<id>.jsonl``) that replay the session they serve, and the
+role their sub-session gets."""
+LIVE_SECONDS = 3600
+"""A log modified less than this long before the import may still be written to: a last
+turn waiting on a call reads ``running`` (else ``cancelled``), and the source is read again
+at the next import, whatever its stamps."""
 COMMAND_RE = re.compile(
     r"\A<command-name>(?P<name>[^<]*)</command-name>\n<command-message>(?P<message>[^<]*)"
     r"</command-message>\n<command-args>(?P<args>.*)</command-args>\Z",
@@ -93,6 +131,9 @@ COMMAND_RE = re.compile(
 )
 COMMAND_LOOSE_RE = re.compile(r"<command-name>(?P<name>[^<]*)</command-name>")
 ARGS_RE = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
+MESSAGE_RE = re.compile(r"\A\s*<command-message>(?P<message>[\w:.-]{1,200})</command-message>")
+"""A skill's line (2.1.x): ``<command-message>name</command-message>`` and its arguments,
+without ``<command-name>``."""
 API_ERROR_RE = re.compile(r"\AAPI Error: (?P<code>\d{1,3}) (?P<message>.*)\Z", re.DOTALL)
 PATH_KEYS = ("file_path", "path", "notebook_path", "command", "url", "pattern")
 TASK_TOOLS = ("Task", "Agent")
@@ -119,10 +160,22 @@ class Unit:
     """True when :attr:`main` is missing and only its sub-agents' logs are left (Claude Code
     deletes a session's log after ``cleanupPeriodDays``; its folder may outlive it): they
     are imported as sub-sessions whose parent is not known."""
+    titles: dict[str, str] = field(default_factory=dict)
+    """``leafUuid`` → title, from the ``summary`` lines the logs of its folder start with
+    (Claude Code writes a session's title into another session's log)."""
+    title_files: list[Path] = field(default_factory=list)
+    """The logs of its folder holding nothing but such titles (read for :attr:`titles`)."""
+
+    @property
+    def metas(self) -> list[Path]:
+        """The ``agent-<id>.meta.json`` beside its sub-agents' logs (their type and task)."""
+        found = (p.with_suffix(".meta.json") for p in self.subagents)
+        return [p for p in found if p.is_file()]
 
     @property
     def files(self) -> list[Path]:
-        return self.subagents if self.orphan else [self.main, *self.subagents]
+        logs = self.subagents if self.orphan else [self.main, *self.subagents]
+        return [*logs, *self.metas, *self.title_files]
 
 
 def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
@@ -130,6 +183,8 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
     units: dict[str, Unit] = {}
     beside: dict[Path, Beside] = {}
     """Folder → the sub-agent logs beside its sessions' (:func:`_beside`)."""
+    titled: dict[Path, Titles] = {}
+    """Folder → the titles its logs start with (:func:`_titles`)."""
     for source in sources:
         if source.is_file():
             files = [source]
@@ -142,6 +197,8 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
             path = path.absolute()
             owner = _owner(path) or _flat_owner(path, beside)
             if owner is None:
+                if path in _titles(path.parent, titled).only:
+                    continue  # titles of other sessions: read with them
                 units.setdefault(str(path), Unit(str(path), path))
             else:  # a sub-agent's log: read with its session (named or not)
                 units.setdefault(str(owner), Unit(str(owner), owner, orphan=not owner.is_file()))
@@ -150,7 +207,65 @@ def discover(sources: Iterable[Path], problems: list[Problem]) -> list[Unit]:
         if folder.is_dir():
             unit.subagents = sorted(p.absolute() for p in folder.rglob("*.jsonl") if p.is_file())
         unit.subagents += _beside(unit.main.parent, beside).by_session.get(unit.main.stem, [])
+        titles = _titles(unit.main.parent, titled)
+        unit.titles, unit.title_files = titles.by_leaf, titles.only
     return [units[key] for key in sorted(units)]
+
+
+@dataclass(slots=True)
+class Titles:
+    """The titles the logs of one folder start with (:func:`_titles`)."""
+
+    by_leaf: dict[str, str] = field(default_factory=dict)
+    """``leafUuid`` → the title of the session holding that line (the last in file name
+    order wins)."""
+    only: list[Path] = field(default_factory=list)
+    """The logs holding nothing but ``summary`` lines (absolute, in name order): no session
+    of their own."""
+
+
+TITLE_SCAN_LINES = 200
+"""Leading lines of a log read for its ``summary`` lines (they come first)."""
+
+
+def _titles(folder: Path, found: dict[Path, Titles]) -> Titles:
+    """The ``summary`` lines the ``*.jsonl`` logs of ``folder`` start with (read once a
+    folder, up to the first other line)."""
+    if folder not in found:
+        titles = found[folder] = Titles()
+        for path in sorted(folder.glob("*.jsonl")):
+            lines, only = _leading_summaries(path)
+            for leaf, title in lines:
+                titles.by_leaf[leaf] = title
+            if only and lines:
+                titles.only.append(path.absolute())
+    return found[folder]
+
+
+def _leading_summaries(path: Path) -> tuple[list[tuple[str, str]], bool]:
+    """The (leafUuid, summary) of the ``summary`` lines ``path`` starts with, and whether
+    it holds nothing else."""
+    out: list[tuple[str, str]] = []
+    try:
+        with open(path, "rb") as handle:  # read-only: a source is never written
+            for _ in range(TITLE_SCAN_LINES):
+                line = handle.readline(1 << 16)
+                if not line:
+                    return out, True
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    return out, False
+                if not isinstance(record, dict) or record.get("type") != "summary":
+                    return out, False
+                leaf, title = record.get("leafUuid"), record.get("summary")
+                if isinstance(leaf, str) and isinstance(title, str):
+                    out.append((leaf, title))
+    except OSError:
+        pass
+    return out, False
 
 
 def _flat_owner(path: Path, beside: dict[Path, Beside]) -> Path | None:
@@ -247,10 +362,69 @@ def _command(text: str) -> tuple[str, bool]:
         exact = match.group("message") == name.lstrip("/")
         return line, exact
     loose = COMMAND_LOOSE_RE.search(text)
-    name = loose.group("name") if loose else ""
+    skill = MESSAGE_RE.match(text)
+    name = loose.group("name") if loose else f"/{skill.group('message')}" if skill else ""
     args_match = ARGS_RE.search(text)
     args = args_match.group("args") if args_match else ""
     return (f"{name} {args}" if args else name), False
+
+
+def _notice(text: str) -> bool:
+    """Whether ``text`` is made only of elements the client injects (:data:`NOTICE_TAGS`)."""
+    end = len(text.rstrip())
+    position = 0
+    while position < end:
+        match = NOTICE_OPEN_RE.match(text, position)
+        if match is None:
+            return False
+        close = text.find(f"</{match.group(1)}>", match.end())
+        if close < 0:
+            return False
+        position = close + len(match.group(1)) + 3
+    return end > 0
+
+
+def _image(block: JSON) -> dict[str, JSON] | None:
+    """An ``image`` content block with base64 data as the format's image fields
+    (``media_type``, ``data``; what else the block holds in ``block``), None for any other
+    block."""
+    if not isinstance(block, dict) or block.get("type") != "image":
+        return None
+    source = block.get("source")
+    if not (
+        isinstance(source, dict)
+        and source.get("type") == "base64"
+        and isinstance(source.get("media_type"), str)
+        and isinstance(source.get("data"), str)
+    ):
+        return None
+    image: dict[str, JSON] = {"media_type": source["media_type"], "data": source["data"]}
+    rest: dict[str, JSON] = {k: v for k, v in block.items() if k not in ("type", "source")}
+    more = {k: v for k, v in source.items() if k not in ("type", "media_type", "data")}
+    if more:
+        rest["source"] = more
+    if rest:
+        image["block"] = rest
+    return image
+
+
+def _payload(record: dict[str, JSON]) -> bytes:
+    """A digest of what a line says: a sub-agent log's line replaying the session's has the
+    same. A message line's type, message and result, in their order (a replay is the same
+    object written again); a ``progress`` line's type, data type and ids (its data is most
+    of a log's bytes)."""
+    if record.get("type") == "progress":
+        data = record.get("data")
+        said: list[JSON] = [
+            "progress",
+            data.get("type") if isinstance(data, dict) else None,
+            record.get("parentToolUseID"),
+            record.get("toolUseID"),
+        ]
+    else:
+        said = [record.get(key) for key in ("type", "message", "toolUseResult")]
+    text = json.dumps(said, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _path_arg(tool_input: JSON) -> str:
@@ -266,9 +440,35 @@ class Converter:
     """Builds one session (or sub-agent session) from its lines."""
 
     def __init__(
-        self, builder: SessionBuilder, copies: dict[str, dict[str, JSON]] | None = None
+        self,
+        builder: SessionBuilder,
+        copies: dict[str, dict[str, JSON]] | None = None,
+        replays: dict[str, bytes] | None = None,
     ) -> None:
         self.b = builder
+        self.replays = replays
+        """uuid → :func:`_payload` of the lines of the session this log serves: a line
+        saying the same under the same uuid is a replay, not imported twice (None: this is
+        the session's own log, whose lines are recorded in :attr:`payloads`)."""
+        self.payloads: dict[str, bytes] = {}
+        """uuid → :func:`_payload` of this log's lines (a session's own log, when it has
+        sub-agents' logs to compare with)."""
+        self.track = False
+        """Whether :attr:`payloads` is filled."""
+        self.replayed: list[int] = []
+        """Line numbers of the lines left out as replays."""
+        self.uuids: list[str] = []
+        """The uuids of the lines imported, in order (which titles name this session)."""
+        self.titles: dict[str, str] = {}
+        """The last title of each kind a line of this log gave (:data:`TITLE_TYPES`)."""
+        self.leaf_titles: dict[str, str] = {}
+        """``leafUuid`` → the title a ``summary`` line of this log gives it."""
+        self.compactions: list[dict[str, JSON]] = []
+        """The ``/compact`` records of compaction boundaries, in order (a compaction's own
+        log is linked to the nearest in time: :func:`_link_compactions`)."""
+        self.refusals: list[tuple[dict[str, JSON], dict[str, JSON], str]] = []
+        """(tool part, its turn, time) of each call the user refused or stopped, decided by
+        :meth:`settle` once what ran is known."""
         self.copies: dict[str, dict[str, JSON]] = {} if copies is None else copies
         """uuid → the ``agent_progress`` entry holding a copy of that sub-agent line (the
         main session's, shared with its sub-agents' converters)."""
@@ -319,9 +519,24 @@ class Converter:
             self.b.keep_raw(record, number)
             return
         uuid = record.get("uuid")
+        if isinstance(uuid, str):
+            if self.replays is not None and self.replays.get(uuid) == _payload(record):
+                self.replayed.append(number)
+                return
+            if self.track:
+                self.payloads[uuid] = _payload(record)
+            self.uuids.append(uuid)
         if isinstance(uuid, str) and uuid in self.copies:
             self._copy_of(record, self.copies.pop(uuid))
         kind = record.get("type")
+        names = TITLE_TYPES.get(kind, ()) if isinstance(kind, str) else ()
+        title = next((v for n in names if isinstance(v := record.get(n), str)), None)
+        if isinstance(title, str) and title.strip():
+            leaf = record.get("leafUuid")
+            if kind != "summary" and isinstance(kind, str):
+                self.titles[kind] = title  # (the line is kept raw below, as written)
+            elif isinstance(leaf, str):
+                self.leaf_titles[leaf] = title
         handled = False
         if kind == "progress":
             handled = self._progress(number, record)
@@ -377,46 +592,73 @@ class Converter:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             return False
+        kinds = [self._user_kind(block, record) for block in blocks]
+        if "prompt" in kinds or ("image" in kinds and "command" not in kinds):
+            # A prompt (or a pasted image) opens its turn before any part of the line: the
+            # notices and images that came with it belong to it.
+            turn = self.b.start_turn(ts)
+            mode = record.get("permissionMode")
+            if isinstance(mode, str):
+                turn["mode"] = mode
+            thinking = record.get("thinkingMetadata")
+            if isinstance(thinking, dict) and isinstance(thinking.get("level"), str):
+                turn["reasoning"] = thinking["level"]
         first: dict[str, JSON] | None = None
-        for block in blocks:
-            part = self._user_block(block, record, ts)
+        for block, kind in zip(blocks, kinds, strict=True):
+            part = self._user_block(block, kind, ts)
             first = first or part
         if first is None:
             first = self.b.part("system", ts, text="")
         self._attach(first, "claude_code", left)
         return True
 
-    def _user_block(self, block: JSON, record: dict[str, JSON], ts: str) -> dict[str, JSON]:
-        if not (isinstance(block, dict) and block.get("type") == "text"):
+    @staticmethod
+    def _user_kind(block: JSON, record: dict[str, JSON]) -> str:
+        """What a block of a user line is: ``prompt``, ``image``, ``command``, ``notice``
+        (a meta line's text, or text the client injected), ``interrupt`` or ``other``."""
+        if _image(block) is not None:
+            return "image"
+        text = block.get("text") if isinstance(block, dict) else None
+        if not (isinstance(block, dict) and block.get("type") == "text" and isinstance(text, str)):
+            return "other"
+        if record.get("isMeta") is True:
+            return "notice"
+        if "<command-name>" in text or MESSAGE_RE.match(text):
+            return "command"
+        if text in INTERRUPTS:
+            return "interrupt"
+        if text.startswith(("<local-command-stdout>", "<local-command-stderr>")) or _notice(text):
+            return "notice"
+        return "prompt"
+
+    def _user_block(self, block: JSON, kind: str, ts: str) -> dict[str, JSON]:
+        if kind == "image":
+            image = _image(block)
+            assert image is not None
+            return self.b.part("image", ts, **image)
+        if kind == "other":
             return self._unknown_block(block, ts)
-        text = block.get("text")
-        if not isinstance(text, str):
-            return self._unknown_block(block, ts)
+        assert isinstance(block, dict)
+        text = block["text"]
         rest = {k: v for k, v in block.items() if k not in ("type", "text")}
         part: dict[str, JSON]
-        if record.get("isMeta") is True:
+        if kind == "notice":
             part = self.b.part("system", ts, text=text)
-        elif "<command-name>" in text:
+        elif kind == "command":
             line, exact = _command(text)
             self.b.start_turn(ts)
             part = self.b.part("command", ts, text=line)
             if not exact:
                 rest["content"] = text
-        elif text.startswith(("<local-command-stdout>", "<local-command-stderr>")):
-            part = self.b.part("system", ts, text=text)
-        elif text in INTERRUPTS:
+        elif kind == "interrupt":
             turn = self.b.turn(ts)
+            refused = self.refusals and self.refusals[-1][1] is turn
             part = self.b.part("system", ts, text=text)
-            if turn["status"] == "ok":
+            # After a rejected call, the line says the turn stopped there: an interrupt
+            # cancels it, a refusal does not (:meth:`settle` tells which it was).
+            if turn["status"] == "ok" and not refused:
                 turn["status"] = "cancelled"
         else:
-            mode = record.get("permissionMode")
-            turn = self.b.start_turn(ts, provider="anthropic")
-            if isinstance(mode, str):
-                turn["mode"] = mode
-            thinking = record.get("thinkingMetadata")
-            if isinstance(thinking, dict) and isinstance(thinking.get("level"), str):
-                turn["reasoning"] = thinking["level"]
             part = self.b.part("user", ts, text=text)
         self._attach(part, "block", rest)
         return part
@@ -458,7 +700,18 @@ class Converter:
                 part["output"] = result
             else:
                 part["output"] = "\n".join(_texts(result))
-                part["result_content"] = result
+                kept: JSON = result
+                if isinstance(result, list):
+                    images = [_image(b) for b in result]
+                    if any(images):
+                        part["images"] = [i for i in images if i is not None]
+                        numbers = iter(range(len(part["images"])))
+                        # each image block names its entry of ``images`` (no base64 twice)
+                        kept = [
+                            b if i is None else {"type": "image", "images": next(numbers)}
+                            for b, i in zip(result, images, strict=True)
+                        ]
+                part["result_content"] = kept
             part["is_error"] = block.get("is_error") is True
             rest = {
                 k: v
@@ -477,21 +730,68 @@ class Converter:
             self.b.seen(ts)
             tool_result = record.get("toolUseResult")
             output = part["output"]
-            if (isinstance(output, str) and output.startswith(REJECTED)) or (
+            if isinstance(output, str) and output.startswith(INTERRUPTED):
+                self._interrupted(part, self.b.turn(ts))
+            elif (isinstance(output, str) and output.startswith(REJECTED)) or (
                 tool_result == "User rejected tool use"
             ):
-                self.b.permissions.append(
-                    {
-                        "tool": part["name"],
-                        "action": "ask",
-                        "decision": "declined",
-                        "path": _path_arg(part["input"]),
-                        "timestamp": ts,
-                    }
-                )
+                self.refusals.append((part, self.b.turn(ts), ts))
             agent_id = tool_result.get("agentId") if isinstance(tool_result, dict) else None
             if isinstance(agent_id, str) and isinstance(tool_id, str):
                 self.task_agents[tool_id] = agent_id
+
+    @staticmethod
+    def _interrupted(part: dict[str, JSON], turn: dict[str, JSON]) -> None:
+        """The person stopped this call while it ran: an interrupt, the turn cancelled."""
+        part["interrupted"] = True
+        if turn["status"] in ("ok", "running"):
+            turn["status"] = "cancelled"
+
+    @staticmethod
+    def _ran(part: dict[str, JSON]) -> bool:
+        """Whether the log shows the call running (its progress, a PostToolUse hook, or a
+        sub-agent of its own)."""
+        if part.get("sub_session"):
+            return True
+        for entry in part.get(PROGRESS, ()):
+            data = entry.get("data") if isinstance(entry, dict) else None
+            if isinstance(data, dict) and (
+                data.get("type") in RAN
+                or (data.get("type") == "hook_progress" and data.get("hookEvent") == "PostToolUse")
+            ):
+                return True
+        return False
+
+    def settle(self) -> None:
+        """Each call the user refused or stopped (its result is Claude Code's rejection): an
+        interrupt when the log shows it had run, else a ``declined`` permission decision.
+        (Claude Code writes the same rejection for both.)"""
+        for part, turn, ts in self.refusals:
+            if self._ran(part):
+                self._interrupted(part, turn)
+                continue
+            self.b.permissions.append(
+                {
+                    "tool": part["name"],
+                    "action": "ask",
+                    "decision": "declined",
+                    "path": _path_arg(part["input"]),
+                    "timestamp": ts,
+                }
+            )
+        self.refusals = []
+
+    def title(self, titles: dict[str, str]) -> str:
+        """The session's title: its last ``custom-title``, else the title of its latest
+        line that a ``summary`` line names (in any log of its folder, ``titles``), else
+        its last ``ai-title``; "" when none."""
+        if "custom-title" in self.titles:
+            return self.titles["custom-title"]
+        named = {**titles, **self.leaf_titles}
+        for uuid in reversed(self.uuids):
+            if uuid in named:
+                return named[uuid]
+        return self.titles.get("ai-title", "")
 
     def _assistant(self, record: dict[str, JSON]) -> bool:
         found = self._message(record)
@@ -572,6 +872,7 @@ class Converter:
                 "command", ts, text="/compact", summary="", compact_from=turn["index"]
             )
             self._attach(self.compaction, "claude_code", left)
+            self.compactions.append(self.compaction)
             return True
         if subtype == "local_command" and isinstance(record.get("content"), str):
             left = self._left(record, ("type", "subtype", "timestamp", "content"))
@@ -693,11 +994,24 @@ class Converter:
                 same[key] = ["input", named[0]]
             elif isinstance(output, str) and (start := output.find(value)) >= 0:
                 same[key] = ["output", start, start + len(value)]
+        file = result.get("file")
+        data = file.get("base64") if isinstance(file, dict) else None
+        images = part.get("images")
+        if isinstance(data, str) and isinstance(images, list) and isinstance(file, dict):
+            # a Read of an image: its base64 again, as the result's image block has it
+            for number, image in enumerate(images):
+                if image.get("data") == data:
+                    result = {**result, "file": {k: v for k, v in file.items() if k != "base64"}}
+                    extra["toolUseResult"] = result
+                    same["file.base64"] = ["images", number]
+                    break
         if same:
             extra["toolUseResult"] = {k: v for k, v in result.items() if k not in same}
             extra["toolUseResult_same_as"] = same
 
-    def finish(self) -> None:
+    def finish(self, live: bool = False) -> None:
+        """Close the log: tool results compacted; a call that never returned leaves its
+        turn ``cancelled``, or ``running`` when it is the last turn of a ``live`` log."""
         for part in self.tools.values():
             if PROGRESS in part:
                 self._compact_bash(part)
@@ -712,7 +1026,29 @@ class Converter:
                     p.get("type") == "tool" and p.get("output") is None for p in turn["parts"]
                 )
                 if waiting and turn["status"] == "ok":
-                    turn["status"] = "running" if turn is last else "cancelled"
+                    turn["status"] = "running" if turn is last and live else "cancelled"
+
+
+def _live(unit: Unit) -> bool:
+    """Whether the session's log was modified in the last :data:`LIVE_SECONDS` (it may
+    still be written to)."""
+    try:
+        modified = max(path.stat().st_mtime for path in unit.files)
+    except (OSError, ValueError):
+        return False
+    return time.time() - modified < LIVE_SECONDS
+
+
+def _meta(path: Path) -> dict[str, str]:
+    """The ``agentType`` and ``description`` of a sub-agent log's ``.meta.json``."""
+    try:
+        with open(path.with_suffix(".meta.json"), "rb") as handle:
+            value = json.loads(handle.read(1 << 20))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k in ("agentType", "description") if isinstance(v := value.get(k), str)}
 
 
 def convert(unit: Unit, problems: list[Problem]) -> Result:
@@ -720,6 +1056,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
     main_id = unit.main.stem
     main = SessionBuilder(AGENT, str(unit.main), main_id)
     converter = Converter(main)
+    converter.track = bool(unit.subagents)
     sidechains: dict[str, Converter] = {}
     chain_root: dict[str, str] = {}
     for line in () if unit.orphan else iter_jsonl(unit.main, problems):
@@ -737,6 +1074,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
             continue
         converter.feed(line.number, record, line.text)
     subs: list[tuple[str, Converter]] = list(sidechains.items())
+    replays: list[JSON] = []
     for path in unit.subagents:
         folder = unit.main.with_suffix("")
         rel = (
@@ -745,13 +1083,30 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
             else path.stem  # beside the session's log (before 2.1)
         )
         sub = Converter(
-            SessionBuilder(AGENT, str(path), f"{main_id}/{rel}", "sub"), converter.copies
+            SessionBuilder(AGENT, str(path), f"{main_id}/{rel}", "sub"),
+            converter.copies,
+            converter.payloads,
         )
         for line in iter_jsonl(path, problems):
             sub.feed(line.number, line.value, line.text)
         agent = path.stem.removeprefix("agent-")
+        kind = agent.rsplit("-", 1)[0] if "-" in agent else ""
+        if kind in REPLAY_AGENTS:
+            sub.b.role = REPLAY_AGENTS[kind]
+        elif meta := _meta(path):
+            sub.b.role = meta.get("agentType", "")
+            if "description" in meta:
+                sub.b.extra["task"] = {"description": meta["description"]}
+        if sub.replayed:
+            entry = {"path": str(path), "lines": len(sub.replayed)}
+            replays.append(entry)
+            sub.b.extra["claude_code_replayed"] = {
+                "lines": len(sub.replayed),
+                "same_as": "the lines of the parent session with the same uuid",
+            }
         subs.append((agent, sub))
-    converter.finish()
+    live = _live(unit)
+    converter.finish(live)
     by_agent: dict[str, str] = {}
     documents: list[dict[str, JSON]] = []
     counts = Counts()
@@ -773,7 +1128,7 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
             )
         )
     for agent, sub in subs:
-        sub.finish()
+        sub.finish(live)
         if has_main:
             sub.b.parent_id = main.name
         main.sub_sessions.append(sub.b.name)
@@ -783,10 +1138,43 @@ def convert(unit: Unit, problems: list[Problem]) -> Result:
         counts.add(sub.b.counts)
         sub_docs.append(sub)
     _link_tasks(converter, subs, by_agent)
+    _link_compactions(converter, sub_docs)
+    for each in (converter, *sub_docs):
+        each.settle()
+        each.b.title = each.title(unit.titles)
+    if replays:
+        main.extra["claude_code_replays"] = replays
     if has_main:
         documents.append(main.document())
     documents.extend(sub.b.document() for sub in sub_docs)
-    return Result(documents, counts, notes)
+    return Result(documents, counts, notes, live=live and _running(documents))
+
+
+def _link_compactions(converter: Converter, subs: list[Converter]) -> None:
+    """Name on each ``/compact`` record the compaction log it came from (``sub_session``):
+    each compaction sub-session goes to the record nearest its last line in time, so its
+    request and summary are found where the compaction happened."""
+    free = list(converter.compactions)
+    for sub in subs:
+        end = parse_time(sub.b.last_time)
+        if sub.b.role != REPLAY_AGENTS["acompact"] or end is None or not free:
+            continue
+
+        def distance(part: dict[str, JSON], end: datetime = end) -> float:
+            at = parse_time(part.get("timestamp"))
+            if at is None or (at.tzinfo is None) != (end.tzinfo is None):
+                return math.inf
+            return abs((at - end).total_seconds())
+
+        nearest = min(free, key=distance)
+        if distance(nearest) < math.inf:
+            nearest["sub_session"] = sub.b.name
+            free.remove(nearest)
+
+
+def _running(documents: list[dict[str, JSON]]) -> bool:
+    """Whether a session's last turn reads ``running``."""
+    return any(doc["turns"] and doc["turns"][-1]["status"] == "running" for doc in documents)
 
 
 def _chain_key(record: dict[str, JSON], chain_root: dict[str, str]) -> str:
@@ -812,6 +1200,7 @@ def _link_tasks(
     """Name each Task call's sub-session on its part (``sub_session``): by the agent id its
     result names, else by its prompt equal to the sub-agent's first prompt."""
     by_prompt: dict[str, list[str]] = {}
+    builders = {sub.b.name: sub.b for _, sub in subs}
     for _, sub in subs:
         for turn in sub.b.turns:
             prompts = [p["text"] for p in turn["parts"] if p.get("type") == "user"]
@@ -833,3 +1222,16 @@ def _link_tasks(
         if name is not None:
             taken.add(name)
             part["sub_session"] = name
+            builder = builders.get(name)
+            tool_input = part.get("input")
+            if builder is not None and isinstance(tool_input, dict):
+                role = tool_input.get("subagent_type")
+                if isinstance(role, str) and role:
+                    builder.role = role  # as the caller named it (before a .meta.json's)
+                task = {
+                    key: value
+                    for key in ("description", "subagent_type")
+                    if isinstance(value := tool_input.get(key), str)
+                }
+                if task:
+                    builder.extra["task"] = task

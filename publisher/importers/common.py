@@ -26,7 +26,7 @@ from ..write import WriteError, atomic_write
 #: JSON value as produced by :func:`json.loads`.
 JSON = Any
 
-IMPORTER_VERSION = 3
+IMPORTER_VERSION = 4
 """Bumped when a mapping changes, so that sources imported by an older mapping are
 imported again although their stamps did not change."""
 
@@ -79,6 +79,9 @@ class Result:
     notes: list[Problem] = field(default_factory=list)
     """What the user should know of an import that did not fail, one line each (a
     sub-agent's log imported without its session's, which is gone)."""
+    live: bool = False
+    """True when a session reads ``running`` because its source was written to recently:
+    the source is converted again at the next import, whatever its stamps."""
 
 
 # --- names and times -------------------------------------------------------------------
@@ -276,6 +279,10 @@ class SessionBuilder:
     """The ``permissions`` array."""
     parent_id: str = ""
     """Name of the parent session (sub-agents)."""
+    role: str = ""
+    """The role that owns the session (a sub-agent's, as its caller named it)."""
+    title: str = ""
+    """A title the source gives the session (written only when not empty)."""
     sub_sessions: list[str] = field(default_factory=list)
     """Names of the sub-agent sessions."""
     counts: Counts = field(default_factory=Counts)
@@ -288,6 +295,8 @@ class SessionBuilder:
     """Raw records seen before the first turn."""
     _early: dict[str, list[JSON]] = field(default_factory=dict)
     """Entries of turn lists (:meth:`attach`) seen before the first turn."""
+    _waiting: list[dict[str, JSON]] = field(default_factory=list)
+    """Parts (:meth:`leading_part`) written before the first turn, waiting for it."""
 
     @property
     def ident(self) -> str:
@@ -344,6 +353,9 @@ class SessionBuilder:
         for key, entries in self._early.items():
             turn[key] = entries
         self._early = {}
+        if self._waiting:
+            turn["parts"].extend(self._waiting)
+            self._waiting = []
         self.seen(timestamp)
         return turn
 
@@ -358,6 +370,20 @@ class SessionBuilder:
         part["timestamp"] = timestamp
         parts = self.turn(timestamp)["parts"]
         parts.append(part)
+        self.seen(timestamp)
+        return part
+
+    def leading_part(self, ptype: str, timestamp: str, **fields: JSON) -> dict[str, JSON]:
+        """A part that comes with the turn about to start (what an agent's client injects
+        before the first prompt: instructions, the environment, inherited context): appended
+        to the current turn when there is one, else kept and placed first in the next turn
+        opened, so that it never makes a turn of its own (unless no turn ever opens)."""
+        if self.current is not None:
+            return self.part(ptype, timestamp, **fields)
+        part: dict[str, JSON] = {"type": ptype}
+        part.update(fields)
+        part["timestamp"] = timestamp
+        self._waiting.append(part)
         self.seen(timestamp)
         return part
 
@@ -404,6 +430,8 @@ class SessionBuilder:
 
     def document(self) -> dict[str, JSON]:
         """The session file's JSON value."""
+        if self._waiting:
+            self.start_turn(str(self._waiting[0]["timestamp"] or ""))
         if self._before:
             self.extra.setdefault("raw_records", []).extend(self._before)
             self._before = []
@@ -422,10 +450,14 @@ class SessionBuilder:
             "errors": self.errors,
             "parent_id": self.parent_id,
             "permissions": self.permissions,
-            "role": "",
+            "role": self.role,
             "session_id": self.ident,
             "session_name": self.name,
             "sub_sessions": self.sub_sessions,
+        }
+        if self.title:
+            doc["title"] = self.title
+        doc |= {
             "turns": self.turns,
             "updated_at": self.last_time,
             "version": "",
@@ -434,6 +466,14 @@ class SessionBuilder:
         for key, value in self.extra.items():
             doc.setdefault(key, value)
         return doc
+
+
+def link_sub_session(parent: SessionBuilder, sub: SessionBuilder) -> None:
+    """Link a sub-agent's session to its parent's both ways (the spec's ``parent_id`` and
+    ``sub_sessions``); call once both names are final (their first times are known)."""
+    sub.parent_id = parent.name
+    if sub.name not in parent.sub_sessions:
+        parent.sub_sessions.append(sub.name)
 
 
 # --- writing ---------------------------------------------------------------------------

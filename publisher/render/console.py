@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ..archive import Listed
-from ..model import CommandPart, Session, TextualPart, ToolPart, Turn
+from ..model import CommandPart, ImagePart, Session, TextualPart, ToolPart, Turn
 from . import view
 from .text import first_line, json_text, terminal_safe
 
@@ -92,8 +92,12 @@ def part_lines(session: Session, turn: Turn, number: int, limit: int) -> Iterato
         yield terminal_safe(cap(part.output, limit)) if part.output is not None else "-"
         yield f"is_error: {'true' if part.is_error else 'false'}"
         yield f"analysis: {terminal_safe(cap(part.analysis, limit)) if part.analysis else '-'}"
+        for image in part.images:
+            yield f"image: {view.image_line(image)}"
         for note in view.tool_notes(part):
             yield f"note: {note}"
+    elif isinstance(part, ImagePart):
+        yield f"image: {view.image_line(part.image)}"
     elif isinstance(part, CommandPart):
         yield terminal_safe(cap(part.text, limit))
         if part.is_compaction:

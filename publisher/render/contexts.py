@@ -35,7 +35,10 @@ from typing import Any
 from markupsafe import Markup
 
 from ..compare import CallChange, TurnComparison
+from ..gate import Tally
+from ..images import ImageFacts
 from ..model import ErrorEntry, LoadFailure, Part, Permission, Session, Turn
+from ..outcome import Outcome
 from .markup import RefResolver
 from .tools import ToolView
 from .view import Boundary
@@ -59,7 +62,8 @@ class OutputView:
     """The side file holding the full output (relative to the page), when it is too long to
     inline; ``None`` when the page holds all of it."""
     mode: str = "text"
-    """How it reads: ``diff`` (a unified diff), ``ansi`` (terminal colours) or ``text``."""
+    """How it reads: ``diff`` (a unified diff), ``ansi`` (terminal colours), ``numbered`` (a
+    file read with its line numbers, shown in a gutter) or ``text``."""
     head: str = ""
     """For a long output: its first lines, shown (``head + middle + tail == text``)."""
     middle: str = ""
@@ -72,6 +76,30 @@ class OutputView:
     """Where, in ``tail``, the lines the search index holds start: its last
     :data:`publisher.render.html.INDEXED_LINES` lines (``tail[indexed_from:]``); the head and
     the rest of the tail are shown but not indexed."""
+
+    @property
+    def indexed(self) -> str:
+        """What of the output the search index holds (the README's "What is indexed"): the
+        whole of a short output shown open, the last lines of a long one, nothing of an
+        output shown collapsed or published beside the page."""
+        if self.hidden:
+            return self.tail[self.indexed_from :]
+        if self.collapsed or self.file is not None:
+            return ""
+        return self.text
+
+
+@dataclass(slots=True, frozen=True)
+class ImageView:
+    """An image a part holds, as ``parts/image.html`` and ``parts/tool.html`` show it."""
+
+    facts: ImageFacts
+    """What it is: type, size, digest, and why it is not shown when it is not."""
+    src: str | None
+    """Where the page finds it (``img-<digest>.png`` beside the page, or a ``data:`` URI
+    in the single-file export); None when it is not shown (a placeholder says why)."""
+    note: str = ""
+    """Why it is not shown, in words (``facts.problem``, or the single file's cap)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -122,11 +150,18 @@ class PartView:
     """A tool call's friendly view (:mod:`.tools`), ``None`` for the generic one."""
     tool_template: str | None = None
     """The theme's ``tools/<name>.html`` for this tool, when it ships one."""
+    extra_file: str = ""
+    """The turn's side file holding this part's extra fields, when they are too long to
+    show inline ("": inline, or none)."""
     sub_session: str = ""
     """The sub-session a delegate call spawned (:func:`publisher.audit.match_delegations`),
     "" for other parts and for a call that spawned none."""
     sub_url: str | None = None
     """The page of the sub-session a delegate call spawned, when it is in the archive."""
+    sub_outcome: Outcome | None = None
+    """What that sub-session did, with the sessions below it, when it is in the archive."""
+    images: list[ImageView] = field(default_factory=list)
+    """An image part's image, or the images a tool call's result returned."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -153,6 +188,8 @@ class TurnView:
     it is the page the turn is on (the single-file export)."""
     ids: str = ""
     """What the ids of its session's sections start with (:attr:`SessionPage.ids`)."""
+    extra_file: str = ""
+    """The side file holding the turn's own extra fields, when too long to show inline."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -179,6 +216,26 @@ class SessionLink:
     """Its page relative to this page, or ``None`` when it is not in the archive."""
     role: str = ""
     """Its role (shown for sub-sessions; empty when unknown)."""
+
+
+@dataclass(slots=True, frozen=True)
+class SubAgent:
+    """A sub-session as its caller's overview lists it: in the order it was called."""
+
+    name: str
+    """Its session name."""
+    url: str | None
+    """Its page relative to this page, or ``None`` when it is not in the archive."""
+    role: str
+    """The role it ran as (its ``role``, else the one its call asked for)."""
+    task: str
+    """The first line of the task its call gave it ("" when no call names it)."""
+    call: str | None
+    """The link to the call that spawned it, or ``None``."""
+    call_label: str = ""
+    """That call's place, ``3.2``."""
+    outcome: Outcome | None = None
+    """What it did, with the sessions below it (``None``: not in the archive)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -209,20 +266,53 @@ class OutlineEntry:
     """One turn in the overview's outline and timeline."""
 
     index: int
+    """The turn's index."""
     href: str
+    """The link to the turn."""
     status: str
+    """Its status."""
     duration: str
+    """Its work time (:class:`.view.TurnTimes`), as shown."""
     seconds: float
-    """Its duration in seconds (0 when unknown), for the timeline."""
+    """Its work time in seconds (0 when unknown), for the timeline."""
     tools: int
+    """Its tool calls."""
     prompt: str
     """The first line of its prompt (or command)."""
     errors: int
-    """The session's ``errors`` entries placed in it."""
+    """Its ``error`` findings (:func:`publisher.gate.session_findings`)."""
     failed: int
-    """Its tool calls with an error result."""
+    """Its failed tool calls (``tool-error`` findings: a refused call is not one)."""
     refused: int
-    """Decisions ``denied`` or ``declined`` matched to it."""
+    """Its refusals (``denied`` and ``declined`` findings)."""
+    idle: float = 0.0
+    """Idle seconds before it (after the turn before) and within it."""
+
+
+@dataclass(slots=True, frozen=True)
+class FailureLink:
+    """One finding, as the overview lists it: where, what kind, what happened."""
+
+    href: str | None
+    """The link to the call, the error's note or the turn (None: placed in no turn)."""
+    kind: str
+    """Its ``--fail-on`` kind (``tool-error``, ``error``, ``denied``…)."""
+    where: str
+    """``turn 7.2``, or ``no turn``."""
+    what: str
+    """One line: the tool and the gist of its output, the error's message…"""
+
+
+@dataclass(slots=True, frozen=True)
+class ChangedFile:
+    """A file the run changed, with the calls that changed it (the overview's list)."""
+
+    path: str
+    """The file as the calls name it."""
+    shown: str
+    """How the list shows it: relative to the session's working folder when it is inside."""
+    calls: list[tuple[str, str, str]]
+    """Each call that changed it, in order: (its place ``3.2``, link, action)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -231,24 +321,31 @@ class Overview:
 
     outcome: str
     """The last turn's status (empty when there are no turns)."""
-    duration: str
-    """From the first turn's start to the last turn's end."""
-    busy: str
-    """Sum of the turns' durations."""
+    span: str
+    """Wall-clock time from the first turn's start to the last turn's end."""
+    work: str
+    """Work time: the turns' times without their idle gaps."""
+    idle: str
+    """Idle time within and between turns (:data:`.view.IDLE_AFTER`), "" when none."""
     models: list[str]
     """The models used, in order of first use (``model · provider``)."""
     outline: list[OutlineEntry]
     """The turns listed: the first ones, then those with an error or a refusal."""
     outline_hidden: int
     """Turns left out of :attr:`outline` (on the later pages of a long session)."""
-    errors: list[str]
-    """The hrefs of the places of errors, in page order (for previous/next)."""
-    refused: list[str]
-    """The hrefs of the calls with a refused decision, in page order."""
+    failures: list[FailureLink]
+    """Every finding of the session, in page order (:func:`publisher.gate.session_findings`)."""
+    tally: Tally
+    """The findings counted by kind."""
     tool_errors: int
-    """Tool calls whose result is an error."""
+    """Tool calls that failed (a refused call is its refusal)."""
+    calls: int
+    """Its tool calls."""
     bars: list[tuple[str, str, str, str]]
-    """The timeline: (x, width) in a 1000-wide box as text, status, which turns."""
+    """The timeline: (x, width) in a 1000-wide box as text, status (``idle`` for a gap),
+    its title."""
+    changes: list[ChangedFile] = field(default_factory=list)
+    """The files its tool calls changed (:func:`.tools.changes_of`), by first change."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -269,6 +366,13 @@ class SessionPage:
     """True when the parent chain loops (it is cut where it repeats)."""
     children: list[SessionLink] = field(default_factory=list)
     """Sub-sessions."""
+    sub_agents: list[SubAgent] = field(default_factory=list)
+    """Its sub-sessions in the order they were called (then those no call names), with
+    what each did."""
+    below: Outcome | None = None
+    """What every session below it did, added up (``None`` when it has none)."""
+    with_below: Outcome | None = None
+    """What it and every session below it did (``None`` when it has none below)."""
     decision_counts: list[DecisionCount] = field(default_factory=list)
     """Permission decisions counted, sorted by decision."""
     tool_calls: int = 0
@@ -432,7 +536,7 @@ class IndexPage:
     """Every published session (``rows_html`` holds the most recent of them)."""
     outcomes: list[tuple[str, int]] = field(default_factory=list)
     """Every published session counted by outcome (its last status: ``ok``, ``error``…,
-    :data:`..site.activity.OUTCOMES`), in that order, counts above 0."""
+    :data:`.view.OUTCOMES`), in that order, counts above 0."""
     tree_page: str = ""
     """The delegation tree's own page (``tree.html``) when it is not on the index (a large
     archive: the index's first screen stays small); empty when ``tree_html`` is shown."""

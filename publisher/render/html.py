@@ -32,14 +32,16 @@ from jinja2.nodes import Expr
 from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
-from .. import __version__
-from ..model import Session, ToolPart, Turn
+from .. import __version__, images
+from ..model import Image, Session, ToolPart, Turn
+from ..outcome import Outcome
 from ..theme import Theme
 from . import markup, tools, view
 from .contexts import (
     DecisionNote,
     DelegationTree,
     ErrorNote,
+    ImageView,
     IndexPage,
     IndexRow,
     OutputView,
@@ -51,6 +53,10 @@ from .contexts import (
 from .places import error_code
 from .text import TERMINAL_CONTROL_RE, json_text
 
+#: A part's or turn's extra fields whose JSON is longer than this (characters) are published
+#: in the turn's side file (``fields-3.json``, linked), not inline: the raw records an
+#: importer keeps were four fifths of the HTML of a real Claude Code session's page.
+EXTRA_INLINE_CHARS = 600
 #: Tool outputs longer than this (characters) or with more lines start collapsed.
 COLLAPSE_CHARS = 3000
 COLLAPSE_LINES = 40
@@ -267,6 +273,7 @@ class HtmlRenderer:
         sections: str = "",
         sub_urls: dict[str, str] | None = None,
         targets: dict[int, str] | None = None,
+        sub_outcomes: dict[str, Outcome] | None = None,
         previous: Turn | None = None,
         ids: str = "",
     ) -> RenderedTurn:
@@ -277,18 +284,20 @@ class HtmlRenderer:
         the page that holds the Errors and Permissions sections (``""``: this one);
         ``sub_urls`` the pages of the sub-sessions its delegate calls spawned, by name, and
         ``targets`` which sub-session each call spawned, by part number
-        (:func:`publisher.audit.match_delegations`);
+        (:func:`publisher.audit.match_delegations`), and ``sub_outcomes`` what each of those
+        did (by name);
         ``ids`` what the ids of the session's sections start with (a single-file export's
         sub-session)."""
         files: dict[str, str] = {}
         anchor = anchor or f"turn-{turn.index}"
+        side = _SideFields(f"fields-{anchor.removeprefix('turn-')}.json", externalize)
         parts = []
         for number, part in enumerate(turn.parts, start=1):
             output = None
             spawned = ""
             if isinstance(part, ToolPart):
                 if part.output is not None:
-                    output = _output_view(turn, number, part.output, externalize, files)
+                    output = output_view(turn, number, part.output, externalize, files)
                 spawned = (
                     targets.get(number, "") if targets is not None else tools.delegate_target(part)
                 )
@@ -309,11 +318,17 @@ class HtmlRenderer:
                         else None
                     ),
                     sub_session=spawned,
+                    extra_file=side.add(str(number), part.extra),
                     sub_url=sub_urls.get(spawned) if sub_urls and spawned else None,
+                    sub_outcome=(sub_outcomes or {}).get(spawned) if spawned else None,
+                    images=[_image_view(image, externalize) for image in images.of_part(part)],
                 )
             )
+        turn_extra_file = side.add("turn", turn.extra)
+        side.write(files)
         context = TurnView(
             turn=turn,
+            extra_file=turn_extra_file,
             anchor=anchor,
             boundaries=boundaries,
             parts=parts,
@@ -369,7 +384,31 @@ def _escape_control(match: re.Match[str]) -> str:
     return char.encode("unicode_escape").decode("ascii")
 
 
-def _output_view(
+@dataclass(slots=True)
+class _SideFields:
+    """The extra fields of a turn's parts (and of the turn) too long to show inline
+    (:data:`EXTRA_INLINE_CHARS`), gathered for the turn's side file ``name``."""
+
+    name: str
+    """The side file's name in the session folder (``fields-3.json``)."""
+    externalize: bool
+    """False for a page that stands alone (the single-file export): all stay inline."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Part number (or ``turn``) → its extra fields, as written."""
+
+    def add(self, key: str, extra: dict[str, Any]) -> str:
+        """The side file's name when ``extra`` goes to it, else "" (shown inline)."""
+        if not (self.externalize and extra) or len(json_text(extra)) <= EXTRA_INLINE_CHARS:
+            return ""
+        self.fields[key] = extra
+        return self.name
+
+    def write(self, files: dict[str, str]) -> None:
+        if self.fields:
+            files[self.name] = json_text(self.fields) + "\n"
+
+
+def output_view(
     turn: Turn, number: int, output: str, externalize: bool, files: dict[str, str]
 ) -> OutputView:
     """How tool part ``number`` shows ``output``; a long one goes to ``files`` (when
@@ -379,7 +418,15 @@ def _output_view(
     # An ASCII text (told in constant time) is as many bytes as characters: no encoding.
     size = len(output) if output.isascii() else len(output.encode("utf-8", "surrogatepass"))
     collapsed = len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES
-    mode = "diff" if tools.looks_like_diff(output) else "ansi" if tools.has_ansi(output) else "text"
+    mode = (
+        "diff"
+        if tools.looks_like_diff(output)
+        else "ansi"
+        if tools.has_ansi(output)
+        else "numbered"
+        if tools.looks_numbered(output)
+        else "text"
+    )
     if externalize and len(output) > EXTERNAL_CHARS:
         name = f"output-{turn.index}.{number}.txt"
         files[name] = output
@@ -405,15 +452,48 @@ def _output_view(
     return OutputView(output, len(output), lines, size, collapsed, mode=mode)
 
 
+def indexed_output(output: str) -> str:
+    """What of a tool output the search index holds: :attr:`.contexts.OutputView.indexed`
+    of :func:`output_view` (published pages: long outputs externalized), made without the
+    rest of the view (no scan for diffs or colours)."""
+    if len(output) > EXTERNAL_CHARS:
+        return ""
+    breaks = output.count("\n")
+    lines = breaks + (0 if output.endswith("\n") else 1) if output else 0
+    if lines > LONG_LINES:
+        _, _, tail, hidden = _head_tail(output, breaks)
+        if hidden:
+            return tail[_last_lines_start(tail, INDEXED_LINES) :]
+    if len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES:
+        return ""
+    return output
+
+
 #: An output of more lines than this shows its first HEAD_LINES and last TAIL_LINES lines
 #: (where a failure summary usually is); the ones between are one click away.
 LONG_LINES = 24
 HEAD_LINES = 6
 TAIL_LINES = 12
 #: Of a long output, the search index holds only its last INDEXED_LINES lines (where a
-#: failure summary or an error usually is): Pagefind's time follows the text it indexes,
+#: failure summary or an error usually is): indexing time follows the text indexed,
 #: and tool output is most of a coding agent's bytes (README, "What is indexed").
 INDEXED_LINES = 6
+
+
+def _image_view(image: Image, externalize: bool) -> ImageView:
+    """How a page shows ``image``: a file beside the page (``externalize``: the site, which
+    writes it, :func:`publisher.images.published`) or a ``data:`` URI (the single-file
+    export, up to :data:`publisher.images.MAX_INLINE_BYTES`); a placeholder when it is not
+    a raster image its bytes confirm, or is too big."""
+    facts, data = images.examine(image)
+    if data is None or facts.file_name is None:
+        return ImageView(facts, None, facts.problem)
+    if externalize:
+        return ImageView(facts, facts.file_name)
+    if len(data) > images.MAX_INLINE_BYTES:
+        cap = images.MAX_INLINE_BYTES // 1024
+        return ImageView(facts, None, f"larger than the {cap:,} KB a single-file export holds")
+    return ImageView(facts, images.data_uri(facts.checked_type, data))
 
 
 def _last_lines_start(text: str, count: int) -> int:
@@ -477,6 +557,8 @@ def _output_filter(ctx: Context, text: str, mode: str = "text") -> Markup:
         return Markup(tools.diff_html(text))
     if mode == "ansi":
         return Markup(tools.ansi_html(text))
+    if mode == "numbered":
+        return Markup(tools.numbered_html(text))
     return Markup(markup.escape_text(text, ctx.get("resolve_ref")))
 
 

@@ -13,9 +13,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from ..audit import ERROR_RULES, Audit
-from ..model import CommandPart, Part, Session, TextualPart, ToolPart, Turn
+from ..gate import Tally
+from ..model import CommandPart, ImagePart, Part, Session, TextualPart, ToolPart, Turn
 from . import places, view
-from .contexts import DecisionNote
+from .contexts import DecisionNote, Overview
 from .places import error_code
 from .text import code_block, first_line, inline_code, json_text
 
@@ -70,8 +71,10 @@ def _header(session: Session, redaction: str | None) -> Iterator[str]:
     ident = inline_code(session.session_id)
     if session.session_id:
         ident += f" (reference it as {inline_code('#' + session.session_id)})"
+    titled = [("Title", inline_code(session.title))] if session.title else []
     yield from _bullets(
         [
+            *titled,
             ("Kind", view.KIND_LABELS[kind] + prefix),
             ("Name", inline_code(session.session_name)),
             ("Id", ident),
@@ -111,10 +114,11 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
     yield from _bullets(
         [
             ("Outcome", inline_code(facts.outcome) if session.turns else "no turns"),
-            ("Duration", f"{facts.duration} (turns {facts.busy})"),
+            ("Time", _times(facts)),
             ("Models", _names(facts.models)),
-            ("Tool calls", f"{session.tool_calls} ({facts.tool_errors} failed)"),
+            ("Tool calls", _calls(session.tool_calls, facts.tally)),
             ("Errors", str(len(session.errors))),
+            ("Findings", _findings(facts.tally)),
             ("Decisions", decisions or "none"),
         ]
     )
@@ -131,8 +135,28 @@ def _overview(session: Session, audit: Audit) -> Iterator[str]:
             prompt = f": {inline_code(e.prompt)}" if e.prompt else ""
             status = inline_code(e.status)
             line = f"turn {e.index} {status}, {e.duration}, {view.tools_label(e.tools)}"
+            if e.idle:
+                line += f" ({view.format_duration(e.idle)} idle before or within)"
             yield f"  - {line}{marks}{prompt}\n"
     yield "\n"
+
+
+def _times(facts: Overview) -> str:
+    """``12m05s of work, 24h02m idle; 24h14m from the first turn's start to the last's end``."""
+    said = f"{facts.work} of work"
+    if facts.idle:
+        said += f", {facts.idle} idle"
+    return f"{said}; {facts.span} from the first turn's start to the last turn's end"
+
+
+def _calls(count: int, tally: Tally) -> str:
+    said = tally.calls_text()
+    return f"{count} ({said})" if said else str(count)
+
+
+def _findings(tally: Tally) -> str:
+    """``2 error, 1 tool-error, 1 denied`` (:func:`publisher.gate.session_findings`)."""
+    return ", ".join(f"{n} {inline_code(kind)}" for kind, n in tally.by_kind.items()) or "none"
 
 
 def _turn(
@@ -149,6 +173,9 @@ def _turn(
     if turn.status and not view.status_known(turn.status):
         status += " (not a status this publisher knows)"
     duration = view.turn_duration(turn)
+    times = view.TurnTimes.of(turn)
+    if times.idle:  # the spec's duration is the span: its work time is said apart
+        duration += f" (work time {view.turn_work(turn)})"
     yield from _bullets(
         [
             ("Status", status),
@@ -192,13 +219,16 @@ def _part(
 ) -> Iterator[str]:
     label = view.part_label(part)
     if isinstance(part, ToolPart):
-        label += f" {inline_code(part.name)}"
+        label += f" {inline_code(part.name)}" if part.name or part.input is not None else ""
         state = view.tool_state(part)
+        code = view.exit_code(part)
         if state == "error":
-            label += " — **error**"
+            label += " — **error**" if code is None else f" — **error** (exit {code})"
         elif state == "pending":
             label += " — pending"
-    elif part.type not in ("user", "text", "thinking", "system", "tool", "command"):
+        elif state == "interrupted":
+            label += " — interrupted"
+    elif part.type not in ("user", "text", "thinking", "system", "tool", "command", "image"):
         label += f" {inline_code(part.type)}"
     yield f"### {turn.index}.{number} {label}\n\n"
     if part.timestamp:
@@ -212,6 +242,12 @@ def _part(
     if isinstance(part, TextualPart):
         yield from code_block(part.text, TEXT_INFO[part.type])
         yield "\n"
+    elif isinstance(part, ImagePart):
+        yield f"Image: {view.image_line(part.image)}\n\n"
+        if part.image.extra:
+            yield "**Image fields** (as written):\n\n"
+            yield from code_block(json_text(part.image.extra), "json")
+            yield "\n"
     elif isinstance(part, ToolPart):
         yield "**Input:**\n\n"
         yield from code_block(json_text(part.input), "json")
@@ -220,6 +256,11 @@ def _part(
             yield f"**Output** (is_error: {'true' if part.is_error else 'false'}):\n\n"
             yield from code_block(part.output, "text")
             yield "\n"
+        for count, image in enumerate(part.images, start=1):
+            yield f"**Image {count} of the result:** {view.image_line(image)}\n\n"
+            if image.extra:
+                yield from code_block(json_text(image.extra), "json")
+                yield "\n"
         for note in view.tool_notes(part):
             yield f"_{note}_\n\n"
         if part.analysis:

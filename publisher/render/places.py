@@ -4,13 +4,24 @@ are), shared by the site's pages and the single-file export."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..audit import DECISION_RULES, ERROR_RULES, REFUSED, Audit
+from ..audit import DECISION_RULES, ERROR_RULES, Audit
 from ..model import Session, ToolPart
-from . import view
-from .contexts import DecisionNote, ErrorNote, OutlineEntry, Overview, Placed
+from ..outcome import Outcome
+from . import tools, view
+from .contexts import (
+    ChangedFile,
+    DecisionNote,
+    ErrorNote,
+    FailureLink,
+    OutlineEntry,
+    Overview,
+    Placed,
+    SubAgent,
+)
 from .text import FIRST_LINE_RE
 
 OUTLINE_TURNS = 150
@@ -80,28 +91,36 @@ def section_places(
 
 
 def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
-    """The overview of a session whose turn ``position`` is at ``hrefs[position]``."""
+    """The overview of a session whose turn ``position`` is at ``hrefs[position]``.
+
+    Its failures are :func:`publisher.gate.session_findings` (the counts ``check``, the
+    index, the summary and the JUnit report give); its times are work time
+    (:class:`.view.TurnTimes`), the idle gaps and the wall-clock span said apart."""
+    from ..gate import Tally, fit, session_findings
+
     turns = session.turns
-    errors_at = [0] * len(turns)
-    failed_at = [0] * len(turns)
-    refused_at = [0] * len(turns)
-    error_hrefs: list[tuple[int, int, str]] = []
-    refused_hrefs: list[tuple[int, int, str]] = []
-    for e in audit.errors:
-        if e.position is not None:
-            errors_at[e.position] += 1
-            error_hrefs.append((e.position, 0, f"{hrefs[e.position]}-error-{e.number}"))
-    for d in audit.decisions:
-        if d.position is not None and session.permissions[d.number - 1].decision in REFUSED:
-            refused_at[d.position] += 1
-            if d.part is not None:
-                refused_hrefs.append((d.position, d.part, f"{hrefs[d.position]}.{d.part}"))
+    found = session_findings(session, audit=audit)
+    marks = [Counter[str]() for _ in turns]
+    failures = []
+    for f in found:
+        what = fit(_what(f.kind, f.message), FAILURE_CHARS)
+        if f.position is None:
+            failures.append(FailureLink(None, f.kind, f.where, what))
+            continue
+        marks[f.position][f.kind] += 1
+        if f.kind == "error" and f.entry is not None:
+            href = f"{hrefs[f.position]}-error-{f.entry}"
+        elif f.part is not None:
+            href = f"{hrefs[f.position]}.{f.part}"
+        else:
+            href = hrefs[f.position]
+        failures.append(FailureLink(href, f.kind, f.where, what))
     models: list[str] = []
     seen: set[str] = set()
     outline = []
-    busy = 0.0
-    longest = 0.0
-    tool_errors = 0
+    work = 0.0
+    idle: list[float] = []
+    first_start: datetime | None = None
     last_end: datetime | None = None
     for position, turn in enumerate(turns):
         model, provider = turn.model, turn.provider
@@ -109,86 +128,178 @@ def overview(session: Session, audit: Audit, hrefs: Sequence[str]) -> Overview:
         if label and label not in seen:
             seen.add(label)
             models.append(label)
-        tools = 0
-        for number, part in enumerate(turn.parts, start=1):
-            if isinstance(part, ToolPart):
-                tools += 1
-                if part.is_error and part.output is not None:
-                    tool_errors += 1
-                    failed_at[position] += 1
-                    error_hrefs.append((position, number, f"{hrefs[position]}.{number}"))
-        # Each time read once (the session's end is the last one).
-        end = view.parse_time(turn.ended_at)
+        start, end = view.parse_time(turn.started_at), view.parse_time(turn.ended_at)
+        gap = view.seconds_between(last_end, start)  # idle between two turns
+        if gap is not None and gap > view.IDLE_AFTER:
+            idle.append(gap)
+        first_start = first_start or start
         last_end = end or last_end
-        seconds = view.seconds_between(view.parse_time(turn.started_at), end)
-        if seconds is not None and seconds > 0:
-            busy += seconds
-            longest = max(longest, seconds)
+        times = view.TurnTimes.of(turn)
+        seconds = times.work if times.work is not None and times.work > 0 else 0.0
+        work += seconds
+        idle.extend(times.idle)
         prompt = view.prompt_of(turn)
         match = FIRST_LINE_RE.search(prompt)
         first = prompt[match.start() : match.end()][:120] if match else ""
+        here = marks[position]
         outline.append(
             OutlineEntry(
                 index=turn.index,
                 href=hrefs[position],
                 status=turn.status,
-                duration=view.format_duration(seconds),
-                seconds=seconds if seconds is not None and seconds > 0 else 0.0,
-                tools=tools,
+                duration=view.format_duration(times.work),
+                seconds=seconds,
+                tools=turn.tool_count,
                 prompt=first,
-                errors=errors_at[position],
-                failed=failed_at[position],
-                refused=refused_at[position],
+                errors=here["error"],
+                failed=here["tool-error"],
+                refused=here["denied"] + here["declined"],
+                idle=sum(times.idle) + (gap if gap is not None and gap > view.IDLE_AFTER else 0),
             )
-        )
-    total = "-"
-    if turns:
-        total = view.format_duration(
-            view.seconds_between(view.parse_time(turns[0].started_at), last_end)
         )
     shown = [
         entry
         for position, entry in enumerate(outline)
         if position < OUTLINE_TURNS or entry.errors or entry.failed or entry.refused
     ]
+    tally = Tally.of(found)
     return Overview(
+        changes=changed_files(session, hrefs),
         outcome=turns[-1].status if turns else "",
-        duration=total,
-        busy=view.format_duration(busy) if turns else "-",
+        span=view.format_duration(view.seconds_between(first_start, last_end)),
+        work=view.format_duration(work) if turns else "-",
+        idle=view.format_duration(sum(idle)) if idle else "",
         models=models,
         outline=shown,
         outline_hidden=len(outline) - len(shown),
-        errors=[h for _, _, h in sorted(error_hrefs)],
-        refused=[h for _, _, h in sorted(refused_hrefs)],
-        tool_errors=tool_errors,
-        bars=_bars(outline, longest),
+        failures=failures,
+        tally=tally,
+        tool_errors=tally.failed_calls,
+        calls=sum(turn.tool_count for turn in turns),
+        bars=_bars(outline),
     )
 
 
-def _bars(outline: list[OutlineEntry], longest: float) -> list[tuple[str, str, str, str]]:
-    """Each run of consecutive turns of one status as a bar, its width by their durations
-    (each turn at least a sliver, so every turn counts): (x, width, status, turns). A
-    3,000-turn session of mostly ``ok`` turns draws a few bars, not 3,000."""
+_SAID_BY_KIND = ("tool error: ", "permission denied: ", "permission declined: ")
+_STATUS_WHAT = {
+    "status error": "the turn ended in an error",
+    "status truncated": "the answer was cut short",
+    "status cancelled": "the turn was stopped before it finished",
+}
+
+
+def _what(kind: str, message: str) -> str:
+    """A finding's message as the overview's list shows it, beside its kind's label: the
+    label's words are not said again (``Bash: Exit code 1 …``, not ``tool error: …``)."""
+    for prefix in _SAID_BY_KIND:
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    if message.startswith("status running"):
+        return "the run never finished"
+    return _STATUS_WHAT.get(message, message)
+
+
+def sub_agents_of(
+    session: Session,
+    targets: Sequence[str],
+    hrefs: Sequence[str],
+    children: Sequence[tuple[str, str | None, str]],
+) -> list[SubAgent]:
+    """The session's sub-sessions in the order its delegate calls spawned them (each with
+    the role and task its first call gave it and a link to that call), then those no call
+    names. ``targets``: the sub-session each delegate call spawned, in file order
+    (:func:`publisher.audit.match_delegations`); ``children``: (name, page or None, role)."""
+    from ..audit import delegations
+
+    known = {name: (url, role) for name, url, role in children}
+    listed: dict[str, SubAgent] = {}
+    for (position, number, call), target in zip(delegations(session), targets, strict=False):
+        if not target or target in listed:
+            continue
+        part = session.turns[position].parts[number - 1]
+        seen = tools.friendly(part) if isinstance(part, ToolPart) else None
+        task = FIRST_LINE_RE.search(seen.task) if seen is not None else None
+        url, role = known.get(target, (None, ""))
+        listed[target] = SubAgent(
+            name=target,
+            url=url,
+            role=role or call.role,
+            task=task.group(0).strip()[:160] if task else "",
+            call=f"{hrefs[position]}.{number}",
+            call_label=f"{session.turns[position].index}.{number}",
+        )
+    for name, url, role in children:
+        if name not in listed:
+            listed[name] = SubAgent(name=name, url=url, role=role, task="", call=None)
+    return list(listed.values())
+
+
+def own_outcome(name: str, facts: Overview) -> Outcome:
+    """What session ``name`` did by itself, from its overview (its tool calls, findings and
+    changed files), to add to what the sessions below it did."""
+    changes = tuple(
+        (name, c.path, action, href) for c in facts.changes for _, href, action in c.calls
+    )
+    return Outcome(1, facts.calls, tuple(facts.tally.by_kind.items()), changes)
+
+
+def changed_files(session: Session, hrefs: Sequence[str]) -> list[ChangedFile]:
+    """The files the session's calls changed (:func:`.tools.changes_of`), each with the
+    calls that changed it, in the order of their first change."""
+    base = view.workspace(session)
+    by_path: dict[str, list[tuple[str, str, str]]] = {}
+    for change in tools.changes_of(session):
+        turn = session.turns[change.position]
+        where = f"{turn.index}.{change.number}"
+        href = f"{hrefs[change.position]}.{change.number}"
+        by_path.setdefault(change.path, []).append((where, href, change.action))
+    return [
+        ChangedFile(path, view.relative_to(path, base), calls) for path, calls in by_path.items()
+    ]
+
+
+FAILURE_CHARS = 140
+"""How much of a finding's message the overview's list of failures shows."""
+
+
+def _bars(outline: list[OutlineEntry]) -> list[tuple[str, str, str, str]]:
+    """Each run of consecutive turns of one status as a bar, its width by their work time
+    (each turn at least a sliver, so every turn counts), and an idle gap
+    (:data:`.view.IDLE_AFTER`) before a turn or within it as a break of its own, drawn the
+    same width whatever it lasted: (x, width, status, title); status ``idle`` for a break.
+    A 3,000-turn session of mostly ``ok`` turns draws a few bars, not 3,000."""
     if not outline:
         return []
+    longest = max(e.seconds for e in outline)
     floor = (longest or 1.0) / 50
     widths = [max(e.seconds, floor) for e in outline]
+    breaks = sum(1 for e in outline if e.idle)
+    gap = 12.0 if breaks else 0.0  # a break's width, out of 1000
+    room = 1000 - gap * breaks
     total = sum(widths)
-    runs: list[tuple[float, float, str, int, int]] = []  # x, width, status, first, last
+    runs: list[tuple[float, float, str, str, str]] = []  # x, width, status, first, last
     x = 0.0
     for entry, width in zip(outline, widths, strict=True):
-        w = width / total * 1000
+        if entry.idle:
+            runs.append((x, gap, "idle", view.format_duration(entry.idle), ""))
+            x += gap
+        w = width / total * room
+        index = str(entry.index)
         if runs and runs[-1][2] == entry.status and len(outline) > RUN_BARS_FROM:
             start, wide, status, first, _ = runs[-1]
-            runs[-1] = (start, wide + w, status, first, entry.index)
+            runs[-1] = (start, wide + w, status, first, index)
         else:
-            runs.append((x, w, entry.status, entry.index, entry.index))
+            runs.append((x, w, entry.status, index, index))
         x += w
-    return [
-        (f"{start:.2f}", f"{max(w - 0.5, 0.3):.2f}", status,
-         f"Turn {first}" if first == last else f"Turns {first}–{last}")
-        for start, w, status, first, last in runs
-    ]  # fmt: skip
+    out = []
+    for start, w, status, first, last in runs:
+        if status == "idle":
+            title = f"idle {first}"
+        else:
+            title = f"Turn {first}" if first == last else f"Turns {first}–{last}"
+            title += f": {status or 'no status'}"
+        out.append((f"{start:.2f}", f"{max(w - 0.5, 0.3):.2f}", status, title))
+    return out
 
 
 RUN_BARS_FROM = 100

@@ -23,8 +23,19 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from ..gate import KINDS, Finding, Member, counts, fit, session_findings, spread, utc_time
-from ..model import KNOWN_STATUSES, Session, ToolPart
+from ..gate import (
+    KINDS,
+    Finding,
+    Member,
+    Tally,
+    counts,
+    fit,
+    listed_kinds,
+    session_findings,
+    spread,
+    utc_time,
+)
+from ..model import KNOWN_STATUSES, Session
 from ..site import urls
 from . import view
 from .text import inline_code
@@ -182,7 +193,8 @@ def ci_summary(
     every: list[Finding] = []
     per_member: list[list[Finding]] = []
     for member in members:
-        found = session_findings(member.session) if member.session is not None else []
+        session = member.session
+        found = session_findings(session, listed_kinds(kinds)) if session is not None else []
         per_member.append(found)
         every.extend(found)
     gated = [f for f in every if kinds is not None and f.kind in kinds]
@@ -219,13 +231,8 @@ def ci_summary(
     lines.append(
         f"- **Turns:** {len(root.turns)}" + (f" ({_status_counts(root)})" if root.turns else "")
     )
-    tool_errors = sum(
-        1
-        for turn in root.turns
-        for part in turn.parts
-        if isinstance(part, ToolPart) and part.output is not None and part.is_error
-    )
-    lines.append(f"- **Tool calls:** {root.tool_calls}, {tool_errors} with an error result")
+    calls = Tally.of(per_member[0]).calls_text()
+    lines.append(f"- **Tool calls:** {root.tool_calls}" + (f" ({calls})" if calls else ""))
     lines.append(f"- **Errors:** {len(root.errors)}")
     decisions = Counter(p.decision for p in root.permissions)
     decided = _capped([f"{n} {code(d, 40)}" for d, n in sorted(decisions.items())])

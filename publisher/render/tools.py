@@ -30,7 +30,7 @@ from html import escape
 from importlib.metadata import entry_points
 
 from ..audit import Delegation
-from ..model import JSON, ToolPart
+from ..model import JSON, Session, ToolPart
 from .text import TERMINAL_CONTROL_RE, has_controls
 
 
@@ -112,6 +112,21 @@ class ToolView:
     """How long the call waits at most (``120 s``), when it says."""
 
 
+def shown_text(view: ToolView) -> list[str]:
+    """The texts ``tool_view.html`` shows of a friendly view, as the search index holds
+    them (a new file's content and the JSON input behind "Input as written" are not shown
+    in the view, so not indexed)."""
+    texts = [view.command, view.path, view.diff, view.url, view.role, view.task]
+    texts += [view.target, view.pattern, view.files, view.query]
+    if view.kind in ("plan", "stdin", "skill"):
+        texts.append(view.content)
+    for q in view.questions:
+        texts += [q.header, q.question]
+        texts += [t for o in q.options for t in (o.label, o.description)]
+    texts += [item.text for item in view.todos]
+    return [text for text in texts if text]
+
+
 Renderer = Callable[[ToolPart], "ToolView | None"]
 #: Tool name → what reads its input. A plugin adds entries (module docstring).
 REGISTRY: dict[str, Renderer] = {}
@@ -134,8 +149,11 @@ def edit_diff(path: str, old: str, new: str) -> str:
     """A unified diff of ``old`` → ``new`` (empty when too large to diff)."""
     if len(old) + len(new) > DIFF_LIMIT:
         return ""
+    # git's a/ and b/ mark a path relative to the repository; an absolute path (Claude Code
+    # writes them) is shown as it is, not as ``a//home/…``.
+    before, after = (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
     lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=3
+        old.splitlines(), new.splitlines(), before, after, lineterm="", n=3
     )
     return "\n".join(lines)
 
@@ -145,11 +163,31 @@ def _shell(part: ToolPart) -> ToolView | None:
     value = d["command"] if "command" in d else d.get("cmd", part.input)  # (Codex: cmd)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         words = [str(v) for v in value]
+        if len(words) == 2 and words[0] == "apply_patch":
+            return ToolView("diff", diff=words[1])  # Codex's patch tool run as a command
         if len(words) == 3 and words[0] in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
-            return ToolView("shell", command=words[2])
+            return _script(words[2])
         return ToolView("shell", command=" ".join(_quote(w) for w in words))
     command = _s(value)
-    return ToolView("shell", command=command) if command else None
+    return _script(command) if command else None
+
+
+APPLY_PATCH_RE = re.compile(
+    r"\Aapply_patch <<-?\s*['\"]?(\w{1,64})['\"]?\n"
+    r"(?P<patch>\*\*\* Begin Patch\n.*?\*\*\* End Patch)\n?\1\n?\Z",
+    re.DOTALL,
+)
+"""A shell script that only feeds a patch to ``apply_patch`` through a here-document
+(``apply_patch <<'PATCH'`` … ``PATCH``, as Codex wrote patches before its patch tool)."""
+
+
+def _script(command: str) -> ToolView:
+    """A command line, or the diff view when it only applies a patch (:data:`APPLY_PATCH_RE`)."""
+    if command.startswith("apply_patch") and "*** Begin Patch" in command[:8192]:
+        match = APPLY_PATCH_RE.match(command)
+        if match:
+            return ToolView("diff", diff=match.group("patch"))
+    return ToolView("shell", command=command)
 
 
 def _quote(word: str) -> str:
@@ -222,16 +260,73 @@ def _write(part: ToolPart) -> ToolView | None:
 def _delegate(part: ToolPart) -> ToolView | None:
     d = _d(part)
     role = delegate_role(part)
-    task = _s(d.get("task")) or _s(d.get("description")) or _s(d.get("prompt"))
+    task = (
+        _s(d.get("task"))
+        or _s(d.get("description"))
+        or _s(d.get("prompt"))
+        or _s(d.get("message"))  # (Codex's spawn_agent)
+    )
     target = delegate_target(part)
     return ToolView("delegate", role=role, task=task, target=target)
 
 
+@dataclass(slots=True, frozen=True)
+class Change:
+    """A file a tool call changed (an edit, a write, a patch), as the overview lists it."""
+
+    path: str
+    """The file, as the call names it."""
+    action: str
+    """``edited``, ``written``, ``patched``, ``added``, ``deleted`` or ``moved``."""
+    position: int
+    """0-based position of the call's turn in the session."""
+    number: int
+    """1-based number of the call in its turn."""
+
+
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M
+)
+_PATCH_ACTIONS = {"Add": "added", "Update": "patched", "Delete": "deleted"}
+
+
+def changes_of(session: Session) -> list[Change]:
+    """The files the session's tool calls changed, in file order: edits, writes and patches
+    whose call returned without an error (a failed or unfinished call changed nothing that
+    the log can vouch for). A patch names each file it adds, updates, deletes or moves."""
+    found = []
+    for position, turn in enumerate(session.turns):
+        for number, part in enumerate(turn.parts, start=1):
+            if not isinstance(part, ToolPart) or part.output is None or part.is_error:
+                continue
+            view = friendly(part)
+            if view is None or view.kind not in ("diff", "write"):
+                continue
+            if view.path:
+                action = (
+                    "written" if view.kind == "write" else "edited" if _is_edit(part) else "patched"
+                )
+                found.append(Change(view.path, action, position, number))
+                continue
+            for match in _PATCH_FILE.finditer(view.diff[:DIFF_LIMIT]):
+                if match.group(3):
+                    found.append(Change(match.group(3), "moved", position, number))
+                else:
+                    action = _PATCH_ACTIONS[match.group(1)]
+                    found.append(Change(match.group(2), action, position, number))
+    return found
+
+
+def _is_edit(part: ToolPart) -> bool:
+    """True for a call read by the edit view (old text → new text)."""
+    return REGISTRY.get(part.name) is _edit
+
+
 def delegate_role(part: ToolPart) -> str:
     """The role a delegate call asked for (Polyglav's ``role``, Claude Code's
-    ``subagent_type``)."""
+    ``subagent_type``, Codex's ``agent_type``)."""
     d = _d(part)
-    return _s(d.get("role")) or _s(d.get("subagent_type"))
+    return _s(d.get("role")) or _s(d.get("subagent_type")) or _s(d.get("agent_type"))
 
 
 def delegation_of(part: ToolPart) -> Delegation | None:
@@ -313,7 +408,20 @@ def _glob(part: ToolPart) -> ToolView | None:
 
 
 def _web_search(part: ToolPart) -> ToolView | None:
-    query = _s(_d(part).get("query"))
+    """A web search; Codex's ``web_search_call`` also opens a page it found (``open_page``)
+    and looks for a pattern in one (``find_in_page``)."""
+    d = _d(part)
+    action = _s(d.get("type"))
+    if action == "open_page":
+        url = _s(d.get("url"))
+        return ToolView("fetch", url=url) if url else None
+    if action == "find_in_page":
+        pattern, url = _s(d.get("pattern")), _s(d.get("url"))
+        return ToolView("search", pattern=pattern, path=url) if pattern else None
+    query = _s(d.get("query"))
+    queries = d.get("queries")
+    if not query and isinstance(queries, list):
+        query = " · ".join(q for q in queries if isinstance(q, str) and q)
     return ToolView("web_search", query=query) if query else None
 
 
@@ -362,10 +470,12 @@ REGISTRY.update(
         "run_command": _shell,
         "Bash": _shell,
         "shell": _shell,
+        "shell_command": _shell,
         "exec_command": _shell,
         "local_shell": _shell,
         "file_read": _read,
         "Read": _read,
+        "view_image": _read,
         "file_write": _patch,
         "Edit": _edit,
         "MultiEdit": _edit,
@@ -375,6 +485,7 @@ REGISTRY.update(
         "delegate": _delegate,
         "Task": _delegate,
         "Agent": _delegate,
+        "spawn_agent": _delegate,
         "web_fetch": _fetch,
         "WebFetch": _fetch,
         "fetch_page": _fetch,
@@ -386,6 +497,7 @@ REGISTRY.update(
         "web_search": _web_search,
         "WebSearch": _web_search,
         "AskUserQuestion": _ask,
+        "request_user_input": _ask,
         "ExitPlanMode": _plan,
         "TodoWrite": _todos,
         "update_plan": _todos,
@@ -483,6 +595,39 @@ def diff_html(text: str) -> str:
 
 
 _SGR_RE = re.compile("\x1b\\[([0-9;]*)m")
+
+
+#: A line as Claude Code's Read (``cat -n`` with an arrow) gives it: ``     12→text``.
+_NUMBERED_LINE = re.compile(r" {0,10}(\d{1,9})\u2192")
+#: How many of an output's first lines are looked at to tell it is numbered.
+NUMBERED_PROBE = 20
+
+
+def looks_numbered(text: str) -> bool:
+    """True when ``text`` is a file read with its line numbers (``     1→…``): every one of
+    its first :data:`NUMBERED_PROBE` lines (blank last lines aside) starts with one."""
+    lines = text[:8192].split("\n", NUMBERED_PROBE)[:NUMBERED_PROBE]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return bool(lines) and all(_NUMBERED_LINE.match(line) for line in lines)
+
+
+def numbered_html(text: str) -> str:
+    """A numbered file read as lines beside a gutter of their numbers (the numbers outside
+    the text, so a wrapped line stays right of them on a phone and a copy takes only the
+    file's text); a line without a number (the output's own note) is a line of its own."""
+    out = []
+    widest = 1
+    for line in text.split("\n"):
+        match = _NUMBERED_LINE.match(line)
+        if match is None:
+            out.append(f'<span class="nl"><span>{escape(line, quote=False)}</span></span>')
+            continue
+        widest = max(widest, len(match.group(1)))
+        number, content = match.group(1), escape(line[match.end() :], quote=False)
+        out.append(f'<span class="nl" data-n="{number}"><span>{content}</span></span>')
+    body = visible_controls("".join(out))
+    return f'<span class="numbered nd-{min(widest, 9)}">{body}</span>'
 
 
 def has_ansi(text: str) -> bool:

@@ -6,13 +6,18 @@ file never disagree about what a part is or what a marker means.
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from .. import images
 from ..model import (
     KINDS,
     KNOWN_STATUSES,
     CommandPart,
+    Image,
+    ImagePart,
     Part,
     Session,
     TextualPart,
@@ -27,6 +32,38 @@ KIND_LABELS = {
     "named": "explicitly named session",
 }
 assert set(KINDS) <= set(KIND_LABELS)
+
+FINDING_LABELS = {
+    "error": "error",
+    "tool-error": "failed call",
+    "denied": "denied",
+    "declined": "declined",
+    "truncated": "truncated",
+    "cancelled": "interrupted",
+    "running": "unfinished",
+}
+"""How a page names each kind of finding (:data:`publisher.gate.KINDS`)."""
+
+
+def finding_count(kind: str, number: int) -> str:
+    """``3 failed calls``, ``1 interrupted``: a count of findings of one kind, in words."""
+    label = FINDING_LABELS.get(kind, kind)
+    return (
+        plural(number, label) if label in ("error", "failed call") else f"{count(number)} {label}"
+    )
+
+
+OUTCOMES = ("ok", "error", "cancelled", "truncated", "running", "empty", "other")
+"""The outcomes (a session's last status, as the index's chart and its "Last status" filter
+count it: :func:`outcome_of`), in the order the chart's bars stack them."""
+
+
+def outcome_of(status: str) -> str:
+    """The outcome a session's last status counts as ("" means no turns: ``empty``)."""
+    if not status:
+        return "empty"
+    return status if status in OUTCOMES else "other"
+
 
 AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex CLI", "aider": "aider"}
 """How a page names the agents ``polyglav import`` reads (another is shown as written)."""
@@ -55,6 +92,28 @@ def origin(session: Session) -> Origin | None:
         return None
     agent, path = found.get("agent"), found.get("path")
     return Origin(agent if isinstance(agent, str) else "", path if isinstance(path, str) else "")
+
+
+def workspace(session: Session) -> str:
+    """The folder the session worked in, when its log says it (an imported session's
+    ``imported_from.cwd``), else ""."""
+    found = session.extra.get("imported_from")
+    cwd = found.get("cwd") if isinstance(found, dict) else None
+    return cwd.rstrip("/") if isinstance(cwd, str) and cwd.startswith("/") else ""
+
+
+def relative_to(path: str, base: str) -> str:
+    """``path`` relative to folder ``base`` when it is inside it, else as it is."""
+    if base and path.startswith(base + "/") and len(path) > len(base) + 1:
+        return path[len(base) + 1 :]
+    return path
+
+
+def file_part(path: str) -> str:
+    """The last part of a path as a header shows it (``…/4d5611e5.jsonl``; the whole path
+    is in its title)."""
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return f"…/{path[cut + 1 :]}" if cut > 0 and cut < len(path) - 1 else path
 
 
 def parse_time(value: str) -> datetime | None:
@@ -107,6 +166,62 @@ def turn_duration(turn: Turn) -> str:
     return format_duration(duration_seconds(turn))
 
 
+IDLE_AFTER = 30 * 60
+"""Seconds without any record, within a turn or between two turns, from which that time is
+idle (the person away, the run waiting on nobody), not work: a turn of 2m43s of work that
+the person answered the next day is 2m43s of work and a day idle. A tool that runs longer
+than this without a record in between (one call recorded, its result this much later) is
+read as idle too: the log cannot tell the two apart."""
+
+
+@dataclass(slots=True, frozen=True)
+class TurnTimes:
+    """Where a turn's time went, from its start, its end and its parts' timestamps."""
+
+    span: float | None
+    """Wall-clock seconds from ``started_at`` to ``ended_at`` (None when unknown)."""
+    work: float | None
+    """The span without its idle gaps (None when the span is unknown)."""
+    idle: tuple[float, ...] = ()
+    """Each gap of more than :data:`IDLE_AFTER` between two records of the turn, in order."""
+
+    @classmethod
+    def of(cls, turn: Turn) -> TurnTimes:
+        start, end = parse_time(turn.started_at), parse_time(turn.ended_at)
+        span = seconds_between(start, end)
+        if span is None or span <= IDLE_AFTER:
+            return cls(span, span)
+        assert start is not None and end is not None
+        naive = start.tzinfo is None
+        stamps = (parse_time(p.timestamp) for p in turn.parts)
+        inner = [m for m in stamps if m is not None and (m.tzinfo is None) == naive]
+        idle = _gaps([start, *inner, end])
+        return cls(span, span - sum(idle), idle)
+
+
+def _gaps(moments: list[datetime]) -> tuple[float, ...]:
+    """The gaps of more than :data:`IDLE_AFTER` between ``moments`` in time order (those
+    between the first and the last: a part stamped outside its turn's span adds none)."""
+    first, last = moments[0], moments[-1]
+    inside = sorted(m for m in moments if first <= m <= last)  # (aware ones in UTC order)
+    gaps = []
+    for before, after in itertools.pairwise(inside):
+        seconds = (after - before).total_seconds()
+        if seconds > IDLE_AFTER:
+            gaps.append(seconds)
+    return tuple(gaps)
+
+
+def turn_work(turn: Turn) -> str:
+    """The turn's work time (:class:`TurnTimes`), with its idle time said apart when it had
+    any: ``2m43s (24h02m idle)``."""
+    times = TurnTimes.of(turn)
+    shown = format_duration(times.work)
+    if times.idle:
+        shown += f" ({format_duration(sum(times.idle))} idle)"
+    return shown
+
+
 def status_known(status: str) -> bool:
     return status in KNOWN_STATUSES
 
@@ -146,9 +261,13 @@ def part_label(part: Part) -> str:
         if part.type == "user":
             ask = part.parked_ask_id
             return f"Parked-ask answer (ask #{ask})" if ask is not None else "User prompt"
+        if part.type == "thinking" and not part.text:
+            return "Thinking not in the log"
         return {"text": "Answer", "thinking": "Thinking", "system": "System note"}[part.type]
     if isinstance(part, ToolPart):
-        return "Tool call"
+        return "Tool call" if part.name or part.input is not None else "Tool result"
+    if isinstance(part, ImagePart):
+        return "Image"
     if isinstance(part, CommandPart):
         return "Compaction" if part.is_compaction else "Command"
     return "Unknown part"
@@ -161,6 +280,7 @@ PART_TEMPLATES = {
     "system": "parts/system.html",
     "tool": "parts/tool.html",
     "command": "parts/command.html",
+    "image": "parts/image.html",
     "unknown": "parts/unknown.html",
 }
 """Part kind → the template that shows it. The kind is the textual part's type (``user``,
@@ -177,6 +297,8 @@ def part_kind(part: Part) -> str:
         return "tool"
     if isinstance(part, CommandPart):
         return "command"
+    if isinstance(part, ImagePart):
+        return "image"
     return "unknown"
 
 
@@ -186,15 +308,108 @@ def part_template(part: Part) -> str:
 
 
 def tool_state(part: ToolPart) -> str:
-    """``ok``, ``error`` or ``pending`` (no output yet)."""
+    """``ok``, ``error``, ``interrupted`` (the person stopped it) or ``pending`` (no output
+    yet)."""
     if part.output is None:
         return "pending"
+    if part.interrupted:
+        return "interrupted"
     return "error" if part.is_error else "ok"
+
+
+REPORT_LINES = 8
+"""A sub-agent's report shows this many lines (to a paragraph's end) before it folds."""
+
+
+@dataclass(slots=True, frozen=True)
+class Report:
+    """A delegate call's output read as its sub-agent's report (Markdown)."""
+
+    head: str
+    """What shows before the fold: its first lines, cut at a paragraph's end when one is
+    among them (the whole report when it is short)."""
+    folded: bool
+    """True when there is more than :attr:`head`."""
+
+
+def report_of(part: ToolPart) -> Report | None:
+    """A delegate call's result as its sub-agent's report, rendered as the Markdown it is
+    and folded after its first lines; None for an error or no output (shown as output)."""
+    text = part.output
+    if not text or part.is_error:
+        return None
+    lines = text.split("\n", REPORT_LINES + 4)
+    if len(lines) <= REPORT_LINES + 4:
+        return Report(text, False)
+    head = lines[:REPORT_LINES]
+    blank = max((i for i, line in enumerate(head) if not line.strip()), default=0)
+    if blank >= 2:
+        head = head[:blank]
+    return Report("\n".join(head), True)
+
+
+#: What a tool call's badge says of each :func:`tool_state`.
+TOOL_STATE_LABELS = {
+    "ok": "ok",
+    "error": "error",
+    "interrupted": "interrupted",
+    "pending": "no output yet",
+}
+
+
+def image_line(image: Image) -> str:
+    """What the export says of an image: ``image/png, 1,234 bytes, sha256 …`` and, when a
+    page does not show it, why."""
+    facts = images.facts(image)
+    return facts.label + (f" (not shown: {facts.problem})" if facts.problem else "")
+
+
+_NOTICE_RE = re.compile(r"\s*<([a-z][a-z0-9_-]{0,40})>")
+
+
+def notice_tag(text: str) -> str | None:
+    """The name of the element a system note is made of (``system-reminder`` for
+    ``<system-reminder>…</system-reminder>``, a notice an agent's client injected), None
+    when it is not made only of such elements. Pages fold such notes under that name."""
+    end = len(text.rstrip())
+    position = 0
+    first = None
+    while position < end:
+        match = _NOTICE_RE.match(text, position)
+        if match is None:
+            return None
+        name = match.group(1)
+        close = text.find(f"</{name}>", match.end())
+        if close < 0:
+            return None
+        first = first or name
+        position = close + len(name) + 3
+    return first
+
+
+def exit_code(part: ToolPart) -> int | None:
+    """The exit code of a call that ran a command, when its record gives one (``exit_code``,
+    as the importers of Codex logs write it), else None."""
+    code = part.extra.get("exit_code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def tool_badge(part: ToolPart) -> str:
+    """The word a call's badge shows: ``ok``, ``error`` (``error, exit 2`` when the exit code
+    is known: a failed command's card says how it ended even when its output, a running
+    command's first chunk, does not), ``interrupted`` or ``no output yet``."""
+    state = tool_state(part)
+    code = exit_code(part) if state == "error" else None
+    return TOOL_STATE_LABELS[state] if code is None else f"error, exit {code}"
 
 
 def tool_notes(part: ToolPart) -> list[str]:
     """Notes about serialization-time transforms visible in the persisted output."""
     notes = []
+    if not part.name and part.input is None:
+        notes.append("The call of this result is not in the log (only its result is).")
+    if part.interrupted:
+        notes.append("The person stopped this call while it ran (an interrupt, not a refusal).")
     if part.output is None:
         notes.append("No output yet: the call had not returned when the file was written.")
     if part.noise_excluded:

@@ -16,12 +16,11 @@ from sys import intern
 
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
+from ..render.view import OUTCOMES, outcome_of
 from .summary import Summary
 
 DAYS = 30
 """How many days the chart shows, at most."""
-OUTCOMES = ("ok", "error", "cancelled", "truncated", "running", "empty", "other")
-"""The outcomes (a session's last status), in the order bars stack them."""
 WIDTH, RUNS_HEIGHT, ERRORS_HEIGHT = 720, 120, 60
 """The chart's geometry (SVG user units; the SVG scales to the page's width)."""
 
@@ -38,13 +37,6 @@ def outcome_totals(runs: Mapping[tuple[str, str], int]) -> list[tuple[str, int]]
     for (_, outcome), n in runs.items():
         totals[outcome] += n
     return [(outcome, totals[outcome]) for outcome in OUTCOMES if totals[outcome] > 0]
-
-
-def outcome_of(status: str) -> str:
-    """The outcome a session's last status counts as ("" means no turns: ``empty``)."""
-    if not status:
-        return "empty"
-    return status if status in OUTCOMES else "other"
 
 
 def contribution(summary: Summary) -> tuple[str, str, str]:

@@ -24,14 +24,7 @@ from .stages.index import index, options_of
 from .stages.plan import FolderCheck, plan
 from .stages.render import render
 from .stages.scan import scan
-from .stages.search import (
-    EarlySearch,
-    PendingSearch,
-    finish_search,
-    pagefind_available,
-    search,
-    start_search,
-)
+from .stages.search import PendingSearch, finish_search, search
 from .stages.state import open_state, save_state, saved_changes, saved_outputs
 from .stages.write import assets, must_sweep, remove_stale, write_files
 from .staleness import folder_stamp
@@ -56,8 +49,7 @@ class BuildReport:
     files_removed: int = 0
     """Site files removed (no longer published)."""
     search: str = "off"
-    """``built N/M shards[, K removed]``, ``unchanged``, ``pending``, ``off`` or
-    ``unavailable: …``."""
+    """``built N/M bundles``, ``unchanged``, ``pending`` or ``off``."""
     warnings: list[str] = field(default_factory=list)
     """One line each: files that do not load, then what prepare says of loaded files."""
     list_outputs: Callable[[], dict[str, str]] | None = field(default=None, repr=False)
@@ -126,7 +118,6 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
     told = bool(ctx.warm.generation) and ctx.warm.seen is not None
     folders = None if told else FolderCheck.start(ctx)
     catalog = open_state(ctx)
-    early: EarlySearch | None = None
     crew = runner(ctx, lock)  # started by the scan or the render when a pool pays
     committed = False
     try:
@@ -138,8 +129,7 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         scanned = scan(ctx, catalog, crew, seen)
         planned = plan(ctx, catalog, scanned, folders)
         folders = None
-        early = start_search(ctx, catalog, planned)  # indexes finished shards during the render
-        rendered = render(ctx, catalog, planned, scanned, crew, early.rendered if early else None)
+        rendered = render(ctx, catalog, planned, scanned, crew)
         crew.close()  # what its workers kept goes with them
         # The index lists what is published now: no row links to a page not written (the
         # catalog keeps the plan's graph key: the pages rendered with facts of a session
@@ -150,17 +140,13 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
             for name, reason, size in catalog.failures()
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), catalog.outputs_of(""))
-        search_on = ctx.options.search and pagefind_available()
+        search_on = ctx.options.search
         index_hashes, index_written, published = index(
             ctx, catalog, graph_key, failures, search_on, watched=scanned.watched
         )
         catalog.record_outputs("", {**asset_hashes, **index_hashes})
         removed = remove_stale(ctx, catalog, sweep=sweep)
-        # Search needs the list of every page; a build without it does not make it.
-        produced = catalog.all_outputs() if ctx.options.search else {}
-        search_status, pending = search(ctx, produced, early)
-        early = None
-        del produced
+        search_status, pending = search(ctx, catalog)
         stamp_folders(ctx, catalog)
         warnings = [f"{f.file_name}: {f.reason}" for f in failures] + catalog.warnings()
         save_state(
@@ -191,8 +177,6 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         if folders is not None:
             folders.close()
         crew.close()
-        if early is not None:  # the build stopped: wait for the Pagefind runs it started
-            early.close()
         if not committed:
             catalog.rollback()
         catalog.close()

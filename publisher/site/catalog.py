@@ -74,7 +74,7 @@ from .staleness import UNTRUSTED_SQL
 from .summary import Summary
 from .urls import slug
 
-SCHEMA = 1
+SCHEMA = 2
 """Bumped when the tables change in a way :data:`DDL` does not show (a column's meaning)."""
 
 FILE = "catalog.sqlite"
@@ -174,6 +174,7 @@ CREATE TABLE sources (
 CREATE INDEX sources_name ON sources (name, file_name) WHERE name IS NOT NULL;
 CREATE INDEX sources_recent ON sources (updated_at, name) WHERE published;
 CREATE INDEX sources_parent ON sources (parent_id, name) WHERE published AND parent_id != '';
+CREATE INDEX sources_declares ON sources (name) WHERE published AND subs != '[]';
 CREATE INDEX sources_series ON sources (role, created_at, name) WHERE published AND role != '';
 CREATE INDEX sources_ident ON sources (ident) WHERE ident IS NOT NULL;
 CREATE INDEX sources_lane ON sources (lane, name) WHERE published;
@@ -1063,6 +1064,34 @@ class Catalog:
             )
         )
 
+    def declaring(self, name: str) -> list[str]:
+        """The published sessions that declare ``name`` among their sub-sessions, by name
+        (the few sessions that declare any are looked at: a partial index)."""
+        needle = _json(name)
+        return [
+            caller
+            for caller, subs in self.con.execute(
+                "SELECT name, subs FROM sources WHERE published AND subs != '[]'"
+                " AND instr(subs, ?) ORDER BY name",
+                (needle,),
+            )
+            if name in json.loads(subs)
+        ]
+
+    def callers(self) -> dict[str, list[str]]:
+        """Session name → its callers: the parent it names and the published sessions that
+        declare it a sub-session (one pass over the published sessions that have either)."""
+        found: dict[str, list[str]] = {}
+        for name, parent, subs in self.con.execute(
+            "SELECT name, parent_id, subs FROM sources WHERE published"
+            " AND (parent_id != '' OR subs != '[]')"
+        ):
+            if parent:
+                found.setdefault(name, []).append(parent)
+            for child in json.loads(subs):
+                found.setdefault(child, []).append(name)
+        return found
+
     def roles_of(self, names: Iterable[str]) -> dict[str, str]:
         """Each of ``names`` that is published → its role."""
         found = {}
@@ -1177,6 +1206,45 @@ class Catalog:
         return (row[0], row[1], row[2]) if row is not None else None
 
     # -- the render's jobs -------------------------------------------------------------------
+
+    # -- what the search stage reads ----------------------------------------------------
+
+    def published_totals(self) -> tuple[int, int]:
+        """How many sessions are published, and their files' bytes."""
+        count, size = self.con.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM sources WHERE published"
+        ).fetchone()
+        return int(count), int(size)
+
+    def published_lanes(self, count: int) -> Iterator[int]:
+        """Each ``lane % count`` (``count`` a power of two) that holds a published session."""
+        for (lane,) in self.con.execute(
+            "SELECT DISTINCT lane % ? FROM sources WHERE published", (count,)
+        ):
+            yield lane
+
+    def rendered_lanes(self) -> Iterator[int]:
+        """The lanes of the published sessions this build rendered."""
+        for (lane,) in self.con.execute(
+            "SELECT DISTINCT lane FROM sources WHERE rendered = ? AND published", (self.gen,)
+        ):
+            yield lane
+
+    def bundle_members(self, index: int, count: int) -> list[tuple[str, str]]:
+        """(site folder, file name) of the published sessions whose ``lane % count`` is
+        ``index``, by folder."""
+        return list(
+            self.con.execute(
+                "SELECT folder, file_name FROM sources WHERE published AND lane % ? = ?"
+                " ORDER BY folder, file_name",
+                (count, index),
+            )
+        )
+
+    def published_folders(self) -> Iterator[str]:
+        """The site folder of every published session."""
+        for (folder,) in self.con.execute("SELECT folder FROM sources WHERE published"):
+            yield folder
 
     def add_job(self, file_name: str, size: int) -> None:
         self.con.execute(

@@ -27,7 +27,7 @@ from ..archive import ArchiveError
 from ..redact import Redactor
 from ..theme import Theme
 from ..write import is_inside
-from . import staleness
+from . import staleness, urls
 
 if TYPE_CHECKING:
     from ..render.html import HtmlRenderer
@@ -67,16 +67,25 @@ class Tunables:
     file: 8 KB), so thousands of small ones kept cost more memory than time saved (20,000
     sessions of 3.5 KB: the largest worker held 120 MB against 40 MB with none kept, and
     the build took as long)."""
-    page_turns: int = 150
+    page_turns: int = urls.PAGE_TURNS
     """A session page holds at most this many turns (shapes the output)."""
-    page_bytes: int = 2_000_000
+    page_bytes: int = urls.PAGE_BYTES
     """... and about this many bytes of turns at most (shapes the output)."""
-    sessions_per_shard: int = 32
-    """Search: a shard holds at most this many sessions on average (until max_shards)."""
-    max_shards: int = 128
-    """Search: at most this many hashed shards."""
-    solo_bytes: int = 2_000_000
-    """Search: a session whose pages weigh more than this is a shard of its own."""
+    sessions_per_bundle: int = 1000
+    """Search: a bundle holds at most this many sessions on average (until max_bundles).
+    A bundle is what an append writes again; every bundle's chunks of a word are what a
+    query loads (shapes the output)."""
+    bundle_bytes: int = 32 << 20
+    """Search: ... and at most this many bytes of session files on average (shapes the
+    output)."""
+    max_bundles: int = 64
+    """Search: at most this many bundles (shapes the output)."""
+    search_chunk_bytes: int = 3000
+    """Search: a term chunk holds about this many bytes of terms and postings (shapes the
+    output)."""
+    search_doc_bytes: int = 4000
+    """Search: a document chunk holds about this many bytes of turn texts (shapes the
+    output)."""
     index_first_rows: int = 100
     """The index's static table holds the most recent this many sessions; the rest load from
     row shards (shapes the output)."""
@@ -102,7 +111,7 @@ class BuildOptions:
     theme: str | None = None
     """Built-in theme name or a theme folder; None for default."""
     search: bool = True
-    """Build the Pagefind search index when Pagefind is installed."""
+    """Build the search index (:mod:`.search`)."""
     workers: int | None = None
     """Worker processes for rendering; None for every core, 1 to render in-process."""
     progress: ProgressHook | None = None
@@ -172,21 +181,17 @@ class CachePaths:
         return self.root / "building"
 
     @property
-    def search_state(self) -> Path:
-        """Each search shard's key and the Pagefind that indexed it (:mod:`.search`)."""
-        return self.root / "search.json"
-
-    @property
-    def search_tmp(self) -> Path:
-        """Where Pagefind writes a shard before it is installed."""
-        return self.root / "search-tmp"
+    def search(self) -> Path:
+        """The search's records and state (:class:`.search.store.SearchStore`)."""
+        return self.root / "search"
 
     @property
     def legacy(self) -> list[Path]:
         """What builds before the catalog kept here (removed by a build)."""
         names = ("manifest.jsonl", "manifest.d", "index-cache", "index-cache-tree")
         more = ("index-outputs.json", "archive-rows", "archive-cache.json")
-        return [self.root / name for name in (*names, *more)]
+        pagefind = ("search.json", "search-tmp")
+        return [self.root / name for name in (*names, *more, *pagefind)]
 
 
 LEGACY_STATE = ("manifest.jsonl", "manifest.json", "index-rows.json", "index-cache", "search.json")
@@ -244,7 +249,7 @@ class BuildContext:
     cache: CachePaths
     """Where the build state lives."""
     workers: int
-    """Processes (and Pagefind runs) at a time."""
+    """Processes at a time."""
     warm: Warm
     """What carries over to the next build of a long-running caller."""
     trust_written: bool = True

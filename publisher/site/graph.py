@@ -13,15 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..audit import Delegation, Spawn, match_delegations
+from ..outcome import Outcome
 from ..refs import parse
 from .catalog import Catalog, Node, SourceState
 from .staleness import archive_rows_key, graph_key, summary_key
-from .summary import Summary
+from .summary import Summary, outcome_of
 from .urls import row_slot
 
 NODES_KEPT = 4096
 """Sessions a graph keeps once looked up (a session's facts look up its parent chain,
 children and series several times); dropped all at once past this many."""
+CALLERS_PASS = 64
+"""After this many :meth:`Graph.ancestors` questions, the callers of every session are
+read in one pass."""
 
 
 @dataclass(slots=True)
@@ -31,6 +35,14 @@ class Graph:
     catalog: Catalog
     """Where the sessions are (the build's catalog, or one in memory: :meth:`of`)."""
     _nodes: dict[str, Node | None] = field(default_factory=dict, repr=False)
+    _own: dict[str, Outcome] = field(default_factory=dict, repr=False)
+    """What each session looked up did itself (:func:`.summary.outcome_of`), kept as
+    :attr:`_nodes` is."""
+    _callers: dict[str, list[str]] | None = field(default=None, repr=False)
+    """Session name → its callers, of every published session: made by one pass once
+    :meth:`ancestors` has been asked :data:`CALLERS_PASS` times (a build that changed many
+    sessions), else each caller is asked of the catalog."""
+    _asked: int = field(default=0, repr=False)
 
     @classmethod
     def of(cls, summaries: Mapping[str, Summary], file_names: list[str]) -> Graph:
@@ -112,6 +124,62 @@ class Graph:
         if node is None or not node.role:
             return ("", "")
         return self.catalog.neighbours(node.role, node.created_at, node.name)
+
+    def outcome(self, name: str) -> Outcome:
+        """What session ``name`` and every session below it did (each counted once,
+        cycles cut)."""
+        return self._subtree(name, set())
+
+    def below(self, name: str) -> Outcome:
+        """What the sessions below ``name`` did (each counted once, cycles cut)."""
+        seen = {name}
+        total = Outcome()
+        for child in self.children(name):
+            total = total.plus(self._subtree(child, seen))
+        return total
+
+    def _subtree(self, name: str, seen: set[str]) -> Outcome:
+        if name in seen or not self.present(name):
+            return Outcome()
+        seen.add(name)
+        total = self._own_outcome(name)
+        for child in self.children(name):
+            total = total.plus(self._subtree(child, seen))
+        return total
+
+    def _own_outcome(self, name: str) -> Outcome:
+        own = self._own
+        found = own.get(name)
+        if found is None:
+            if len(own) >= NODES_KEPT:
+                own.clear()
+            summary = self.catalog.session(name)
+            found = own[name] = outcome_of(summary) if summary is not None else Outcome()
+        return found
+
+    def ancestors(self, name: str) -> set[str]:
+        """Every session above ``name``: its callers (by ``parent_id`` or a declared
+        sub-session), theirs, and so on (cycle-safe). Its callers are asked of the catalog
+        (its parent, and the few sessions that declare sub-sessions)."""
+        self._asked += 1
+        if self._callers is None and self._asked > CALLERS_PASS:
+            self._callers = self.catalog.callers()
+        found: set[str] = set()
+        stack = [name]
+        while stack:
+            for caller in self._callers_of(stack.pop()):
+                if caller not in found:
+                    found.add(caller)
+                    stack.append(caller)
+        found.discard(name)
+        return found
+
+    def _callers_of(self, name: str) -> list[str]:
+        if self._callers is not None:
+            return self._callers.get(name, [])
+        node = self.node(name)
+        callers = [node.parent_id] if node is not None and node.parent_id else []
+        return callers + self.catalog.declaring(name)
 
     def delegated(self, name: str) -> tuple[str, ...]:
         """The sub-session each delegate call of session ``name`` spawned ("" for none), in

@@ -8,18 +8,22 @@ build can run it in worker processes (or, later, on another engine) and get the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
+from .. import images
 from ..audit import Audit, delegation_targets
 from ..model import Session
+from ..outcome import Outcome
 from ..render import places, view
 from ..render.contexts import DecisionCount, PageLink, SessionLink, SessionPage
 from ..render.html import HtmlRenderer
 from ..render.markup import RefResolver
+from ..render.places import own_outcome, sub_agents_of
 from ..render.text import encode_display
 from . import comparison, staleness, urls
 from .fragments import FragmentSink, FragmentSource
@@ -48,6 +52,11 @@ class PageFacts:
     delegated: tuple[str, ...] = ()
     """The sub-session each of its delegate calls spawned, in file order, "" for none
     (:meth:`.graph.Graph.delegated`)."""
+    outcomes: tuple[tuple[str, Outcome], ...] = ()
+    """What each sub-session in the archive did, with those below it, by name
+    (:meth:`.graph.Graph.outcome`)."""
+    below: Outcome = field(default_factory=Outcome)
+    """What every session below it did (:meth:`.graph.Graph.below`)."""
 
     @classmethod
     def from_graph(cls, graph: Graph, session_name: str, ref_candidates: set[str]) -> PageFacts:
@@ -70,6 +79,8 @@ class PageFacts:
             series=graph.series(session_name),
             spawned_at=graph.spawned_at(session_name),
             delegated=graph.delegated(session_name),
+            outcomes=tuple((n, graph.outcome(n)) for n, present, _ in children if present),
+            below=graph.below(session_name) if children else Outcome(),
         )
 
     def key(self) -> str:
@@ -82,6 +93,8 @@ class PageFacts:
             self.series,
             self.spawned_at,
             self.delegated,
+            self.outcomes,
+            self.below,
         )
 
 
@@ -154,6 +167,7 @@ def render_session_pages(
     anchors: list[str] = []
     sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
     calls_by_turn = delegation_targets(session, facts.delegated)
+    outcomes = dict(facts.outcomes)
     refs_key = staleness.refs_key(facts.refs)
     last_index = view.last_index(session)
     seen: Counter[int] = Counter()
@@ -180,7 +194,10 @@ def render_session_pages(
             (
                 errors,
                 decisions,
-                sorted(targets.items()),
+                [
+                    (number, target, outcomes.get(target))
+                    for number, target in sorted(targets.items())
+                ],
                 sorted(spawned.items()),
                 sorted(view.meta_changes(previous, turn)),
             ),
@@ -198,6 +215,7 @@ def render_session_pages(
                 sections="index.html",
                 sub_urls={k: v for k, v in spawned.items() if v is not None},
                 targets=targets,
+                sub_outcomes=outcomes,
                 previous=previous,
             )
         previous = turn
@@ -246,6 +264,12 @@ def render_session_pages(
         SessionLink(n, _rel_session_url(n) if present else None, role)
         for n, present, role in facts.children
     ]
+    sub_agents = sub_agents_of(
+        session, facts.delegated, hrefs, [(link.name, link.url, link.role) for link in children]
+    )
+    sub_agents = [
+        dataclasses.replace(agent, outcome=outcomes.get(agent.name)) for agent in sub_agents
+    ]
     before, after = facts.series
     series_previous = SessionLink(before, _rel_session_url(before)) if before else None
     series_next = SessionLink(after, _rel_session_url(after)) if after else None
@@ -263,6 +287,11 @@ def render_session_pages(
                 lineage=lineage,
                 lineage_cycle=facts.lineage_cycle,
                 children=children,
+                sub_agents=sub_agents,
+                below=facts.below if facts.below.sessions else None,
+                with_below=own_outcome(session.session_name, summary).plus(facts.below)
+                if facts.below.sessions
+                else None,
                 decision_counts=decision_counts,
                 tool_calls=tool_calls,
                 root="../../",
@@ -283,6 +312,8 @@ def render_session_pages(
             for name, text in fragment.files.items():
                 sink(f"{base}/{name}", encode_display(text))
         del fragments
+    for name, data in images.published(session):
+        sink(f"{base}/{name}", data)
     if previous_run is not None:
         html = comparison.render_compare_page(
             renderer,

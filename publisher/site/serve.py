@@ -70,8 +70,7 @@ CONTENT_TYPES = {
     ".woff": "font/woff",
     ".woff2": "font/woff2",
 }
-"""By file suffix; anything else (Pagefind's gzipped ``.pagefind``/``.pf_*`` files included)
-is ``application/octet-stream``."""
+"""By file suffix; anything else is ``application/octet-stream``."""
 
 RELOAD_JS_FILE = Path(__file__).with_name("reload.js")
 """The script served at RELOAD_SCRIPT_PATH (a file of the package, never published)."""

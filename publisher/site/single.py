@@ -10,6 +10,7 @@ with ``s-<its id>-``, so every id of the file is unique.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 
 from markupsafe import Markup
@@ -17,6 +18,7 @@ from markupsafe import Markup
 from ..audit import Audit, Spawn, delegation_targets, delegations, match_delegations
 from ..gate import Member
 from ..model import Session, Turn
+from ..outcome import Outcome
 from ..render import places, view
 from ..render.contexts import PageLink, SessionLink, SessionPage, SinglePage
 from ..render.html import HtmlRenderer
@@ -52,11 +54,31 @@ def export_html(
     owners = [(root, session), *((m.name, m.session) for m in included if m.session is not None)]
     # Which sub-session each delegate call spawned (publisher.audit's delegation rule,
     # against the sub-sessions of the tree), by owner, turn position and part number.
-    targets = {name: _targets(s, [m for m in included if m.parent == name]) for name, s in owners}
+    matched = {name: _matched(s, [m for m in included if m.parent == name]) for name, s in owners}
+    targets = {name: delegation_targets(s, matched[name]) for name, s in owners}
     spawned = {
         (name, target): href
         for name, s in owners
         for target, href in _calls(s, ids.get(name, ""), targets[name]).items()
+    }
+    # Each session's overview (its links in this file), and what each did with the sessions
+    # below it in the tree, for its callers' sections.
+    overviews = {
+        name: places.overview(
+            s, Audit.of(s), [f"#{ids.get(name, '')}{a}" for a in view.turn_anchors(s)]
+        )
+        for name, s in owners
+    }
+    below: dict[str, Outcome] = {}
+    for m in reversed([m for m in members if m.session is not None]):  # (deepest first)
+        total = below.get(m.name, Outcome())
+        below[m.name] = total
+        if m.parent and m.name != root:
+            mine = places.own_outcome(m.name, overviews[m.name]).plus(total)
+            below[m.parent] = below.get(m.parent, Outcome()).plus(mine)
+    outcomes = {
+        name: places.own_outcome(name, facts).plus(below.get(name, Outcome()))
+        for name, facts in overviews.items()
     }
 
     def page_of(name: str, s: Session, prefix: str) -> dict[str, object]:
@@ -85,6 +107,7 @@ def export_html(
                 decisions=decisions,
                 sub_urls=sub_urls,
                 targets=targets[name].get(position, {}),
+                sub_outcomes=outcomes,
                 previous=s.turns[position - 1] if position else None,
                 ids=prefix,
             )
@@ -112,7 +135,21 @@ def export_html(
             "redaction": redaction,
             "error_places": error_places,
             "decision_places": decision_places,
-            "overview": places.overview(s, audit, hrefs),
+            "overview": overviews[name],
+            "sub_agents": [
+                dataclasses.replace(agent, outcome=outcomes.get(agent.name))
+                for agent in places.sub_agents_of(
+                    s,
+                    matched[name],
+                    hrefs,
+                    [
+                        (n, sections.get(n) if n != name else None, roles.get(n, ""))
+                        for n in s.sub_sessions
+                    ],
+                )
+            ],
+            "below": below.get(name) if below.get(name, Outcome()).sessions else None,
+            "with_below": outcomes[name] if below.get(name, Outcome()).sessions else None,
             "spawned_at": spawned.get((parent, name)) if parent else None,
             "ids": prefix,
         }
@@ -142,16 +179,16 @@ def export_html(
         yield encode_display("".join(batch)).decode("utf-8")
 
 
-def _targets(session: Session, children: Sequence[Member]) -> dict[int, dict[int, str]]:
+def _matched(session: Session, children: Sequence[Member]) -> list[str]:
     """Which of ``children`` (members of the tree) each delegate call of ``session``
-    spawned, by turn position and part number."""
+    spawned, in file order ("" for none)."""
     calls = [call for _, _, call in delegations(session)]
     spawns = [
         Spawn(m.name, m.session.role, m.session.created_at)
         for m in children
         if m.session is not None
     ]
-    return delegation_targets(session, match_delegations(calls, spawns))
+    return match_delegations(calls, spawns)
 
 
 def _calls(session: Session, prefix: str, targets: dict[int, dict[int, str]]) -> dict[str, str]:

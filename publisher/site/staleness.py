@@ -9,16 +9,17 @@ what is kept              its key (all of it is hashed)               rebuilt wh
 ========================  ==========================================  =====================
 everything below          :func:`build_key`: publisher version and     any of those changes:
                           code, manifest format, search on/off, the    every page rendered,
-                          redaction values, every theme file           fragments dropped,
-                          (:func:`theme_key`)                          rows and shards redone
+                          redaction values and rule set, every theme   fragments dropped,
+                          file (:func:`theme_key`)                     rows and shards redone
 a source's scan           its stamp (size, mtime), trusted only        the stamp changed, or
 (summary, refs)           when the file was already that old when      the file was written
                           the last scan began (:func:`stamp_trusted`)  within RACY_NS of it;
                                                                        the content hash then
                                                                        decides
 a session's pages         the file's content hash, and                 content or facts
-(and its comparison       :func:`facts_key` of what its pages show     changed, or its folder
-page, ``compare.html``)   of others (parent chain, sub-sessions,       in the site is not as
+(its comparison page,     :func:`facts_key` of what its pages show     changed, or its folder
+``compare.html``, its     of others (parent chain, sub-sessions,       in the site is not as
+images, ``img-*``)
                           reference targets, previous and next run     the last build left it
                           of its series, the page and anchor of the    (:func:`folder_intact`:
                           delegate call that spawned it); recomputed   a page deleted by
@@ -41,10 +42,10 @@ an archive-wide page      :func:`outputs_key` of its sessions' row     one of th
                           note and its shards' names
 an archive-wide page's    :func:`outputs_key` of its sessions' row     a session of it
 row shard                 keys; a session's shard is a hash of its     changed, or the count
-(``events/*.js``)         name (:func:`.search.shard_of`)              doubled
+(``events/*.js``)         name (:func:`.urls.row_slot`)                doubled
 an index row shard        :func:`outputs_key` of its sessions'         a session of it
 (``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
-                          of its name (:func:`.search.shard_of`)       doubled
+                          of its name (:func:`.urls.row_slot`)         doubled
 the activity chart        none: a pass over each session's             any summary changed
                           :func:`.activity.contribution` (kept in the
                           manifest), with the index page
@@ -57,9 +58,15 @@ the delegation tree       :func:`graph_key`                            a session
                                                                        role or creation time;
                                                                        a file was
                                                                        added or removed
-a search shard            :func:`shard_key`: search format, the        one of its pages
-                          Pagefind binary, the build key, the          changed, or the shard
-                          shard's id and role, its pages' hashes       set did
+a search session record   the session's pages: written by its render     its session was
+(the cache)               (:mod:`.search.extract`)                     rendered
+a search bundle           :func:`search_key` (search format, record     the key or bundle
+(``search/<bundle>/``)    format, the build key, the chunk sizes), the  count changed, a
+                          bundle count, :func:`bundle_members` (a       session of it was
+                          digest of its sessions' folders); a           rendered, came or
+                          session's bundle is a hash of its name        went, or its meta
+                          (:func:`.search.bundle.bundle_of`)            file is missing
+                          (:func:`search_stale`)
 ========================  ==========================================  =====================
 
 Every build stats every session file and every session's folder in the site, in one pass
@@ -67,10 +74,8 @@ each (:func:`untrusted_stamps`, :func:`disturbed_folders`), except a build that 
 watch`` started on events: it looks only at the files the events named and trusts the
 site's folders, and its rescan looks at everything (:attr:`.context.Warm.seen`).
 
-The index stage asks this module what changed since the last build by comparing briefs
-(:func:`brief_changes`), whether its caches are the last build's (:func:`journal_holds`),
-and which row shards and archive-wide rows a change touches (:func:`touched_slots`,
-:func:`events_touched`).
+What changed since the last build, as the index stage sees it, is asked of the catalog
+(:mod:`.catalog`: the rows this build set, against the last build's copies of them).
 
 Hashes of Python values use ``pickle`` (several times faster than JSON or ``repr``): equal
 values pickle alike here because they come from the same decoder in the same order, and
@@ -105,8 +110,8 @@ have changed a second time within the same mtime tick ("racy git")."""
 STATE_FORMAT = 13
 """Bumped when what a build keeps changes meaning (12: the manifest files; 13: the catalog,
 :mod:`.catalog`, whose own schema is checked too): every page is rendered again."""
-SEARCH_FORMAT = 1
-"""Bumped when the search layout or Pagefind's options change: every shard is redone."""
+SEARCH_FORMAT = 2
+"""Bumped when the search index's layout changes: every bundle is written again."""
 
 
 def stamp_trusted(old: tuple[int, int] | None, now: tuple[int, int], last_scan_ns: int) -> bool:
@@ -185,8 +190,9 @@ def build_key(*, search: bool, redactor: Redactor | None, theme: str, code: str)
     """The key of everything a build keeps: when it changes, nothing is reused.
 
     It covers the publisher (its version and :func:`code_key`), the manifest format, search
-    on or off, the redaction values (hashed, never stored) and ``theme``
-    (:func:`theme_key`); ``code`` is :func:`code_key`."""
+    on or off, the redaction values (hashed, never stored) and rule set (its digest:
+    ``Redactor.identity``) and ``theme`` (:func:`theme_key`); ``code`` is
+    :func:`code_key`."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}\0{code}\0{STATE_FORMAT}\0{search}\0".encode())
     if redactor is not None:
@@ -332,12 +338,15 @@ def facts_key(
     series: tuple[str, str] = ("", ""),
     spawned_at: str = "",
     delegated: tuple[str, ...] = (),
+    outcomes: object = (),
+    below: object = None,
 ) -> str:
     """The key of what a session's pages show about other sessions (``series``: the
     previous and next run of its role's series; ``spawned_at``: the call that spawned it;
-    ``delegated``: the sub-session each of its delegate calls spawned)."""
+    ``delegated``: the sub-session each of its delegate calls spawned; ``outcomes`` and
+    ``below``: what its sub-sessions did)."""
     values = (lineage, lineage_cycle, children, sorted(refs.items()), series, spawned_at)
-    return hashlib.sha256(pickle.dumps((*values, delegated))).hexdigest()
+    return hashlib.sha256(pickle.dumps((*values, delegated, outcomes, below))).hexdigest()
 
 
 def refs_key(refs: dict[str, str]) -> str:
@@ -380,21 +389,36 @@ def reads_last_index(turn: Turn) -> bool:
     return any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
 
 
-def shard_key(
-    shard_id: str,
-    primary: bool,
-    pages: Iterable[tuple[str, str]],
-    build: str,
-    pagefind: str,
-) -> str:
-    """The key of a search shard's bundle: the search format, the Pagefind binary
-    (``pagefind``), the build key, the shard's id and whether it carries the runtime, and
-    its pages' (path, hash)."""
+def search_key(build: str, record_format: int, chunk_bytes: int, doc_bytes: int) -> str:
+    """The key of the whole search index: its format, the records' format, the build key
+    (publisher, theme, options) and the chunk sizes. Another key writes every bundle."""
+    text = f"{SEARCH_FORMAT}\0{record_format}\0{build}\0{chunk_bytes}\0{doc_bytes}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def bundle_members(slugs: Iterable[str]) -> str:
+    """A digest of a bundle's sessions (their folders, sorted)."""
     digest = hashlib.sha256()
-    digest.update(f"{SEARCH_FORMAT}\0{pagefind}\0{build}\0{shard_id}\0{primary}\0".encode())
-    for rel, page_digest in pages:
-        digest.update(f"{rel}\0{page_digest}\n".encode("utf-8", "surrogatepass"))
+    for slug in sorted(slugs):
+        digest.update(slug.encode("utf-8", "surrogatepass") + b"\n")
     return digest.hexdigest()
+
+
+def search_stale(
+    *,
+    same_key: bool,
+    members_then: str | None,
+    members_now: str,
+    rendered: bool,
+    pending: bool,
+    meta_present: Callable[[], bool],
+) -> bool:
+    """The rule for writing a search bundle again: the index's key or bundle count changed
+    (``same_key``), it is new or its sessions are not the same (``members_then`` against
+    ``members_now``), one of its sessions was rendered by this build (its record may have
+    changed), a deferred build left it to write (``pending``), or its meta file is not in
+    the site (``meta_present``)."""
+    return not same_key or members_then != members_now or rendered or pending or not meta_present()
 
 
 def session_stale(
@@ -404,19 +428,21 @@ def session_stale(
     same_graph: bool,
     facts_then: str,
     compared_changed: bool = False,
+    below_changed: bool = False,
     facts_now: Callable[[], str],
     outputs_present: Callable[[], bool],
 ) -> bool:
     """The rule for rendering a session's pages again: the build key changed, the file's
     content changed, the content of the previous run of its series changed (its comparison
-    page shows both: ``compared_changed``), the archive's shape changed and with it the facts
-    its pages show (``facts_now()`` differs from ``facts_then``: computed only when the graph
-    changed), or its folder in the site is not as the last build left it
+    page shows both: ``compared_changed``), the archive's shape changed, or the content of a
+    session below it did (its pages show what its sub-sessions did: ``below_changed``), and
+    with it the facts its pages show (``facts_now()`` differs from ``facts_then``: computed
+    only then), or its folder in the site is not as the last build left it
     (``outputs_present``: :func:`folder_intact`)."""
     return (
         not same_key
         or content_changed
         or compared_changed
-        or (not same_graph and facts_now() != facts_then)
+        or ((not same_graph or below_changed) and facts_now() != facts_then)
         or not outputs_present()
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..audit import Audit, delegations
 from ..model import Session
+from ..outcome import Outcome
 from ..render import view
 from .urls import PageLimits, page_starts, turn_href
 
@@ -54,7 +55,8 @@ class Summary:
     last_status: str
     """Status of the last turn."""
     first_prompt: str
-    """First line of the first prompt (for the index)."""
+    """What names the session in the index: its title (:attr:`Session.title`), else the
+    first line of its first prompt."""
     decisions: tuple[tuple[str, int], ...] = field(default=())
     """Permission decision counts, sorted by decision."""
     redacted: int = 0
@@ -71,6 +73,12 @@ class Summary:
     as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
     link to the tool call, or to the turn, in the session's folder on the page that holds
     it (``page-2.html#turn-200.3``), or "")."""
+    failures: tuple[tuple[str, int], ...] = field(default=())
+    """Its findings by kind (:func:`publisher.gate.session_findings`, counted by
+    :class:`publisher.gate.Tally`), in ``KINDS`` order."""
+    changes: tuple[tuple[str, str, str], ...] = field(default=())
+    """The files its calls changed (:func:`publisher.render.tools.changes_of`): (path,
+    action, link to the call in the session's folder on the page that holds it)."""
     spawns: tuple[tuple[str, str, str, str], ...] = field(default=())
     """Its delegate calls, in file order: (the sub-session the call names or "", the role
     it asked for, its timestamp, link to the call in the session's folder on the page that
@@ -80,12 +88,16 @@ class Summary:
     @classmethod
     def of(cls, session: Session, redacted: int = 0, limits: PageLimits | None = None) -> Summary:
         """``limits``: how the session's pages are cut (where its turns are linked)."""
+        from ..gate import Tally, session_findings
         from ..render.markup import plain_inline
         from ..render.text import first_line
+        from ..render.tools import changes_of
         from ..render.view import prompt_of
 
-        audit = Audit.of(session)  # errors and decisions placed once, for both lists
-        first = first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        audit = Audit.of(session)  # errors and decisions placed once, for every list
+        first = session.title or (
+            first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
+        )
         first = first_line(plain_inline(first), 120)
         decisions = Counter(p.decision for p in session.permissions)
         where = TurnLinks.of(session, limits)
@@ -110,6 +122,11 @@ class Summary:
             origin=origin_of(session),
             error_events=error_events(session, audit, where),
             decision_events=decision_events(session, audit, where),
+            failures=tuple(Tally.of(session_findings(session, audit=audit)).by_kind.items()),
+            changes=tuple(
+                (c.path, c.action, where.href(c.position, f".{c.number}"))
+                for c in changes_of(session)
+            ),
             spawns=spawns_of(session, where),
         )
 
@@ -135,6 +152,13 @@ class Summary:
         """The summary of :meth:`to_row`'s list, as this publisher wrote it (the manifest's
         checksum vouches for it)."""
         return _shared(list(row))
+
+
+def outcome_of(summary: Summary) -> Outcome:
+    """What one session did, from its summary."""
+    name = summary.name
+    changes = tuple((name, path, action, href) for path, action, href in summary.changes)
+    return Outcome(1, summary.tool_calls, summary.failures, changes)
 
 
 MESSAGE_CHARS = 300
@@ -255,9 +279,9 @@ _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _SHARED = [
     SUMMARY_FIELDS.index(name) for name in ("kind", "role", "version", "last_status", "origin")
 ]
-_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS = (
+_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS, _FAILURES, _CHANGES = (
     SUMMARY_FIELDS.index(name)
-    for name in ("decisions", "error_events", "decision_events", "spawns")
+    for name in ("decisions", "error_events", "decision_events", "spawns", "failures", "changes")
 )
 
 
@@ -278,6 +302,8 @@ def _shared(row: list[Any]) -> Summary:
     row[_SPAWNS] = tuple(
         (named, intern(role), stamp, href) for named, role, stamp, href in row[_SPAWNS]
     )
+    row[_FAILURES] = tuple((intern(kind), n) for kind, n in row[_FAILURES])
+    row[_CHANGES] = tuple((path, intern(action), href) for path, action, href in row[_CHANGES])
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
     row[_ERROR_EVENTS] = tuple(
         (sort, time, turn, anchor, intern(code), message)
@@ -292,6 +318,8 @@ def _shared(row: list[Any]) -> Summary:
 
 _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
+    "failures": (str, int),
+    "changes": (str, str, str),
     "error_events": (str,) * 6,
     "decision_events": (str,) * 8,
     "spawns": (str, str, str, str),

@@ -48,13 +48,20 @@ def session_page(name: str, page: int = 1) -> str:
     return f"{session_dir(name)}/{page_file(page)}"
 
 
+PAGE_TURNS = 150
+"""A session page holds at most this many turns."""
+PAGE_BYTES = 650_000
+"""... and about this many characters of turns (:func:`turn_weight`): about 1 MB of HTML
+(measured on real Claude Code sessions: a page is 1.5 times the weight of its turns)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PageLimits:
     """Where a long session is cut into pages (each turn stays whole)."""
 
-    turns: int = 150
+    turns: int = PAGE_TURNS
     """At most this many turns a page."""
-    bytes: int = 2_000_000
+    bytes: int = PAGE_BYTES
     """About this many characters of turns a page at most (by :func:`turn_weight`)."""
 
 

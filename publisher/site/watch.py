@@ -462,8 +462,8 @@ class Watcher:
         if changed and self.watch.on_change is not None:
             self.watch.on_change(changed)
         if report.pending_search is not None:
-            # The pages are written and open ones reloaded; search follows (a shard of
-            # ~30 sessions takes Pagefind about half a second).
+            # The pages are written and open ones reloaded; search follows (the bundle of
+            # the changed session is written again).
             self._finish_search(report.pending_search, bool(changed))
 
     def _import(self) -> None:

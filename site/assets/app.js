@@ -1,4 +1,4 @@
-/* Polyglav publisher: anchors, page map, index sorting/filtering, search.
+/* Polyglav publisher: anchors, page map, index sorting/filtering (search: search.js).
  * Text from sessions is only ever inserted as text (textContent), never as HTML. */
 (function () {
   "use strict";
@@ -97,6 +97,7 @@
   function rowElement(d, statuses) {
     var tr = document.createElement("tr");
     tr.dataset.kind = d[F.kind]; tr.dataset.role = d[F.role]; tr.dataset.errors = String(d[F.errors]);
+    tr.dataset.status = d[F.status];
     cell(tr, "Kind", "c-kind", d[F.kind], d[F.kind]);
     var name = document.createDocumentFragment();
     var a = document.createElement("a"); a.href = (document.body.dataset.root || "") + d[F.url];
@@ -128,6 +129,8 @@
     var tbody = table.tBodies[0];
     var kind = document.getElementById("filter-kind");
     var role = document.getElementById("filter-role");
+    var status = document.getElementById("filter-status");
+    var outcomes = status ? (status.dataset.outcomes || "").split(" ") : [];
     var errors = document.getElementById("filter-errors");
     var count = document.getElementById("filter-count");
     var loadAll = document.getElementById("load-all");
@@ -136,16 +139,18 @@
     var config = jsonOf("index-shards");
     var data = null, loading = false, sortKey = null, sortAsc = true, limit = PAGE;
 
-    /* Role options are "=" + the role ("=" alone: no role), so "(none)" is not "all". */
-    function keep(k, r, e) {
+    /* Role options are "=" + the role ("=" alone: no role), so "(none)" is not "all";
+     * the status filter picks an outcome (a known last status, "empty" or "other"). */
+    function outcomeOf(s) { return !s ? "empty" : (outcomes.indexOf(s) >= 0 ? s : "other"); }
+    function keep(k, r, e, s) {
       return (!kind.value || k === kind.value) && (!role.value || "=" + r === role.value) &&
-        (!errors.checked || e > 0);
+        (!status || !status.value || outcomeOf(s) === status.value) && (!errors.checked || e > 0);
     }
     function compare(x, y, numeric) {
       return numeric ? (Number(x) - Number(y)) : (x < y ? -1 : x > y ? 1 : 0);
     }
     function renderData() {
-      var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.errors]); });
+      var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.errors], d[F.status]); });
       if (sortKey !== null) {
         var f = COLUMN_FIELD[sortKey], numeric = f === F.turns || f === F.tools || f === F.errors;
         rows.sort(function (a, b) { var c = compare(a[f], b[f], numeric); return sortAsc ? c : -c; });
@@ -175,14 +180,14 @@
       if (data) { limit = PAGE; renderData(); return; }
       var shown = 0;
       Array.prototype.forEach.call(tbody.rows, function (row) {
-        var ok = keep(row.dataset.kind, row.dataset.role, parseInt(row.dataset.errors, 10));
+        var ok = keep(row.dataset.kind, row.dataset.role, parseInt(row.dataset.errors, 10), row.dataset.status);
         row.hidden = !ok;
         if (ok) { shown++; }
       });
       count.textContent = num(shown) + " of " + num(tbody.rows.length) + " shown";
     }
-    [kind, role, errors].forEach(function (el) {
-      el.addEventListener("change", function () { withAll(applyFilters); });
+    [kind, role, status, errors].forEach(function (el) {
+      if (el) { el.addEventListener("change", function () { withAll(applyFilters); }); }
     });
     if (!config) { applyFilters(); }
     if (loadAll) { loadAll.addEventListener("click", function () { withAll(renderData); }); }
@@ -207,107 +212,6 @@
     });
   }
 
-  /* ---- search (Pagefind, needs http) ---- */
-  /* The text of an HTML fragment, its leading and trailing spaces kept (after <body>
-   * the parser keeps whitespace; before it, it would drop it: "push<mark>to</mark> main"). */
-  function textOf(html) {
-    return new DOMParser().parseFromString("<!DOCTYPE html><body>" + html, "text/html").body.textContent || "";
-  }
-  /* A heading's text without its permalink mark ("# Turn 7" is "Turn 7"). */
-  function titleOf(html) {
-    return textOf(html).replace(/^[\s#]+/, "").replace(/[\s#]+$/, "");
-  }
-  function matchCount(pages, places) {
-    var text = pages === 1 ? "1 page matches" : num(pages) + " pages match";
-    if (places > pages) { text += ", in " + num(places) + " places"; }
-    return text + ".";
-  }
-  function excerptNodes(excerpt, into) {
-    /* Pagefind marks hits with <mark>; rebuild them as elements, everything else as text. */
-    var pieces = String(excerpt).split(/(<mark>|<\/mark>)/);
-    var inMark = false;
-    pieces.forEach(function (piece) {
-      if (piece === "<mark>") { inMark = true; return; }
-      if (piece === "</mark>") { inMark = false; return; }
-      var text = document.createTextNode(textOf(piece));
-      if (inMark) { var m = document.createElement("mark"); m.appendChild(text); into.appendChild(m); }
-      else { into.appendChild(text); }
-    });
-  }
-  function setupSearch() {
-    var input = document.getElementById("search-input");
-    if (!input) { return; }
-    var status = document.getElementById("search-status");
-    var list = document.getElementById("search-results");
-    var root = document.body.dataset.root || "";
-    if (location.protocol === "file:") {
-      status.textContent = "Search needs the site to be served over HTTP (polyglav site serve, or any static host); it cannot work from a file:// page. Sorting and filtering below still work.";
-      input.disabled = true;
-      return;
-    }
-    var pagefind = null, seq = 0;
-    /* The index is sharded (pagefind/shards.json lists the bundles): the first bundle's
-     * pagefind.js runs the search, every other bundle is merged into it (mergeIndex). */
-    var bundles = new URL("pagefind/", document.baseURI.replace(/[^/]*$/, "") + root);
-    function load() {
-      if (!pagefind) {
-        pagefind = fetch(new URL("shards.json", bundles).href).then(function (response) {
-          if (!response.ok) { throw new Error("no search index"); }
-          return response.json();
-        }).then(function (listing) {
-          var shards = ((listing && listing.shards) || []).filter(function (id) {
-            return typeof id === "string" && /^[a-z0-9-]+$/.test(id);
-          });
-          if (!shards.length) { return null; }
-          return import(new URL(shards[0] + "/pagefind.js", bundles).href).then(function (pf) {
-            return Promise.all(shards.slice(1).map(function (id) {
-              return pf.mergeIndex(new URL(id + "/", bundles).pathname);
-            })).then(function () { return pf; });
-          });
-        }).catch(function () { return null; });
-      }
-      return pagefind;
-    }
-    input.addEventListener("input", function () {
-      var query = input.value.trim(), mine = ++seq;
-      if (!query) { list.textContent = ""; status.textContent = "Type to search."; return; }
-      load().then(function (pf) {
-        if (!pf) { status.textContent = "Search is not available on this site (no search index was built)."; return null; }
-        return pf.debouncedSearch(query, {}, 200);
-      }).then(function (res) {
-        if (!res || mine !== seq) { return null; }
-        return Promise.all(res.results.slice(0, 20).map(function (r) { return r.data(); })).then(function (items) {
-          if (mine !== seq) { return; }
-          list.textContent = "";
-          var places = 0;
-          items.forEach(function (item) {
-            places += (item.sub_results && item.sub_results.length) ? Math.min(3, item.sub_results.length) : 1;
-          });
-          status.textContent = res.results.length > items.length
-            ? matchCount(res.results.length, res.results.length) + " The first " + items.length + " are shown."
-            : matchCount(items.length, places);
-          items.forEach(function (item) {
-            var hits = (item.sub_results && item.sub_results.length) ? item.sub_results.slice(0, 3) : [item];
-            hits.forEach(function (hit) {
-              var li = document.createElement("li");
-              var a = document.createElement("a");
-              a.href = hit.url;
-              var heading = hit !== item ? titleOf(hit.title || "") : "";
-              var page = titleOf((item.meta && item.meta.title) || item.url);
-              a.textContent = page + (heading && heading !== page ? " — " + heading : "");
-              li.appendChild(a);
-              var p = document.createElement("p");
-              p.className = "dim";
-              excerptNodes(hit.excerpt || "", p);
-              li.appendChild(p);
-              list.appendChild(li);
-            });
-          });
-        });
-      });
-    });
-  }
-
-  function start() { followHash(); setupTable(); setupSearch(); }
+  function start() { followHash(); setupTable(); }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
 })();

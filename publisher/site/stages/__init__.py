@@ -5,6 +5,6 @@
 3. :mod:`.render`: the planned sessions' pages, in a process pool;
 4. :mod:`.write`: the theme's assets, and the removal of what is no longer published;
 5. :mod:`.index`: ``index.html``;
-6. :mod:`.search`: the Pagefind index, per shard;
+6. :mod:`.search`: the search index, the bundles whose sessions changed;
 7. :mod:`.state`: the manifest, for the next build.
 """

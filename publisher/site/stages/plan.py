@@ -5,7 +5,7 @@ holding the same ``session_name`` would publish to the same pages, so the first 
 name) is published and the other listed as not loaded. The graph (parents, sub-sessions,
 reference targets) is asked of the catalog, so it costs no file read. A session is rendered
 when :func:`.staleness.session_stale` says so (its comparison page reads the previous run of
-its series: a change there renders it too); the rule is asked only of the sessions a
+its series, its overview what the sessions below it did: a change there renders it too); the rule is asked only of the sessions a
 change may concern (:func:`.staleness.stale_candidates`), unless the build key or the
 archive's shape changed. The sessions to render go into the catalog's scratch ``jobs``: a
 full build holds no list of them.
@@ -70,6 +70,10 @@ def plan(
     # Runs whose previous run changed: their comparison pages show it.
     next_of_changed = {graph.series(name)[1] for _, name in changed}
     next_of_changed.discard("")
+    # Sessions above a changed one: their pages show what it did.
+    above_changed: set[str] = set()
+    for _, name in changed:
+        above_changed |= graph.ancestors(name)
     # One stat a session folder (in a process of its own, started before the scan, when
     # the archive is large), and the rule asked only of the sessions it may concern.
     sessions = os.path.join(ctx.out, urls.SESSIONS)
@@ -82,7 +86,7 @@ def plan(
     candidates = stale_candidates(
         same_key=same_key,
         same_graph=same_graph,
-        touched=[*(name for _, name in changed), *next_of_changed, *disturbed],
+        touched=[*(name for _, name in changed), *next_of_changed, *above_changed, *disturbed],
     )
     asked = (
         catalog.published_files()  # every session (a cursor)
@@ -95,8 +99,9 @@ def plan(
             same_key=same_key,
             content_changed=file_name in changed_files,
             compared_changed=name in next_of_changed,
+            below_changed=name in above_changed,
             same_graph=same_graph,
-            facts_then="" if same_graph else facts_then,
+            facts_then=facts_then if not same_graph or name in above_changed else "",
             facts_now=partial(_facts_key, graph, name),
             outputs_present=partial(operator.not_, name in disturbed),
         )

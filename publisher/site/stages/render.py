@@ -2,8 +2,8 @@
 
 Each session is a pure function of its file, the theme and the facts its pages show
 (:func:`..render.render_session_pages`), so sessions render in the build's worker
-processes (:class:`..pool.Crew`, or a Dask cluster's: :mod:`..distributed`). What a worker needs is one :class:`RenderSetup`, sent to
-each worker once; a job carries a file name and what the archive's graph says of it
+processes (:class:`..pool.Crew`, or a Dask cluster's: :mod:`..distributed`). What a worker
+needs is one :class:`RenderSetup`, sent to each worker once; a job carries a file name and what the archive's graph says of it
 (:class:`GraphFacts`, made here: workers get no graph). A session the scan prepared and
 kept is rendered where it is kept (in this process, or in the crew worker that scanned it,
 :mod:`.worker`) and not read again. A session that fails to load or to render is reported,
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ...loader import SessionLoadError
 from ...prepare import Prepared, prepare_file
-from ...redact import Redactor
+from ...redact import RedactionRecord, Redactor
 from ...render.html import HtmlRenderer
 from ...theme import Theme
 from ...write import WriteError, is_inside, prepare_target, write_if_changed
@@ -41,6 +41,9 @@ from ..fragments import FragmentFile, FragmentWriter
 from ..graph import Graph
 from ..pool import Runner
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
+from ..search.extract import session_record
+from ..search.store import SearchStore
+from ..search.terms import TermCounter
 from . import worker
 from .plan import Plan
 from .scan import Holds, Scan, start_crew
@@ -99,6 +102,21 @@ class GraphFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class Records:
+    """With redaction on, what the scan's redaction replaced in the files a render job
+    may read again (the session's, its previous run's), so that neither is searched for
+    secrets a second time (:func:`...prepare.prepare_file`)."""
+
+    session: RedactionRecord | None = None
+    """The session's file's."""
+    previous: RedactionRecord | None = None
+    """Its series' previous run's file's."""
+
+
+NO_RECORDS = Records()
+
+
+@dataclass(frozen=True, slots=True)
 class RenderSetup:
     """Everything a render worker needs besides the job (sent to each worker once)."""
 
@@ -116,6 +134,9 @@ class RenderSetup:
     """Where long sessions are cut into pages."""
     keep_runs_bytes: int = 0
     """:attr:`..context.Tunables.keep_runs_bytes`."""
+    search: Path | None = None
+    """The search's cache folder (:class:`..search.store.SearchStore`) when the build
+    indexes: each session's record is written there beside its pages."""
 
 
 class SessionRenderer:
@@ -133,11 +154,14 @@ class SessionRenderer:
         self.runs_next: list[tuple[str, str]] = []
         """(the next run's file, the kept run's session name) of each run kept, a heap:
         see :meth:`_forget_runs`."""
+        self.search = SearchStore(setup.search) if setup.search is not None else None
+        self.terms = TermCounter()
+        """Kept across this process's sessions: common words are split and stemmed once."""
 
-    def __call__(self, job: RenderJob, told: GraphFacts) -> Rendered:
+    def __call__(self, job: RenderJob, told: GraphFacts, records: Records = NO_RECORDS) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
         try:
-            return self._render(job, told)
+            return self._render(job, told, records)
         except SessionLoadError as exc:
             return Rendered(job.file_name, {}, "", 0, exc.reason)
         except (WriteError, CatalogDamaged):
@@ -148,7 +172,9 @@ class SessionRenderer:
             reason = f"could not be rendered: {type(exc).__name__}: {exc}"
             return Rendered(job.file_name, {}, "", 0, reason)
 
-    def _previous_run(self, name: str, file_name: str) -> PreviousRun:
+    def _previous_run(
+        self, name: str, file_name: str, record: RedactionRecord | None
+    ) -> PreviousRun:
         """The previous run of a series, read for the comparison page (a file that cannot be
         read now gives a page that says so, not a failed session)."""
         setup = self.setup
@@ -158,7 +184,8 @@ class SessionRenderer:
             self.runs_bytes -= size
         try:
             if prepared is None:
-                prepared = prepare_file(setup.folder / file_name, setup.folder, setup.redactor)
+                path = setup.folder / file_name
+                prepared = prepare_file(path, setup.folder, setup.redactor, record)
         except SessionLoadError as exc:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
@@ -190,12 +217,13 @@ class SessionRenderer:
             if kept is not None:
                 self.runs_bytes -= kept[1]
 
-    def _render(self, job: RenderJob, told: GraphFacts) -> Rendered:
+    def _render(self, job: RenderJob, told: GraphFacts, records: Records) -> Rendered:
         setup = self.setup
         self._forget_runs(job.file_name)
         prepared = self.kept.take(job.file_name)
         if prepared is None:
-            prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
+            path = setup.folder / job.file_name
+            prepared = prepare_file(path, setup.folder, setup.redactor, records.session)
             if (prepared.session.session_name, frozenset(prepared.refs)) != (
                 told.session_name,
                 told.ref_candidates,
@@ -205,7 +233,9 @@ class SessionRenderer:
         session = prepared.session
         facts = told.facts
         previous_run = (
-            self._previous_run(facts.series[0], told.previous_file) if facts.series[0] else None
+            self._previous_run(facts.series[0], told.previous_file, records.previous)
+            if facts.series[0]
+            else None
         )
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
@@ -251,6 +281,8 @@ class SessionRenderer:
         finally:
             if cache is not None:
                 cache.close()
+        if self.search is not None:
+            self.search.put_record(session_record(session, setup.limits, self.terms))
         self._keep_run(session.session_name, job.size, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
@@ -281,7 +313,7 @@ def render(
     """Stage 3 (see the module docstring). ``crew``: the build's worker processes (started
     by the scan, or here when a pool pays). Each session's result is written into the
     catalog as it comes back (:func:`record`); ``on_rendered`` sees it too, as soon as its
-    files are written (the search stage indexes finished shards meanwhile)."""
+    files are written."""
     setup = RenderSetup(
         theme=ctx.theme,
         folder=ctx.folder,
@@ -290,6 +322,7 @@ def render(
         redactor=ctx.options.redactor,
         limits=PageLimits(ctx.tunables.page_turns, ctx.tunables.page_bytes),
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
+        search=ctx.cache.search if ctx.options.search else None,
     )
     report = RenderReport()
     count = planned.jobs
@@ -303,7 +336,7 @@ def render(
         if on_rendered:
             on_rendered(result)
 
-    tasks = Tasks(ctx, catalog, planned)
+    tasks = Tasks(ctx, catalog, planned, scanned.records)
     few = count <= ctx.tunables.in_process_render and (
         catalog.job_bytes() <= ctx.tunables.keep_scanned_bytes
     )
@@ -354,20 +387,32 @@ def record(catalog: Catalog, holds: Holds, result: Rendered, report: RenderRepor
 
 class Tasks:
     """The render's tasks, made as they are sent: each session to render (the catalog's
-    ``jobs``, by file name) with what the graph says of it (:class:`GraphFacts`). Neither
+    ``jobs``, by file name) with what the graph says of it (:class:`GraphFacts`) and, with
+    redaction on, the records of the files it may read again (:class:`Records`). Neither
     the jobs nor the graph facts of every session are held at once."""
 
-    def __init__(self, ctx: BuildContext, catalog: Catalog, planned: Plan) -> None:
+    def __init__(
+        self,
+        ctx: BuildContext,
+        catalog: Catalog,
+        planned: Plan,
+        records: dict[str, RedactionRecord],
+    ) -> None:
         self.ctx = ctx
         self.catalog = catalog
         self.planned = planned
+        self.records = records
 
-    def __iter__(self) -> Iterator[tuple[RenderJob, GraphFacts]]:
-        catalog, planned = self.catalog, self.planned
+    def __iter__(self) -> Iterator[tuple[RenderJob, GraphFacts, Records]]:
+        catalog, planned, found = self.catalog, self.planned, self.records
         for file_name, size in catalog.jobs():
             previous = catalog.outputs_of(file_name) if planned.same_key else {}
             job = RenderJob(file_name, previous, planned.same_key, self.ctx.trust_written, size)
-            yield job, graph_facts(planned.graph, file_name)
+            told = graph_facts(planned.graph, file_name)
+            records = NO_RECORDS
+            if found:
+                records = Records(found.get(file_name), found.get(told.previous_file))
+            yield job, told, records
 
 
 CHANGED = "changed while the site was built (read again by the next build)"
@@ -409,9 +454,9 @@ def _start_worker(setup: RenderSetup, file_names: list[str]) -> None:
     _worker = SessionRenderer(setup, state.renderer or HtmlRenderer(setup.theme), state.kept)
 
 
-def _render_in_worker(job: RenderJob, told: GraphFacts) -> Rendered:
+def _render_in_worker(job: RenderJob, told: GraphFacts, records: Records) -> Rendered:
     assert _worker is not None, "a render job ran in a process the crew did not set up"
-    return _worker(job, told)
+    return _worker(job, told, records)
 
 
 def remove_empty_parents(folder: Path, stop: Path) -> None:

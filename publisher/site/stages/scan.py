@@ -41,7 +41,7 @@ from ...loader import (
 )
 from ...model import LoadFailure
 from ...prepare import Prepared, prepare
-from ...redact import Redactor
+from ...redact import RedactionRecord, Redactor
 from ...render.console import listing_row, listing_warnings
 from ..archive import event_states
 from ..catalog import Catalog, SourceState
@@ -87,6 +87,9 @@ class Scan:
     """Sessions prepared in this process, by file name, for the render to reuse."""
     homes: dict[str, int]
     """Sessions a worker of the build's crew prepared and keeps: file name → that worker."""
+    records: dict[str, RedactionRecord]
+    """With redaction on, what it replaced in each file read, by file name: the render
+    redacts a file it reads again from it (:func:`...prepare.prepare_file`)."""
     started_ns: int
     """When the scan began: the next build's reference for racy stamps."""
     same_key: bool
@@ -143,8 +146,19 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
     for name in gone:
         catalog.drop(name)
     holds = Holds(ctx.options.hold)
-    kept, homes, files_read = _read(ctx, catalog, crew, holds, same_key)
-    return Scan(holds, files_read, kept, homes, started_ns, same_key, same_files, seen is not None)
+    records: dict[str, RedactionRecord] = {}
+    kept, homes, files_read = _read(ctx, catalog, crew, holds, same_key, records)
+    return Scan(
+        holds,
+        files_read,
+        kept,
+        homes,
+        records,
+        started_ns,
+        same_key,
+        same_files,
+        seen is not None,
+    )
 
 
 def _listed(folder: str) -> list[str]:
@@ -199,12 +213,18 @@ def _stamped(folder: str, names: Iterable[str]) -> Iterator[tuple[str, int, int]
 
 
 def _read(
-    ctx: BuildContext, catalog: Catalog, crew: Runner, holds: Holds, same_key: bool
+    ctx: BuildContext,
+    catalog: Catalog,
+    crew: Runner,
+    holds: Holds,
+    same_key: bool,
+    records: dict[str, RedactionRecord],
 ) -> tuple[dict[str, Prepared], dict[str, int], int]:
     """Scan the files to read and write their rows: in the crew when there are many (each
     worker keeps what fits of what it prepared: the second result says where), else here,
     keeping the sessions. Returns those kept here, those kept by a worker, and how many
-    files were read."""
+    files were read; ``records`` gets what redaction replaced in each file read (when
+    on)."""
     folder, redactor, tunables = ctx.folder, ctx.options.redactor, ctx.tunables
     progress = ctx.options.progress
     limits = PageLimits(tunables.page_turns, tunables.page_bytes)
@@ -219,10 +239,18 @@ def _read(
             for name in catalog.to_read():
                 yield (folder / name, folder, redactor, limits)
 
-        def take(i: int, result: tuple[str, SourceState, bool], worker_index: int) -> None:
-            name, state, was_kept = result
-            if _settle(catalog, holds, name, state, same_key) and was_kept:
+        def take(
+            i: int,
+            result: tuple[str, SourceState, bool, RedactionRecord | None],
+            worker_index: int,
+        ) -> None:
+            name, state, was_kept, record = result
+            if not _settle(catalog, holds, name, state, same_key):
+                return
+            if was_kept:
                 homes[name] = worker_index
+            if record is not None:
+                records[name] = record
 
         crew.stream(_scan_job, jobs(), total=count, progress=progress, stage="read", on_result=take)
         return kept, homes, count
@@ -241,12 +269,11 @@ def _read(
     names = to_read if to_read is not None else catalog.to_read()
     for done, name in enumerate(names, start=1):
         state, prepared = scan_file(folder / name, folder, redactor, limits)
-        if (
-            _settle(catalog, holds, name, state, same_key)
-            and prepared is not None
-            and (keep_all or budget.keep(name, prepared, state.size))
-        ):
-            kept[name] = prepared
+        if _settle(catalog, holds, name, state, same_key) and prepared is not None:
+            if keep_all or budget.keep(name, prepared, state.size):
+                kept[name] = prepared
+            if prepared.record is not None:
+                records[name] = prepared.record
         if progress:
             progress("read", done, count)
     return kept, homes, count
@@ -283,9 +310,10 @@ def start_crew(ctx: BuildContext, crew: Runner, kept: dict[str, Prepared]) -> No
 
 def _scan_job(
     path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits
-) -> tuple[str, SourceState, bool]:
+) -> tuple[str, SourceState, bool, RedactionRecord | None]:
     """A crew worker scans one file and keeps its prepared session if it fits; True when
-    kept."""
+    kept. And the record of what redaction replaced in it (if on): another worker may
+    read it again, as the previous run of the series of a session it renders."""
     state, prepared = scan_file(path, folder, redactor, limits)
     here = worker.here()
     kept = (
@@ -293,7 +321,8 @@ def _scan_job(
         and here is not None
         and here.kept.keep(path.name, prepared, state.size)
     )
-    return path.name, state, kept
+    record = prepared.record if prepared is not None else None
+    return path.name, state, kept, record
 
 
 def scan_file(
@@ -320,7 +349,7 @@ def scan_file(
         return _failed(path, read_size, mtime_ns, file_hash, exc.reason, redactor), None
     del text
     shown = None if redactor is not None else Listed.of(session)
-    prepared = prepare(session, redactor)
+    prepared = prepare(session, redactor, file_hash)
     return state_of(prepared, size, mtime_ns, file_hash, limits, shown), prepared
 
 

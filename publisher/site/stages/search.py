@@ -1,26 +1,53 @@
-"""Stage 6, search: the Pagefind index, re-indexed per shard of sessions whose pages changed
-(:mod:`..search`). ``site watch`` defers it (:attr:`.context.BuildOptions.defer_search`) so
-open pages reload before the index follows.
+"""Stage 6, search: the bundles of the search index whose sessions changed, written again
+from the sessions' records (:mod:`..search`). ``site watch`` defers the writing
+(:attr:`.context.BuildOptions.defer_search`) so that open pages reload before the index
+follows; the bundles it leaves are kept in the search state, so a watcher stopped in
+between leaves them to the next build.
 
-A build that does not defer it starts it before the render (:func:`start_search`): each
-shard whose sessions are all rendered is indexed at once, beside the render workers
-(:class:`..search.EarlyIndex`); :func:`search` then indexes what is left and checks the
-rest, so ``site build`` still returns with a complete index.
+The site's ``search/`` folder holds ``index.js`` (every bundle and its meta file, the turn
+count and the field weights) and one folder a bundle (:mod:`..search.bundle`); the stage
+owns it: anything else there is removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
+from ...prepare import prepare_file
+from ...redact import Redactor
+from ...write import WriteError, is_inside, prepare_target, write_if_changed
 from ..catalog import Catalog
-from ..context import BuildContext, ProgressHook, Tunables
-from ..search import PAGE_RE, EarlyIndex, SearchPaths, remove_search, update_search
-from .plan import Plan
-from .render import Rendered
+from ..context import BuildContext, ProgressHook
+from ..pool import run_jobs
+from ..search.bundle import bundle_count, bundle_id, bundle_of, script
+from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
+from ..search.store import BundleState, SearchState, SearchStore
+from ..staleness import bundle_members, search_key, search_stale
+from ..urls import PageLimits
 
-UNAVAILABLE = "unavailable: Pagefind is not installed (pip install 'pagefind[bin]')"
+FOLDER = "search"
+"""The index's folder in the site."""
+INDEX = "index"
+"""Its entry file (``search/index.js``): the one file whose name is not a hash."""
+LEGACY = "pagefind"
+"""Where earlier versions (Pagefind) kept the index: removed from a site they made."""
+
+
+@dataclass(slots=True, frozen=True)
+class BundleJob:
+    """One bundle to write."""
+
+    ident: str
+    """Its folder under ``search/``."""
+    members: tuple[tuple[str, str], ...]
+    """Its sessions: (folder, file in the sessions folder)."""
+    digest: str
+    """:func:`..staleness.bundle_members` of them."""
 
 
 @dataclass(slots=True)
@@ -29,108 +56,242 @@ class PendingSearch:
 
     out_dir: Path
     """The site folder."""
-    produced: dict[str, str]
-    """Every file of the site (path → sha256)."""
+    store: SearchStore
+    """The search's cache."""
+    state: SearchState
+    """The state to save once the bundles are written (its ``pending`` are left to do)."""
+    jobs: list[BundleJob]
+    """The bundles to write."""
+    bundles: list[str]
+    """Every bundle of the index, in order."""
+    folder: Path
+    """The sessions folder (a session whose record is missing is read again)."""
+    redactor: Redactor | None
+    """Redaction, as in the render."""
+    limits: PageLimits
+    """How pages are cut, as in the render."""
+    chunk_bytes: int
+    doc_bytes: int
     workers: int
-    """Pagefind runs at a time."""
-    key: str
-    """The build key."""
-    paths: SearchPaths
-    """Where search keeps its state (the cache folder)."""
-    tunables: Tunables
-    """Shard sizes."""
-    early: EarlyIndex | None = None
-    """The shards indexed while the render ran."""
+    """Processes at a time."""
+    gone: bool = False
+    """True when a session left a bundle: records of sessions no longer published are
+    dropped."""
+    published: frozenset[str] = field(default_factory=frozenset)
+    """Every published session's folder (when :attr:`gone`)."""
 
 
-def search_paths(ctx: BuildContext) -> SearchPaths:
-    return SearchPaths(state=ctx.cache.search_state, tmp=ctx.cache.search_tmp)
+def search_store(ctx: BuildContext) -> SearchStore:
+    return SearchStore(ctx.cache.search)
 
 
-class EarlySearch:
-    """The search index started before the render (:func:`start_search`)."""
-
-    def __init__(self, index: EarlyIndex) -> None:
-        self.index = index
-
-    def rendered(self, result: Rendered) -> None:
-        """The render stage's hook: one more session's files are written."""
-        folder = next(
-            (m[1] for rel in result.outputs if (m := PAGE_RE.match(rel)) is not None), None
-        )
-        self.index.rendered(
-            folder if result.error is None else None,
-            result.outputs if result.error is None else None,
-        )
-
-    def close(self) -> None:
-        """Wait for the Pagefind runs started (a build that stops early)."""
-        self.index.finish()
-
-
-def start_search(ctx: BuildContext, catalog: Catalog, planned: Plan) -> EarlySearch | None:
-    """The search index, started before the render when the build indexes (not deferred,
-    Pagefind installed) and renders at least one session."""
-    if not ctx.options.search or ctx.options.defer_search or not planned.jobs:
-        return None
-    if not pagefind_available():
-        return None
-    expected: dict[str, dict[str, str] | None] = {}
-    for folder, file_name, rendering in catalog.published_outputs():
-        expected[folder] = None if rendering else catalog.outputs_of(file_name)
-    index = EarlyIndex(
-        ctx.out,
-        expected,
-        workers=ctx.workers,
-        key=ctx.key,
-        paths=search_paths(ctx),
-        tunables=ctx.tunables,
-    )
-    return EarlySearch(index)
-
-
-def search(
-    ctx: BuildContext, produced: Mapping[str, str], early: EarlySearch | None = None
-) -> tuple[str, PendingSearch | None]:
-    """Stage 6: what the build report says of search, and the work left when deferred;
-    ``early``: the shards :func:`start_search` indexed while the render ran."""
+def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | None]:
+    """Stage 6: what the build report says of search, and the work left when deferred.
+    What is published, and which sessions this build rendered, are asked of the catalog
+    (not yet committed): a bundle's sessions are listed only when it is written again or
+    when a session came into it or left it (:meth:`..catalog.Catalog.touched_lanes`), so
+    an append lists one bundle, not the archive."""
+    store = search_store(ctx)
+    remove_legacy(ctx.out)
     if not ctx.options.search:
-        remove_search(ctx.out, search_paths(ctx))
+        remove_tree(ctx.out / FOLDER, ctx.out)
+        store.clear()
         return "off", None
-    if not pagefind_available():
-        return UNAVAILABLE, None
-    pending = PendingSearch(
-        ctx.out,
-        dict(produced),
-        ctx.workers,
-        ctx.key,
-        search_paths(ctx),
-        ctx.tunables,
-        early.index if early is not None else None,
+    tunables = ctx.tunables
+    sessions, size = catalog.published_totals()
+    count = bundle_count(
+        sessions,
+        size,
+        tunables.sessions_per_bundle,
+        tunables.bundle_bytes,
+        tunables.max_bundles,
+    )
+    key = search_key(ctx.key, RECORD_FORMAT, tunables.search_chunk_bytes, tunables.search_doc_bytes)
+    state = store.load()
+    same_key = state.key == key and state.count == count
+    # The bundles whose sessions may not be those the state recorded: every one, unless
+    # the catalog is the one the state was saved beside (same build key, rows reused).
+    reused = same_key and catalog.meta.key == ctx.key and not catalog.fresh
+    touched = (
+        {bundle_of(lane, count) for lane in catalog.touched_lanes()}
+        if reused
+        else set(range(count))
+    )
+    occupied = set(catalog.published_lanes(count))
+    hit = {bundle_of(lane, count) for lane in catalog.rendered_lanes()}
+    pending = set(state.pending) if same_key else set()
+    site = ctx.out / FOLDER
+    jobs: list[BundleJob] = []
+    bundles: list[str] = []
+    gone = False
+    for index in sorted(occupied):
+        ident = bundle_id(index, count)
+        bundles.append(ident)
+        old = state.bundles.get(ident) if same_key else None
+        members: list[tuple[str, str]] | None = None
+        if index in touched or old is None:
+            members = catalog.bundle_members(index, count)
+            digest = bundle_members(folder for folder, _ in members)
+        else:
+            digest = old.members  # no session came or went
+        gone = gone or (old is not None and old.members != digest)
+        meta = site / ident / f"{old.meta}.js" if old is not None else None
+        if search_stale(
+            same_key=same_key,
+            members_then=old.members if old is not None else None,
+            members_now=digest,
+            rendered=index in hit,
+            pending=ident in pending,
+            meta_present=partial(_is_file, meta),
+        ):
+            if members is None:  # (the digest recorded with it is of what is written)
+                members = catalog.bundle_members(index, count)
+                digest = bundle_members(folder for folder, _ in members)
+            jobs.append(BundleJob(ident, tuple(sorted(members)), digest))
+    if not same_key:
+        state = SearchState(key=key, count=count)
+    for ident in list(state.bundles):
+        if ident not in bundles:
+            gone = True
+            del state.bundles[ident]
+    state.pending = [job.ident for job in jobs]
+    work = PendingSearch(
+        out_dir=ctx.out,
+        store=store,
+        state=state,
+        jobs=jobs,
+        bundles=bundles,
+        folder=ctx.folder,
+        redactor=ctx.options.redactor,
+        limits=PageLimits(tunables.page_turns, tunables.page_bytes),
+        chunk_bytes=tunables.search_chunk_bytes,
+        doc_bytes=tunables.search_doc_bytes,
+        workers=ctx.workers,
+        gone=gone or not same_key,
+        published=frozenset(catalog.published_folders()) if gone or not same_key else frozenset(),
     )
     if ctx.options.defer_search:
-        return "pending", pending
-    return finish_search(pending, ctx.options.progress), None
+        store.save(state)  # what is left to write, should the caller stop first
+        return "pending", work
+    return finish_search(work, ctx.options.progress), None
 
 
-def finish_search(pending: PendingSearch, progress: ProgressHook | None = None) -> str:
-    """Re-index the shards a build changed; what the build report would say."""
-    return update_search(
-        pending.out_dir,
-        pending.produced,
-        workers=pending.workers,
-        key=pending.key,
-        paths=pending.paths,
-        tunables=pending.tunables,
-        progress=progress,
-        early=pending.early,
-    ).describe()
+def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> str:
+    """Write the bundles a build left (:func:`search`), then ``search/index.js``; what the
+    build report says."""
+    out, state = work.out_dir, work.state
+    site = out / FOLDER
+    if site.is_symlink() or (site.exists() and not site.is_dir()):
+        site.unlink()  # a planted link or file: the folder is ours
+    jobs = [
+        (job, work.store.root, work.folder, work.redactor, work.limits, work.chunk_bytes,
+         work.doc_bytes, out)
+        for job in work.jobs
+    ]  # fmt: skip
+    results = run_jobs(_write_bundle, jobs, workers=work.workers, progress=progress, stage="search")
+    for job, (meta, documents) in zip(work.jobs, results, strict=True):
+        state.bundles[job.ident] = BundleState(job.digest, meta, documents)
+    listing = [[ident, state.bundles[ident].meta] for ident in work.bundles]
+    data = {
+        "format": 1,
+        "documents": sum(state.bundles[ident].documents for ident in work.bundles),
+        "weights": WEIGHTS,
+        "bundles": listing,
+    }
+    body = script("", INDEX, INDEX, data)
+    write_if_changed(prepare_target(out, f"{FOLDER}/{INDEX}.js"), body)
+    keep = {f"{INDEX}.js", *work.bundles}
+    with contextlib.suppress(FileNotFoundError):
+        for entry in sorted(os.listdir(site)):
+            if entry not in keep:
+                remove_tree(site / entry, out)
+    state.pending = []
+    work.store.save(state)
+    if work.gone:
+        with contextlib.suppress(FileNotFoundError):
+            stale = [
+                name[: -len(".json")]
+                for name in os.listdir(work.store.records)
+                if name.endswith(".json") and name[: -len(".json")] not in work.published
+            ]
+            work.store.drop_records(stale)
+    if not work.jobs:
+        return "unchanged"
+    return f"built {len(work.jobs)}/{len(work.bundles)} bundles"
 
 
-def pagefind_available() -> bool:
-    """True when Pagefind's binary package is installed."""
+def _write_bundle(
+    job: BundleJob,
+    store_root: Path,
+    folder: Path,
+    redactor: Redactor | None,
+    limits: PageLimits,
+    chunk_bytes: int,
+    doc_bytes: int,
+    out: Path,
+) -> tuple[str, int]:
+    """Write one bundle's files (those whose bytes changed), remove its others; its meta
+    file's name and its turn count."""
+    from ..search.bundle import build_bundle
+
+    store = SearchStore(store_root)
+    records = []
+    for slug, file_name in job.members:
+        record = store.record(slug)
+        if record is None:
+            record = _record_again(folder, file_name, redactor, limits)
+            if record is None:
+                continue  # no longer loads: its session is gone from the next build's index
+            store.put_record(record)
+        records.append(record)
+    made = build_bundle(job.ident, records, chunk_bytes, doc_bytes)
+    del records
+    rel = f"{FOLDER}/{job.ident}"
+    for name, data in sorted(made.files.items(), key=lambda item: item[0].startswith("m-")):
+        write_if_changed(prepare_target(out, f"{rel}/{name}"), data)
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.listdir(out / rel):
+            if entry not in made.files:
+                remove_tree(out / rel / entry, out)
+    return made.meta, made.documents
+
+
+def _record_again(
+    folder: Path, file_name: str, redactor: Redactor | None, limits: PageLimits
+) -> SessionRecord | None:
+    """The record of a session whose record the cache lost, made from its file."""
+    from ...loader import SessionLoadError
+
     try:
-        import pagefind_bin  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
+        prepared = prepare_file(folder / file_name, folder, redactor)
+    except (SessionLoadError, OSError):
+        return None
+    return session_record(prepared.session, limits)
+
+
+def _is_file(path: Path | None) -> bool:
+    if path is None:
         return False
-    return True
+    try:
+        return path.is_file() and not path.is_symlink()
+    except OSError:
+        return False
+
+
+def remove_tree(path: Path, within: Path) -> None:
+    """Remove ``path`` (a file, a link: only the link, or a folder) when it lies in
+    ``within``."""
+    try:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir() and is_inside(path, within):
+            shutil.rmtree(path)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot remove ({exc.strerror or exc})") from exc
+
+
+def remove_legacy(out: Path) -> None:
+    """Remove the Pagefind index of an earlier version (``pagefind/``, with its listing)."""
+    legacy = out / LEGACY
+    if legacy.is_symlink() or (legacy / "shards.json").is_file():
+        remove_tree(legacy, out)

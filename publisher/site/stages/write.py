@@ -30,10 +30,10 @@ from .render import remove_empty_parents
 GENERATOR_MARK = b'<meta name="generator" content="polyglav-publisher'
 """How a site folder's ``index.html`` shows the site was built by this publisher."""
 OWN_FOLDERS = ("sessions", "assets", "rows", "events")
+"""The folders of the site that hold only what a build writes (besides ``search/``, which
+the search stage keeps in step itself)."""
 TEMP_RE = re.compile(r"\A\..+\.[0-9a-f]{8}\.tmp\Z")
 """A temporary file of :func:`publisher.write.open_temp` (left by a write cut short)."""
-"""The folders of the site that hold only what a build writes (besides ``pagefind/``, which
-search keeps in step itself)."""
 
 
 def write_files(

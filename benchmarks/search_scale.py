@@ -1,0 +1,256 @@
+"""Issue 30's search benchmark: the index of archives of small sessions, what a query loads.
+
+For each size (``generate.py --small`` archives: 3-turn CI runs):
+
+1. the index alone, as a full build makes it: each session's record (read, prepared,
+   extracted as the render does), then every bundle written (in a subprocess each, so that
+   its peak memory is its own: the largest bundle's peak RSS is what the index build holds
+   at once, and must not grow with the archive);
+2. in Chromium, from ``file://``, a two-word query typed into the real search client
+   (``assets/search.js`` on a page holding only the search box): the bytes of every index
+   file it loaded (the script tags the client added, sized on disk) and the time from the
+   last keystroke to the first results, measured in the page.
+
+Prints a JSON report. The full site build's search part against its build without search
+is ``run.py``'s (``--shapes output``); this one is about scale.
+
+Usage::
+
+    python benchmarks/search_scale.py --sizes 20000,100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from generate import ARCHIVES, small_archive  # noqa: E402
+
+RECORDS = """
+import sys, json, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from publisher.prepare import prepare_file
+from publisher.site.search.extract import session_record
+from publisher.site.search.store import SearchStore
+from publisher.site.search.terms import TermCounter
+folder, store = Path(sys.argv[1]), SearchStore(Path(sys.argv[2]))
+names = json.loads(Path(sys.argv[3]).read_text())
+counter = TermCounter()
+started = time.process_time()
+for name in names:
+    store.put_record(session_record(prepare_file(folder / name, folder, None).session, None, counter))
+print(time.process_time() - started)
+"""
+
+BUNDLE = """
+import sys, json, resource, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from publisher.site.stages.search import BundleJob, _write_bundle
+from publisher.site.urls import PageLimits
+job = json.loads(sys.argv[2])
+started = time.process_time()
+meta, documents = _write_bundle(
+    BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), ""), Path(job["store"]),
+    Path(job["folder"]), None, PageLimits(), job["chunk"], job["doc"], Path(job["out"]))
+print(json.dumps({"meta": meta, "documents": documents, "cpu": time.process_time() - started,
+                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self'">
+<title>search</title>
+<script src="assets/snowball-english.js" defer></script><script src="assets/search.js" defer></script>
+</head><body data-root="" data-search="on">
+<input id="search-input" type="search"><p id="search-status"></p><ol id="search-results"></ol>
+<button id="search-more" hidden>more</button></body></html>
+"""
+
+
+def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str, object]:
+    """Records of every session (``workers`` processes), then every bundle (one process
+    each, ``workers`` at a time); what it cost."""
+    from publisher.site import urls
+    from publisher.site.context import Tunables
+    from publisher.site.index import row_slot
+    from publisher.site.search.bundle import bundle_count, bundle_id, bundle_of, script
+    from publisher.site.search.extract import WEIGHTS
+    from publisher.site.stages.search import INDEX
+
+    tunables = Tunables()
+    store = work / "search"
+    names = sorted(p.name for p in sessions.glob("*.json"))
+    started = time.perf_counter()
+    parts = [names[i::workers] for i in range(workers)]
+    procs = []
+    for i, part in enumerate(parts):
+        listing = work / f"names-{i}.json"
+        listing.write_text(json.dumps(part))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RECORDS, str(sessions), str(store), str(listing), str(ROOT)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
+    record_cpu = sum(float(p.communicate()[0]) for p in procs)
+    records_s = time.perf_counter() - started
+    size = sum((sessions / n).stat().st_size for n in names)
+    count = bundle_count(
+        len(names), size, tunables.sessions_per_bundle, tunables.bundle_bytes, tunables.max_bundles
+    )
+    members: dict[int, list[tuple[str, str]]] = {}
+    for n in names:
+        session = n[: -len(".json")]
+        members.setdefault(bundle_of(row_slot(session), count), []).append((urls.slug(session), n))
+    started = time.perf_counter()
+    results = []
+    pending = sorted(members)
+    running: list[subprocess.Popen[str]] = []
+    while pending or running:
+        while pending and len(running) < workers:
+            index = pending.pop(0)
+            job = {
+                "id": bundle_id(index, count),
+                "members": sorted(members[index]),
+                "store": str(store),
+                "folder": str(sessions),
+                "chunk": tunables.search_chunk_bytes,
+                "doc": tunables.search_doc_bytes,
+                "out": str(out),
+            }
+            proc = subprocess.Popen(
+                [sys.executable, "-c", BUNDLE, str(ROOT), json.dumps(job)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            proc.job_id = job["id"]  # type: ignore[attr-defined]
+            running.append(proc)
+        proc = running.pop(0)
+        result = json.loads(proc.communicate()[0])
+        result["id"] = proc.job_id  # type: ignore[attr-defined]
+        results.append(result)
+    bundles_s = time.perf_counter() - started
+    results.sort(key=lambda r: r["id"])
+    data = {
+        "format": 1,
+        "documents": sum(r["documents"] for r in results),
+        "weights": WEIGHTS,
+        "bundles": [[r["id"], r["meta"]] for r in results],
+    }
+    (out / "search" / f"{INDEX}.js").write_bytes(script("", INDEX, INDEX, data))
+    files = [p for p in (out / "search").rglob("*.js")]
+    return {
+        "sessions": len(names),
+        "bundles": count,
+        "records_s": round(records_s, 2),
+        "records_cpu_s": round(record_cpu, 2),
+        "bundles_s": round(bundles_s, 2),
+        "bundles_cpu_s": round(sum(r["cpu"] for r in results), 2),
+        "largest_bundle_peak_rss_mb": round(max(r["rss_kb"] for r in results) / 1024, 1),
+        "index_files": len(files),
+        "index_mb": round(sum(p.stat().st_size for p in files) / 1e6, 1),
+        "records_mb": round(sum(p.stat().st_size for p in store.rglob("*.json")) / 1e6, 1),
+    }
+
+
+def query_in_chromium(out: Path, queries: list[str]) -> list[dict[str, object]]:
+    """Each query typed into the client from ``file://``: the index bytes it loaded and
+    the milliseconds from its last keystroke to the first results (in the page)."""
+    from tests.browser import chromium
+
+    assets = ROOT / "themes" / "default" / "assets"
+    (out / "assets").mkdir(exist_ok=True)
+    for name in ("search.js", "snowball-english.js"):
+        shutil.copyfile(assets / name, out / "assets" / name)
+    (out / "index.html").write_text(PAGE)
+    measured = []
+    scripts = "Array.from(document.querySelectorAll('script[src]')).map(e => e.src)"
+    with chromium() as browser:
+        for query in queries:
+            entry: dict[str, object] = {"query": query}
+            for how in ("typed", "pasted"):
+                page = browser.new_page()
+                page.goto((out / "index.html").as_uri())
+                page.focus("#search-input")  # as a person clicks into the box: the metas load
+                page.wait_for_timeout(1500)
+                before = set(page.evaluate(scripts))
+                if how == "typed":  # as a person types: a query at each keystroke
+                    page.locator("#search-input").press_sequentially(query[:-1], delay=150)
+                    page.wait_for_timeout(500)
+                    page.evaluate("delete document.getElementById('search-results').dataset.ms")
+                    page.locator("#search-input").press(query[-1])
+                else:  # the whole query at once: what the query itself loads
+                    page.fill("#search-input", query)
+                page.wait_for_function(
+                    "() => document.getElementById('search-results').dataset.ms !== undefined",
+                    timeout=60_000,
+                )
+                page.wait_for_timeout(500)
+                loaded = page.evaluate(scripts)  # the client adds a script tag a file
+                index = out / "search"
+                paths = [
+                    p for u in loaded if (p := Path(u[len("file://") :])).is_relative_to(index)
+                ]
+                first = {
+                    p for u in before if (p := Path(u[len("file://") :])).is_relative_to(index)
+                }
+                entry["status"] = page.locator("#search-status").inner_text()
+                entry[f"{how}_ms_after_last_key"] = float(
+                    page.get_attribute("#search-results", "data-ms") or "nan"
+                )
+                entry["kb_on_focus"] = round(sum(p.stat().st_size for p in first) / 1024, 1)
+                entry[f"{how}_files"] = len(paths)
+                entry[f"{how}_kb"] = round(sum(p.stat().st_size for p in paths) / 1024, 1)
+                page.close()
+            measured.append(entry)
+    return measured
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="20000,100000")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--queries", default="request timeout|cache retry|the request", help="|-separated"
+    )
+    parser.add_argument("--keep", action="store_true")
+    opts = parser.parse_args(argv)
+    report = []
+    for size in [int(s) for s in opts.sizes.split(",") if s]:
+        archive = ARCHIVES / f"small-n{size}-s1"
+        sessions = archive / "sessions"
+        if not (sessions.is_dir() and len(os.listdir(sessions)) == size):
+            small_archive(size, archive)
+        work = ARCHIVES / "work" / f"search-{size}"
+        shutil.rmtree(work, ignore_errors=True)
+        out = work / "site"
+        out.mkdir(parents=True)
+        entry = build_index(sessions, out, work, opts.workers)
+        entry["queries"] = query_in_chromium(out, opts.queries.split("|"))
+        entry["own_peak_rss_mb"] = round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+        )
+        print(json.dumps(entry), flush=True)
+        report.append(entry)
+        if not opts.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""The site's full-text search: an index the build writes as static script files, searched
+by the client in ``themes/default/assets/search.js`` (from ``file://``, any static host
+and ``site serve`` alike: script tags, no fetch, no WebAssembly).
+
+- :mod:`.terms`: what a term is (words, folding, CJK bigrams, Snowball stemming), the rule
+  the client repeats;
+- :mod:`.extract`: what of a session is indexed, and the session's record (its turns'
+  texts and each term's weighted count in each turn), made by the render beside its pages;
+- :mod:`.bundle`: the files of one bundle of sessions (term chunks, document chunks,
+  facets, a meta file), a pure function of its sessions' records;
+- :mod:`.store`: what the search keeps in the build's cache folder (the records and the
+  state of the bundles), behind one small interface;
+- :mod:`..stages.search`: which bundles a build writes again.
+
+See docs/search.md for what is indexed, the query syntax and the limits.
+"""

@@ -1,0 +1,379 @@
+"""The search index: its terms (the same in Python and in the client's JavaScript), its
+encoding, what of a session it holds, and how a build keeps it (bundles written again only
+when their sessions changed, the index equal to a fresh build's)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from publisher.loader import SessionLoadError, read_session
+from publisher.site.context import Tunables
+from publisher.site.search import bundle, extract, terms
+from publisher.site.search.store import SearchStore
+from tests.helpers import (
+    SAMPLES,
+    build,
+    cache_of,
+    part,
+    require,
+    session_doc,
+    tree_digest,
+    turn,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "themes" / "default" / "assets"
+NODE = shutil.which("node")
+
+
+def node_terms(texts: list[str]) -> tuple[list[list[str]], list[str]]:
+    """The client's terms of each text, and its stems of the words of the first, in node
+    (the client's own files, as the page loads them)."""
+    require(NODE is not None, "node is not installed")
+    script = """
+    global.window = global;
+    global.document = { readyState: "complete", getElementById: function () { return null; } };
+    require(process.argv[1] + "/snowball-english.js");
+    require(process.argv[1] + "/search.js");
+    const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const api = window.__polyglavSearch;
+    const out = { terms: input.texts.map((t) => api.terms(t)), stems: input.words.map((w) => api.stem(w)) };
+    process.stdout.write(JSON.stringify(out));
+    """
+    words = sorted({w for w in re.findall("[a-z]+", texts[0].lower())})
+    result = subprocess.run(
+        [str(NODE), "-e", script, str(ASSETS)],
+        input=json.dumps({"texts": texts, "words": words}),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    data = json.loads(result.stdout)
+    return data["terms"], [f"{w} {s}" for w, s in zip(words, data["stems"], strict=True)]
+
+
+def real_text() -> str:
+    """Thousands of English words of real prose: this project's README, docs and the
+    docstrings and comments of its code."""
+    parts = [(ROOT / "README.md").read_text(encoding="utf-8")]
+    parts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))]
+    parts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "publisher").rglob("*.py"))]
+    return "\n".join(parts)
+
+
+UNICODE_TEXT = (
+    "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ ﬁle ½ ΣΟΦΊΑΣ σοφίας Straße İstanbul naïve café "
+    "検索エンジンの日本語テキスト 中文分词测试 한국어 문장 हिन्दी भाषा ١٢٣ العربية "
+    "x\u0301y e\u0308 ﬀ ǅ ᾈ 𝐀𝐁𝐂 😀 parse_config camelCase 0x1F v1.2.3 don't "
+)
+
+
+@pytest.mark.unit
+def test_python_and_javascript_make_the_same_terms_and_stems() -> None:
+    """Snowball's English stemmer in Python (snowballstemmer) and in the client (the same
+    Snowball version's JavaScript) stem every word of this project's documentation alike,
+    and both make the same terms of it and of text in many scripts."""
+    prose = real_text()
+    words = set(re.findall("[a-z]+", prose.lower()))
+    assert len(words) > 3000
+    texts = [prose, UNICODE_TEXT, "Running runners ran quickly; generously connected."]
+    js_terms, js_stems = node_terms(texts)
+    python_stems = [f"{w} {terms.stem(w)}" for w in sorted(words)]
+    assert js_stems == python_stems
+    for text, theirs in zip(texts, js_terms, strict=True):
+        assert theirs == terms.text_terms(text)
+
+
+@pytest.mark.unit
+def test_the_clients_tables_are_the_indexers() -> None:
+    source = (ASSETS / "search.js").read_text(encoding="utf-8")
+    table = "".join(
+        re.findall(
+            r'^\s+"([^"]*)"(?: \+|;)?$', source.split("var WORD_RANGES =")[1].split(";")[0], re.M
+        )
+    )
+    assert table == terms.WORD_RANGES
+    assert f'var CJK_RANGES = "{terms.CJK_RANGES}";' in source
+    assert f"var MAX_WORD = {terms.MAX_WORD};" in source
+    assert f'var DIGITS = "{bundle.DIGITS}";' in source
+
+
+@pytest.mark.unit
+def test_word_table_is_unicode_14s_letters_marks_and_numbers() -> None:
+    import unicodedata
+
+    require(unicodedata.unidata_version == "14.0.0", "the table is frozen at Unicode 14")
+    inside = set()
+    for first, last in terms.decode_ranges(terms.WORD_RANGES):
+        inside.update(range(first, last + 1))
+    for code in range(0x110000):
+        assert (code in inside) == (unicodedata.category(chr(code))[0] in "LMN"), hex(code)
+
+
+@pytest.mark.unit
+def test_terms() -> None:
+    assert terms.text_terms("Running the parse_config TESTS") == [
+        "run",
+        "the",
+        "pars",
+        "config",
+        "test",
+    ]
+    assert terms.text_terms("日本語") == ["日本", "本語", "語"]
+    assert terms.text_terms("中") == ["中"]
+    assert terms.text_terms("ΣΟΦΊΑΣ") == ["σοφίασ"]
+    assert terms.text_terms("ﬁle Ｆｕｌｌ") == ["file", "full"]
+    assert terms.text_terms("a" * 65 + " ok") == ["ok"]
+
+
+@pytest.mark.unit
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200) | st.text(max_size=200))
+def test_the_fast_counter_counts_the_exact_terms(text: str) -> None:
+    """The byte split of :class:`TermCounter` gives the terms of the exact Unicode rules."""
+    counted: dict[str, float] = {}
+    words = terms.TermCounter().add(text, 1.0, counted)
+    expected: dict[str, float] = {}
+    for term in terms.text_terms(text):
+        expected[term] = expected.get(term, 0) + 1.0
+    assert counted == expected
+    assert words >= 0
+
+
+@pytest.mark.unit
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["", "x", "line of output", "y" * 200, "\x1b[31mred\x1b[0m", "@@ -1 +1 @@"]
+        ),
+        max_size=80,
+    ),
+    st.booleans(),
+    st.integers(min_value=0, max_value=4000),
+)
+def test_indexed_output_is_what_the_page_marks_indexed(
+    lines: list[str], final: bool, pad: int
+) -> None:
+    """The index's rule for outputs (indexed_output) is the page's (OutputView.indexed,
+    the view the template shows)."""
+    from publisher.model import Turn
+    from publisher.render.html import indexed_output, output_view
+
+    output = "\n".join(lines) + ("\n" if final else "") + "z" * pad
+    view = output_view(Turn(index=1), 1, output, True, {})
+    assert indexed_output(output) == view.indexed
+
+
+@pytest.mark.unit
+@given(st.lists(st.integers(min_value=0, max_value=2**40)))
+def test_numbers_round_trip(values: list[int]) -> None:
+    encoded = bundle.encode_numbers(values)
+    assert set(encoded) <= set(bundle.DIGITS)
+    assert bundle.decode_numbers(encoded) == values
+
+
+def turns_of(record: extract.SessionRecord, term: str) -> list[int]:
+    """A term's postings in a record, flat: position, impact, position, impact…"""
+    count, encoded = record.postings[term]
+    numbers = bundle.decode_numbers(encoded)
+    assert len(numbers) == 2 * count
+    out, position = [], 0
+    for i in range(0, len(numbers), 2):
+        position += numbers[i]
+        out += [position, numbers[i + 1]]
+    return out
+
+
+def record_of(doc: dict[str, object], tmp_path: Path) -> extract.SessionRecord:
+    path = tmp_path / f"{doc['session_name']}.json"
+    path.write_text(json.dumps(doc))
+    return extract.session_record(read_session(path))
+
+
+@pytest.mark.unit
+def test_what_a_record_holds(tmp_path: Path) -> None:
+    """What is indexed (docs/search.md): prompts, answers, tool names and inputs as shown,
+    a short output whole and a long one's last 6 lines; the postings give each turn."""
+    lines = [f"line {n} of the log" for n in range(1, 101)]
+    lines[0] += " zqhead"
+    lines[49] += " zqmiddle"
+    lines[-10] += " zqshowntail"
+    lines[-6] += " zqlastlines"
+    output = "\n".join(lines) + "\n"
+    turns = [
+        turn(1, part("user", "please run zqprompt"), part("text", "an answer zqanswer")),
+        turn(
+            2,
+            part("tool", name="run_command", input={"command": "make zqcommand"}, output=output),
+            part("tool", name="custom_tool", input={"flag": "zqjson"}, output="zqshort\n"),
+            part(
+                "tool", name="run_command", input={"command": "cat"}, output="x\n" * 30 + "y" * 4000
+            ),
+        ),
+    ]
+    record = record_of(session_doc("ses_20260101_000001_rec001", turns=turns), tmp_path)
+    where = {t: turns_of(record, t)[0::2] for t in record.postings if t.startswith("zq")}
+    assert where == {
+        "zqprompt": [0],
+        "zqanswer": [0],
+        "zqcommand": [1],
+        "zqjson": [1],
+        "zqshort": [1],
+        "zqlastlin": [1],
+    }, where
+    assert [a for a, _ in record.docs] == ["turn-1", "turn-2"]
+    kinds = [f.kind for f in record.docs[0][1]]
+    assert kinds == ["p", "a"]
+    assert record.aliases["please"] == "pleas" and record.aliases["zqlastlines"] == "zqlastlin"
+    assert extract.SessionRecord.from_bytes(record.to_bytes()) == record
+
+
+@pytest.mark.unit
+def test_a_prompt_weighs_more_than_output(tmp_path: Path) -> None:
+    turns = [
+        turn(1, part("user", "zqword")),
+        turn(2, part("tool", name="run_command", input={"command": "ls"}, output="zqword\n")),
+    ]
+    record = record_of(session_doc("ses_20260101_000001_rec002", turns=turns), tmp_path)
+    _, first, _, second = turns_of(record, "zqword")
+    assert first > second
+
+
+@pytest.mark.unit
+def test_a_bundle_holds_its_records_postings(tmp_path: Path) -> None:
+    records = []
+    for path in sorted(SAMPLES.glob("*.json")):
+        try:
+            records.append(extract.session_record(read_session(path)))
+        except SessionLoadError:
+            continue
+    made = bundle.build_bundle("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    data = {}
+    for name, body in made.files.items():
+        match = re.fullmatch(
+            r'__polyglavSearch\.add\("b000-of-001","(\w)","([\w-]+)",(.*)\);\n', body.decode()
+        )
+        assert match, name
+        assert f"{match[2]}.js" == name and name.startswith(match[1] + "-")
+        data[match[2]] = json.loads(match[3])
+    meta = data[made.meta]
+    chunks = [f"t-{meta['termChunks']}-{i}" for i in range(len(meta["terms"]))]
+    assert len(chunks) > 3 and sum(name.startswith("d-") for name in data) > 1
+    ordered = sorted(records, key=lambda r: r.slug)
+    seen: dict[str, list[int]] = {}
+    last = ""
+    for i, name in enumerate(chunks):
+        # The meta's beginning of each chunk: a beginning of its first word, after the
+        # previous chunk's last word.
+        first, start = data[name][0][0], meta["terms"][i]
+        assert first.startswith(start) and (
+            i == 0 or bundle.js_order(start) > bundle.js_order(last)
+        )
+        last = data[name][-1][0]
+        for entry in data[name]:
+            if len(entry) == 3:
+                numbers = bundle.decode_numbers(entry[2])
+                i, session, flat = 0, 0, []
+                while i < len(numbers):
+                    session += numbers[i]
+                    count, position = numbers[i + 1], 0
+                    i += 2
+                    for _ in range(count):
+                        position += numbers[i]
+                        flat.append((session, position, numbers[i + 1]))
+                        i += 2
+                assert entry[1] == len(flat)
+                seen[entry[0]] = flat
+    for number, record in enumerate(ordered):
+        for term in record.postings:
+            flat = turns_of(record, term)
+            mine = [(p, imp) for s, p, imp in seen[term] if s == number]
+            assert mine == list(zip(flat[0::2], flat[1::2], strict=True))
+    assert meta["documents"] == sum(len(r.docs) for r in records)
+
+
+@pytest.mark.site
+def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260101_0000{i:02d}_bnd{i:03d}" for i in range(12)]
+    for i, name in enumerate(names):
+        turns = [turn(1, part("user", f"prompt {i} about oranges"), part("text", "answer"))]
+        (sessions / f"{name}.json").write_text(json.dumps(session_doc(name, turns=turns)))
+    small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
+    out = tmp_path / "site"
+    first = build(sessions, out, search=True, tunables=small)
+    assert first.search == "built 8/8 bundles", first.search
+    assert build(sessions, out, search=True, tunables=small).search == "unchanged"
+    before = tree_digest(out / "search")
+    doc = json.loads((sessions / f"{names[3]}.json").read_text())
+    doc["turns"].append(turn(2, part("user", "zqappended words")))
+    (sessions / f"{names[3]}.json").write_text(json.dumps(doc))
+    report = build(sessions, out, search=True, tunables=small)
+    assert report.search == "built 1/8 bundles", report.search
+    after = tree_digest(out / "search")
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    folders = {k.split("/")[0] for k in changed if "/" in k}
+    assert len(folders) == 1 and "index.js" in changed, changed
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(fresh)
+    # A lost record is made again from the session file; a lost state writes every bundle.
+    store = SearchStore(cache_of(out).search)
+    shutil.rmtree(store.records)
+    store.state_file.unlink()
+    assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
+    assert tree_digest(out) == tree_digest(fresh)
+    # Search off removes the index and its cache; on again makes the same one.
+    assert build(sessions, out, search=False, tunables=small).search == "off"
+    assert not (out / "search").exists() and not store.root.exists()
+    build(sessions, out, search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(fresh)
+
+
+@pytest.mark.site
+def test_a_deferred_index_left_unwritten_is_written_by_the_next_build(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, sessions)
+    out = tmp_path / "site"
+    report = build(sessions, out, search=True, defer_search=True)
+    assert report.search == "pending" and not (out / "search").exists()
+    # The watcher stopped before finishing: the next build writes what it left.
+    assert build(sessions, out, search=True).search.startswith("built 1/1")
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, search=True)
+    assert tree_digest(out) == tree_digest(fresh)
+
+
+@pytest.mark.site
+def test_planted_files_and_links_in_search_are_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(SAMPLES, out, search=True)
+    expected = tree_digest(out)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (out / "search" / "stray.js").write_text("planted")
+    (out / "search" / "b000-of-001" / "stray.js").write_text("planted")
+    (out / "search" / "old-bundle").mkdir()
+    (out / "pagefind").mkdir()
+    (out / "pagefind" / "shards.json").write_text("{}")  # an earlier version's index
+    store = SearchStore(cache_of(out).search)
+    store.state_file.unlink()
+    build(SAMPLES, out, search=True)
+    assert tree_digest(out) == expected
+    shutil.rmtree(out / "search")
+    (out / "search").symlink_to(outside)
+    store.state_file.unlink()
+    build(SAMPLES, out, search=True)
+    assert not (out / "search").is_symlink() and list(outside.iterdir()) == []
+    assert tree_digest(out) == expected
