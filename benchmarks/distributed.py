@@ -10,7 +10,7 @@ On the output-heavy archive (``generate.py --shape output``), in one run, altern
 Each build is a fresh subprocess into an empty site and cache folder, search off (Pagefind
 runs in the build's process either way). Prints the wall times, the ratio of the medians
 (issue 34's target: at most 1.3), the CPU seconds of the build's process, of the workers and
-of the scheduler (``psutil``), and from them the cost of one session: the workers' CPU a
+of the scheduler (``/proc``), and from them the cost of one session: the workers' CPU a
 session (what more workers divide) and the build process's (what they do not: it writes the
 catalog and the index). The two sites are compared file by file.
 
@@ -44,8 +44,6 @@ ROOT = HERE.parent
 # package's: it is taken off, and generate.py is loaded by its path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
-import psutil  # noqa: E402
-
 
 def _load_generate() -> Any:
     spec = importlib.util.spec_from_file_location("generate", HERE / "generate.py")
@@ -67,13 +65,13 @@ def env() -> dict[str, str]:
     return values
 
 
-def cpu(processes: list[psutil.Process]) -> float:
-    """User + system CPU seconds of ``processes`` so far."""
-    total = 0.0
-    for process in processes:
-        times = process.cpu_times()
-        total += times.user + times.system
-    return total
+def cpu(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes ``pids`` so far (Linux: /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(slots=True)
@@ -139,8 +137,8 @@ def build(sessions: Path, work: Path, scheduler: Cluster | None) -> tuple[Run, P
     shutil.rmtree(work, ignore_errors=True)
     command = [sys.executable, "-m", "publisher", "site", "build", "--project", str(sessions)]
     command += ["--out", str(out), "--cache-dir", str(cache), "--no-search", "-q"]
-    workers = [psutil.Process(p.pid) for p in scheduler.workers] if scheduler else []
-    boss = psutil.Process(scheduler.scheduler.pid) if scheduler else None
+    workers = [p.pid for p in scheduler.workers] if scheduler else []
+    boss = scheduler.scheduler.pid if scheduler else None
     if scheduler is not None:
         command += ["--scheduler", scheduler.address]
     before_workers = cpu(workers)
@@ -198,18 +196,18 @@ def main(argv: list[str] | None = None) -> int:
             os.link(path, half / path.name)
         halved = len(files) - len(files) // 2
         cluster = Cluster(root, args.workers)
-        # Warm the workers (their imports) as a long-lived cluster's are, then measure
-        # what the idle cluster burns a second (heartbeats, its event loops).
-        build(half, root / "warm", cluster)
-        processes = [psutil.Process(p.pid) for p in [*cluster.workers, cluster.scheduler]]
-        idle_from, idle_start = cpu(processes), time.perf_counter()
-        time.sleep(IDLE_SECONDS)
-        idle = (cpu(processes) - idle_from) / (time.perf_counter() - idle_start)
-        print(f"the idle cluster burns {idle * 1000:.0f} ms of CPU a second")
-        local_runs: list[Run] = []
-        dask_runs: list[Run] = []
-        half_runs: list[Run] = []
         try:
+            # Warm the workers (their imports) as a long-lived cluster's are, then measure
+            # what the idle cluster burns a second (heartbeats, its event loops).
+            build(half, root / "warm", cluster)
+            processes = [p.pid for p in [*cluster.workers, cluster.scheduler]]
+            idle_from, idle_start = cpu(processes), time.perf_counter()
+            time.sleep(IDLE_SECONDS)
+            idle = (cpu(processes) - idle_from) / (time.perf_counter() - idle_start)
+            print(f"the idle cluster burns {idle * 1000:.0f} ms of CPU a second")
+            local_runs: list[Run] = []
+            dask_runs: list[Run] = []
+            half_runs: list[Run] = []
             for _ in range(args.rounds):  # alternately: the machine is shared
                 run, local_out = build(sessions, root / "local", None)
                 local_runs.append(run)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from publisher.commands import make_redactor
 from publisher.errors import describe, exit_status
 from publisher.site.context import Tunables
 from tests.helpers import (
@@ -277,23 +278,18 @@ def cluster(dask: None, tmp_path: Path) -> Iterator[Cluster]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("extra", [(), ("--redact",)], ids=["plain", "redacted"])
 def test_a_cluster_builds_every_file_as_a_local_build(
-    source: Path, local: Local, tmp_path: Path, cluster: Cluster
+    extra: tuple[str, ...], source: Path, local: Local, tmp_path: Path, cluster: Cluster
 ) -> None:
-    """Through the CLI, with the default tunables: what goes to the cluster is what would
-    go to the local pool."""
+    """Through the CLI, with the default tunables (what goes to the cluster is what would
+    go to the local pool): plain, and redacted with search on (the scan's redaction records
+    and the render's search records travel through the cluster)."""
     folder = _archive(source, tmp_path)
     out = tmp_path / "site"
+    options = ("--scheduler", cluster.address, *(extra or ("--no-search",)))
     done = subprocess.run(
-        [
-            *SITE_BUILD,
-            str(folder),
-            "--out",
-            str(out),
-            "--no-search",
-            "--scheduler",
-            cluster.address,
-        ],
+        [*SITE_BUILD, str(folder), "--out", str(out), *options],
         env=python_env(),
         capture_output=True,
         text=True,
@@ -301,7 +297,20 @@ def test_a_cluster_builds_every_file_as_a_local_build(
     )
     assert done.returncode == 0, done.stderr
     assert "broken.json" in done.stderr and "binary.json" in done.stderr
-    assert tree_digest(out) == local.files
+    if not extra:
+        assert tree_digest(out) == local.files
+        return
+    expected = tmp_path / "local"
+    report = build(
+        folder,
+        expected,
+        cache_dir=tmp_path / "local-cache",
+        workers=2,
+        search=True,
+        redactor=make_redactor(True, None),
+    )
+    assert report.search.startswith("built"), report.search
+    assert tree_digest(out) == tree_digest(expected)
 
 
 @pytest.mark.slow

@@ -302,10 +302,15 @@ def _settle(catalog: Catalog, holds: Holds, name: str, state: SourceState, same_
 
 def start_crew(ctx: BuildContext, crew: Runner, kept: dict[str, Prepared]) -> None:
     """Start the build's worker processes (:func:`.worker.start` in each): forked ones get
-    the build's renderer and ``kept`` as they are; clean ones compile the theme, and get
-    ``kept`` pickled."""
+    the build's renderer and ``kept`` as they are; clean ones (``forkserver``, a Dask
+    cluster's) compile the theme and read those sessions again: each would unpickle every
+    kept session and render only its share of them (a Dask cluster's would get them through
+    its scheduler: up to :attr:`..context.Tunables.keep_scanned_bytes`)."""
     keep = (ctx.tunables.worker_keep_bytes, ctx.tunables.worker_keep_min_bytes)
-    crew.start(worker.start, lambda forked: (keep, ctx.renderer if forked else None, kept))
+    crew.start(
+        worker.start,
+        lambda forked: (keep, ctx.renderer, kept) if forked else (keep, None, {}),
+    )
 
 
 def _scan_job(
