@@ -192,6 +192,15 @@ async def _forget(build: str) -> None:
             _HERE.lock.release()
 
 
+class _Raised(Exception):
+    """Carries what a job raised out of :meth:`DaskCrew.stream`'s handling of Dask's own
+    errors (a job's ``OSError`` is not a lost connection)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 def _reason(exc: BaseException) -> str:
     """The first line of what ``exc`` says (its type when it says nothing)."""
     text = str(exc).strip()
@@ -235,7 +244,7 @@ class DaskCrew:
             client = Client(self.address, set_as_default=False)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(
-                f"cannot reach the Dask scheduler at {self.address}: {exc}"
+                f"cannot reach the Dask scheduler at {self.address}: {_reason(exc)}"
             ) from None
         self._client = client
         workers = client.scheduler_info().get("workers", {})
@@ -308,21 +317,26 @@ class DaskCrew:
                 on_result(i, value, self._worker_index(where))
                 if progress:
                     progress(stage, done, total)
-        except (OSError, TimeoutError, CancelledError) as exc:
+        except _Raised as raised:  # by the job itself: as from a local worker
+            raise raised.error from None
+        except (OSError, TimeoutError, CancelledError) as exc:  # Dask's connection
             raise self._lost(_reason(exc)) from None
         finally:
             for future in list(waiting.futures):
                 future.release()
 
     def _result(self, future: Future[Any]) -> tuple[Any, str]:
+        """A task's result and where it ran; what the job raised comes as :class:`_Raised`."""
         if future.status == "cancelled":
             raise self._lost("its tasks were cancelled (the scheduler stopped or restarted)")
-        try:
-            value, where = future.result()
-        except KilledWorker as exc:
-            raise ClusterError(
-                f"Dask workers died running {future.key} (e.g. out of memory): {exc}"
-            ) from None
+        if future.status == "error":
+            error = future.exception()  # type: ignore[no-untyped-call]
+            if isinstance(error, KilledWorker):
+                raise ClusterError(
+                    f"Dask workers died running {future.key} (out of memory?): {_reason(error)}"
+                )
+            raise _Raised(error)
+        value, where = future.result()
         return value, where
 
     def _worker_index(self, where: str) -> int:
