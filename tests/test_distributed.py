@@ -56,10 +56,19 @@ def _generate(folder: Path, sessions: int, scale: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def dask() -> None:
-    """Dask is installed (the ``dask`` extra; CI installs it: scripts/setup-tests.sh)."""
+def dask() -> Iterator[None]:
+    """Dask is installed (the ``dask`` extra; CI installs it: scripts/setup-tests.sh).
+
+    Once this module's tests are done, the thread a Dask client leaves in the process (its
+    offload pool) is stopped: while it runs, the builds of the tests after these would not
+    fork their pools and folder check (:func:`publisher.site.pool.forking`)."""
     present = importlib.util.find_spec("distributed") is not None
     require(present, "Dask is not installed: pip install 'polyglav-publisher[dask]'")
+    yield
+    utils = sys.modules.get("distributed.utils")
+    offload = getattr(utils, "_offload_executor", None)
+    if offload is not None:
+        offload.shutdown(wait=True)
 
 
 @pytest.fixture(scope="module")
@@ -107,34 +116,64 @@ def _dask_modules() -> list[str]:
     return sorted(m for m in sys.modules if m.split(".")[0] in {"dask", "distributed"})
 
 
-def test_a_local_cluster_builds_every_file_as_the_local_pool(
-    source: Path, local: Local, tmp_path: Path
-) -> None:
+APPENDED = "job_20260826_110000_bbbbbb.json"
+"""The session :func:`on_a_local_cluster` appends a turn to."""
+
+
+def on_a_local_cluster(folder: str, out: str, cache: str) -> None:
+    """Build ``folder`` on a ``LocalCluster`` of two workers in this process, then again
+    after a turn is appended to :data:`APPENDED`; prints what each did as JSON. Run in a
+    process of its own: Dask leaves a thread running in the process that used it (its
+    offload pool), and then the build's pools and folder check no longer fork."""
     from distributed import LocalCluster
 
-    folder = _archive(source, tmp_path)
-    out, cache = tmp_path / "site", tmp_path / "cache"
+    site, state = Path(out), Path(cache)
     with LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     ) as cluster:
-        report = build(
-            folder, out, cache_dir=cache, scheduler=cluster.scheduler_address, tunables=EVERYWHERE
-        )
-        assert tree_digest(out) == local.files
-        assert report.warnings == local.warnings  # the files that do not load: listed
-        assert report.sessions_rendered == report.sessions
-        # An append on the cluster equals a fresh local build of the appended archive.
-        name = "job_20260826_110000_bbbbbb.json"
-        doc = json.loads((folder / name).read_text("utf-8"))
+        address = cluster.scheduler_address
+        report = build(Path(folder), site, cache_dir=state, scheduler=address, tunables=EVERYWHERE)
+        first = tree_digest(site)
+        path = Path(folder) / APPENDED
+        doc = json.loads(path.read_text("utf-8"))
         doc["turns"].append({**doc["turns"][-1], "index": len(doc["turns"]) + 1})
-        (folder / name).write_text(json.dumps(doc), "utf-8")
-        again = build(
-            folder, out, cache_dir=cache, scheduler=cluster.scheduler_address, tunables=EVERYWHERE
-        )
-        assert again.files_read == 1
+        path.write_text(json.dumps(doc), "utf-8")
+        again = build(Path(folder), site, cache_dir=state, scheduler=address, tunables=EVERYWHERE)
+    facts = {
+        "files": first,
+        "warnings": report.warnings,
+        "published": report.sessions,
+        "rendered": report.sessions_rendered,
+        "read_again": again.files_read,
+        "appended": tree_digest(site),
+    }
+    print(json.dumps(facts))
+
+
+def test_a_local_cluster_builds_every_file_as_the_local_pool(
+    source: Path, local: Local, tmp_path: Path
+) -> None:
+    """Every file as the local pool's, the files that do not load listed as locally; then
+    an append on the cluster equals a fresh local build of the appended archive."""
+    folder = _archive(source, tmp_path)
+    code = "import sys\nfrom tests.test_distributed import on_a_local_cluster as run\nrun(*sys.argv[1:])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder), str(tmp_path / "site"), str(tmp_path / "cache")],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["files"] == local.files
+    assert facts["warnings"] == local.warnings
+    assert facts["rendered"] == facts["published"]
+    assert facts["read_again"] == 1
     fresh = tmp_path / "fresh"
     build(folder, fresh, cache_dir=tmp_path / "fresh-cache", workers=2)
-    assert tree_digest(out) == tree_digest(fresh)
+    assert facts["appended"] == tree_digest(fresh)
 
 
 def test_without_a_scheduler_dask_is_never_imported(tmp_path: Path) -> None:
