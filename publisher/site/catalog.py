@@ -178,6 +178,7 @@ CREATE INDEX sources_declares ON sources (name) WHERE published AND subs != '[]'
 CREATE INDEX sources_series ON sources (role, created_at, name) WHERE published AND role != '';
 CREATE INDEX sources_ident ON sources (ident) WHERE ident IS NOT NULL;
 CREATE INDEX sources_lane ON sources (lane, name) WHERE published;
+CREATE INDEX sources_size ON sources (size) WHERE published;
 CREATE INDEX sources_gen ON sources (gen);
 CREATE INDEX sources_rendered ON sources (rendered);
 CREATE INDEX sources_scanned ON sources (scanned);
