@@ -59,7 +59,9 @@ def summary(name: str, **fields: object) -> Summary:
         "last_status": "ok",
         "first_prompt": "fix \ud800 the \u2028 tests\n\0",
         "decisions": (("declined", 1), ("granted", 3)),
-        "error_events": (("2026-01-01T00:00:01", "t", "1", "page.html#turn-1", "E\ud800", "m"),),
+        "failure_events": (
+            ("2026-01-01T00:00:01", "t", "1", "page.html#turn-1", "error", "E\ud800", "m"),
+        ),
     }
     values.update(fields)
     return Summary(**values)  # type: ignore[arg-type]
@@ -102,7 +104,7 @@ def test_queries_sort_hostile_names_as_python_sorts_them(names: list[str]) -> No
     in_order = [row[0] for row in catalog.con.execute("SELECT name FROM sources ORDER BY name")]
     assert in_order == sorted(names)
     count = 1
-    assert catalog.shard_rows(0, count) == [
+    assert [row for _, _, row, _ in catalog.shard_rows(0, count)] == [
         row for _, row in sorted((n, catalog.con.execute("SELECT row FROM summaries WHERE file_name = ?", (f"{i}.json",)).fetchone()[0]) for i, n in enumerate(names))
     ]  # fmt: skip
     for name in names:
@@ -146,23 +148,24 @@ def test_states_pickle_by_value_and_back_equal() -> None:
 @pytest.mark.unit
 def test_summaries_from_the_pool_share_their_few_valued_texts() -> None:
     """Two sessions' summaries unpickled in the build's process hold one copy of each text
-    that takes few values (role, kind, status, decisions, tools, error codes), not one copy
+    that takes few values (role, kind, status, decisions, tools, error codes, failure kinds), not one copy
     each. Texts of one session (its name, its prompt) stay its own."""
     summaries = []
     for i in range(2):
         # Each built at run time: equal texts, distinct objects (as in two worker results).
         role = "".join(["night", "ly"])
         event = ("2026", "t", "".join(["den", "ied"]), "".join(["ba", "sh"]), "run", "/p", "1", "")
-        error = ("2026", "t", "1", "", "".join(["time", "out"]), f"message {i}")
+        error = ("2026", "t", "1", "", "".join(["tool-", "error"]), "".join(["ba", "sh"]), f"m {i}")
         s = summary(f"s{i}", role=role, decisions=(("".join(["den", "ied"]), 1),),
-                    error_events=(error,), decision_events=(event,), first_prompt=f"p {i}")  # fmt: skip
+                    failure_events=(error,), decision_events=(event,), first_prompt=f"p {i}")  # fmt: skip
         summaries.append(pickle.loads(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)))
         assert summaries[-1] == s
     first, second = summaries
     assert first.role is second.role
     assert first.decisions[0][0] is second.decisions[0][0]
     assert first.decision_events[0][2] is second.decision_events[0][2]
-    assert first.error_events[0][4] is second.error_events[0][4]
+    assert first.failure_events[0][4] is second.failure_events[0][4]
+    assert first.failure_events[0][5] is second.failure_events[0][5]
     assert first.first_prompt is not second.first_prompt
 
 
@@ -344,7 +347,7 @@ def test_a_summary_state_keeps_what_the_index_needs() -> None:
     prepared = prepare(parse_session_text(json.dumps(doc), f"{MAIN}.json"), None)
     found = state_of(prepared, 1, 2, "h", None)
     assert json.loads(found.row)[1] == MAIN
-    assert [(page, n, value) for page, n, _, value, _ in found.events] == [("errors", 0, "503")]
+    assert [(page, n, value) for page, n, _, value, _ in found.events] == [("errors", 0, "error")]
 
 
 @pytest.mark.site

@@ -1,8 +1,10 @@
-"""The archive-wide pages: every error (``errors.html``) and every permission decision
-(``decisions.html``) of every session, asked of the catalog.
+"""The archive-wide pages: every failure (``errors.html``, the Failures page: failed calls,
+errors, refusals, cut and interrupted turns, as :func:`publisher.gate.session_findings`
+finds them) and every permission decision (``decisions.html``) of every session, asked of
+the catalog.
 
 A session's rows on both pages are a function of its :class:`~.summary.Summary` alone (its
-``error_events`` and ``decision_events``, attributed to turns and tool calls by
+``failure_events`` and ``decision_events``, attributed to turns and tool calls by
 :mod:`publisher.audit` when the session was scanned): their sort keys and filter values are
 kept in the catalog's ``events`` table when the session is scanned (:func:`event_marks`),
 and their HTML once rendered, so an append renders the rows of the session it changed. A
@@ -10,7 +12,7 @@ page's first screen is an indexed query (the first rows in the page's order), it
 grouped counts, and a row shard its sessions' kept rows in order: no build holds every
 session's rows.
 
-Order: errors newest first; decisions refusals first (denied, declined), then every other
+Order: failures newest first; decisions refusals first (denied, declined), then every other
 decision, each group newest first. Events without a readable time come last.
 """
 
@@ -24,6 +26,7 @@ from markupsafe import Markup
 from ..audit import REFUSED
 from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
+from ..render.view import FINDING_LABELS
 from . import urls
 from .catalog import Catalog
 from .index import PageCounts
@@ -31,6 +34,9 @@ from .summary import Summary
 
 PAGES = ("errors", "decisions")
 """The archive-wide pages (``<name>.html``, rows by ``<name>_row.html``)."""
+
+_UNPLACED = {"error": "errors", "denied": "permissions", "declined": "permissions"}
+"""The section of a session page that lists a failure no turn holds, by kind."""
 
 
 #: Each printable ASCII character to its mirror (`` `` ↔ ``~``): a text so mapped sorts in
@@ -57,11 +63,19 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
     }
     keys = {p: [key for key, _ in event_marks(summary, p)] for p in PAGES}
     errors = []
-    for key, (_, time, turn, anchor, code, message) in zip(
-        keys["errors"], summary.error_events, strict=True
+    for key, (_, time, turn, anchor, kind, what, message) in zip(
+        keys["errors"], summary.failure_events, strict=True
     ):
-        url = f"{folder}/{anchor}" if anchor else f"{page}#errors"
-        row = EventRow(url=url, time=time, turn=turn, code=code, message=message, **common)
+        url = f"{folder}/{anchor}" if anchor else f"{page}#{_UNPLACED.get(kind, 'overview')}"
+        row = EventRow(
+            url=url,
+            time=time,
+            turn=turn,
+            failure=FINDING_LABELS.get(kind, kind),
+            code=what,
+            message=message,
+            **common,
+        )
         errors.append((key, row))
     decisions = []
     for key, event in zip(keys["decisions"], summary.decision_events, strict=True):
@@ -82,14 +96,15 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
 
 
 def event_marks(summary: Summary, page: str) -> list[tuple[str, str]]:
-    """The sort key and filter value (an error's code, a decision) of each row a session
-    gives ``page``, in the order of :func:`event_rows`, without making the rows: errors
-    newest first; decisions refusals first (denied, then declined), then newest first."""
+    """The sort key and filter value (what failed: ``failed call``, ``error``...; a
+    decision) of each row a session gives ``page``, in the order of :func:`event_rows`,
+    without making the rows: failures newest first; decisions refusals first (denied, then
+    declined), then newest first."""
     name = summary.name
     if page == "errors":
         return [
-            (f"{_descending(event[0])}\0{name}\0{n:09d}", event[4])
-            for n, event in enumerate(summary.error_events)
+            (f"{_descending(event[0])}\0{name}\0{n:09d}", FINDING_LABELS.get(event[4], event[4]))
+            for n, event in enumerate(summary.failure_events)
         ]
     marks = []
     for n, event in enumerate(summary.decision_events):
@@ -104,7 +119,7 @@ def event_states(summary: Summary) -> tuple[tuple[str, int, str, str, str], ...]
     sort key, filter value, UTC time) (:attr:`.catalog.SourceState.events`)."""
     out = []
     for page in PAGES:
-        events = summary.error_events if page == "errors" else summary.decision_events
+        events = summary.failure_events if page == "errors" else summary.decision_events
         for n, ((key, value), event) in enumerate(
             zip(event_marks(summary, page), events, strict=True)
         ):

@@ -178,6 +178,7 @@ CREATE INDEX sources_declares ON sources (name) WHERE published AND subs != '[]'
 CREATE INDEX sources_series ON sources (role, created_at, name) WHERE published AND role != '';
 CREATE INDEX sources_ident ON sources (ident) WHERE ident IS NOT NULL;
 CREATE INDEX sources_lane ON sources (lane, name) WHERE published;
+CREATE INDEX sources_size ON sources (size) WHERE published;
 CREATE INDEX sources_gen ON sources (gen);
 CREATE INDEX sources_rendered ON sources (rendered);
 CREATE INDEX sources_scanned ON sources (scanned);
@@ -343,6 +344,13 @@ def _brief(row: Sequence[Any]) -> Brief:
         bool(row[10]),
     )
 
+
+_CALLS = (
+    "(s.subs != '[]' OR EXISTS (SELECT 1 FROM sources c WHERE c.published"
+    " AND c.parent_id != '' AND c.parent_id = s.name))"
+)
+"""Whether the published session ``s`` may have sessions below it (it declares
+sub-sessions, or one names it as its parent): its index row then counts what they did."""
 
 _BRIEF_SQL = (
     "SELECT file_name, size, mtime_ns, sha256, failure, name, facts_key, site_ino,"
@@ -797,7 +805,7 @@ class Catalog:
                 subs,
                 spawns,
                 _json([s.name, file_name, s.parent_id, s.role, s.created_at]) + subs + spawns,
-                len(s.error_events),
+                len(s.failure_events),
                 len(s.decision_events),
                 day,
                 outcome,
@@ -1357,17 +1365,19 @@ class Catalog:
         row = self.con.execute("SELECT sum(redacted) FROM sources WHERE published").fetchone()
         return int(row[0] or 0)
 
-    def recent(self, limit: int) -> list[tuple[str, str | None]]:
-        """(file name, kept row HTML or None) of the ``limit`` most recently updated
-        published sessions (then by name, descending): the index's first screen."""
-        return list(
-            self.con.execute(
-                "SELECT s.file_name, m.row_html FROM sources s"
+    def recent(self, limit: int) -> list[tuple[str, str, str | None, bool]]:
+        """(file name, session name, kept row HTML or None, whether it may have sessions
+        below it: :data:`_CALLS`) of the ``limit`` most recently updated published sessions
+        (then by name, descending): the index's first screen."""
+        return [
+            (file_name, name, html, bool(calls))
+            for file_name, name, html, calls in self.con.execute(
+                f"SELECT s.file_name, s.name, m.row_html, {_CALLS} FROM sources s"
                 " JOIN summaries m ON m.file_name = s.file_name WHERE s.published"
                 " ORDER BY s.updated_at DESC, s.name DESC LIMIT ?",
                 (limit,),
             )
-        )
+        ]
 
     def set_row_html(self, file_name: str, html: str) -> None:
         self.con.execute(
@@ -1375,17 +1385,40 @@ class Catalog:
             (text(html), text(file_name)),
         )
 
-    def shard_rows(self, index: int, count: int) -> list[str]:
-        """The row data (JSON) of the published sessions of row shard ``index`` of
+    def shard_rows(self, index: int, count: int) -> list[tuple[str, str, str, bool]]:
+        """(file name, session name, kept row data (JSON), whether it may have sessions
+        below it: :data:`_CALLS`) of the published sessions of row shard ``index`` of
         ``count``, by name."""
         return [
-            r[0]
-            for r in self.con.execute(
-                "SELECT m.row FROM sources s JOIN summaries m ON m.file_name = s.file_name"
+            (file_name, name, row, bool(calls))
+            for file_name, name, row, calls in self.con.execute(
+                f"SELECT s.file_name, s.name, m.row, {_CALLS} FROM sources s"
+                " JOIN summaries m ON m.file_name = s.file_name"
                 " WHERE s.published AND s.lane % ? = ? ORDER BY s.name",
                 (count, index),
             )
         ]
+
+    def touched_names(self) -> Iterator[tuple[str, str]]:
+        """(session name, parent) of the published sessions set or dropped this build, as
+        they were and as they are: whose callers' index rows count what they did."""
+        yield from self.con.execute(
+            "SELECT name, parent_id FROM was WHERE published UNION"
+            " SELECT name, parent_id FROM sources WHERE published AND gen = ?",
+            (self.gen,),
+        )
+
+    def lanes_of(self, names: Iterable[str]) -> set[int]:
+        """The lanes of those of ``names`` that are published."""
+        found = set()
+        for name in names:
+            row = self.con.execute(
+                "SELECT lane FROM sources WHERE published AND name = CAST(? AS TEXT)",
+                (text(name),),
+            ).fetchone()
+            if row is not None:
+                found.add(row[0])
+        return found
 
     def touched_lanes(self) -> Iterator[int]:
         """The lanes of the sessions set or dropped this build (then and now)."""

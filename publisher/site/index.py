@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 
 from markupsafe import Markup
 
+from ..gate import FAILURE_KINDS
 from ..model import LoadFailure
+from ..outcome import Outcome
 from ..redact import describe_counts
 from ..render.contexts import Column, DelegationTree, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
@@ -38,7 +40,7 @@ COLUMNS = [
     Column("updated", "Updated", "text"),
     Column("turns", "Turns", "number"),
     Column("tools", "Tool calls", "number"),
-    Column("errors", "Errors", "number"),
+    Column("failures", "Failures", "number"),
     Column("status", "Last status", "text"),
 ]
 """The index table's columns, in the order of ``index_row.html``'s cells."""
@@ -47,18 +49,23 @@ TREE_PAGE = "tree.html"
 """The delegation tree's own page, when the index's rows are sharded."""
 
 
-def row_data(summary: Summary) -> list[object]:
-    """A session's row as data for the table's script (the order is ``app.js``'s ``F``)."""
+_NOTHING = Outcome()
+"""What nothing below a session did (the roll-up of a session that calls none)."""
+
+
+def row_data(summary: Summary, below: Outcome = _NOTHING) -> list[object]:
+    """A session's row as data for the table's script (the order is ``app.js``'s ``F``;
+    ``below``: what its sub-sessions did, :func:`rolled_up`)."""
     from ..render.html import short_time
 
-    row = index_row(summary)
+    row = index_row(summary, below)
     meta = " · ".join(
         part
         for part in (
             f"id {row.session_id}" if row.session_id else "",
             f"v{row.version}" if row.version else "",
+            row.origin.split(": ", 1)[0],
             f"file {row.file_name}" if row.file_name else "",
-            f"imported from {row.origin}" if row.origin else "",
         )
         if part
     )
@@ -73,16 +80,21 @@ def row_data(summary: Summary) -> list[object]:
         short_time(row.updated_at),
         row.turns,
         row.tool_calls,
-        row.errors,
+        row.failures + row.failures_below,
         row.last_status,
         row.first_prompt,
         meta,
+        row.failures,
+        row.failure_note,
+        1 if row.sub else 0,
     ]
 
 
-def row_json(summary: Summary) -> str:
-    """:func:`row_data` as the JSON a row shard holds (ASCII: surrogates escaped)."""
-    return json.dumps(row_data(summary), ensure_ascii=True, separators=(",", ":"))
+def row_json(summary: Summary, below: Outcome = _NOTHING) -> str:
+    """:func:`row_data` as the JSON a row shard holds (ASCII: surrogates escaped). The scan
+    keeps each session's without ``below``; the index stage makes again those of the
+    sessions that have sub-sessions (:func:`rolled_up`)."""
+    return json.dumps(row_data(summary, below), ensure_ascii=True, separators=(",", ":"))
 
 
 def shard_bytes(index: int, rows: list[str]) -> bytes:
@@ -91,8 +103,28 @@ def shard_bytes(index: int, rows: list[str]) -> bytes:
     return f"polyglavRows({index},[{','.join(rows)}]);\n".encode("ascii")
 
 
-def index_row(summary: Summary) -> IndexRow:
-    """What the index table shows of a session (a function of its summary alone)."""
+def failure_note(own: tuple[tuple[str, int], ...], below: Outcome) -> str:
+    """What a row's failures are, said in a line (its cell's title): ``2 failed calls, 1
+    error; 4 more in its 2 sub-sessions``; "" when nothing failed."""
+    from ..render.view import finding_count, plural
+
+    said = ", ".join(finding_count(kind, n) for kind, n in own if kind in FAILURE_KINDS)
+    if below.failed:
+        more = f"{below.failed:,} more in its {plural(below.sessions, 'sub-session')}"
+        said = f"{said}; {more}" if said else f"none of its own; {more}"
+    return said
+
+
+def rolled_up(graph: Graph, name: str) -> Outcome:
+    """What the sessions below ``name`` did, for its index row (the one rule of the index's
+    roll-up: :meth:`.graph.Graph.below`); nothing for a session that calls none."""
+    return graph.below(name) if graph.children(name) else _NOTHING
+
+
+def index_row(summary: Summary, below: Outcome = _NOTHING) -> IndexRow:
+    """What the index table shows of a session: a function of its summary and of what its
+    sub-sessions did (``below``, :func:`rolled_up`: their failures count in its row)."""
+    own = Outcome(failures=summary.failures).failed
     return IndexRow(
         name=summary.name,
         url=urls.session_page(summary.name),
@@ -105,6 +137,10 @@ def index_row(summary: Summary) -> IndexRow:
         turns=summary.turns,
         tool_calls=summary.tool_calls,
         errors=summary.errors,
+        failures=own,
+        failures_below=below.failed,
+        failure_note=failure_note(summary.failures, below),
+        sub=bool(summary.parent_id),
         last_status=summary.last_status,
         first_prompt=summary.first_prompt,
         file_name="" if summary.file_name == f"{summary.name}.json" else summary.file_name,
@@ -141,7 +177,7 @@ class Overview:
     runs: dict[tuple[str, str], int] = field(default_factory=dict)
     """Sessions by (day, outcome) (:func:`.activity.contribution`)."""
     error_days: dict[str, int] = field(default_factory=dict)
-    """Errors by day."""
+    """Failures by day (the Failures page's rows, ``errors.html``)."""
     redacted: int = 0
     """Secrets redacted across the sessions."""
     pages: dict[str, PageCounts] = field(default_factory=dict)
@@ -246,17 +282,38 @@ def redaction_note(redacted: int | None) -> str | None:
     return describe_counts(Counter(secrets=redacted)).split(" (")[0]
 
 
-def first_rows_html(renderer: HtmlRenderer, catalog: Catalog, limit: int) -> list[Markup]:
+def first_rows_html(
+    renderer: HtmlRenderer, catalog: Catalog, limit: int, graph: Graph
+) -> list[Markup]:
     """The HTML of the ``limit`` most recently updated sessions' rows (then by name,
-    descending), each rendered once and kept in the catalog."""
+    descending), each rendered once and kept in the catalog; the row of a session with
+    sessions below it counts what they did (:func:`rolled_up`, asked of ``graph``) and is
+    rendered each time (never kept: they may have changed)."""
     rows = []
-    for file_name, html in catalog.recent(limit):
-        if html is None:
+    for file_name, name, html, calls in catalog.recent(limit):
+        below = rolled_up(graph, name) if calls else _NOTHING
+        if html is None or below.sessions:
             summary = catalog.summary_of(file_name)
             assert summary is not None
-            html = renderer.render_index_row(index_row(summary))
-            catalog.set_row_html(file_name, html)
+            made = renderer.render_index_row(index_row(summary, below))
+            if not below.sessions:
+                catalog.set_row_html(file_name, made)
+            html = made
         rows.append(Markup(html))
+    return rows
+
+
+def shard_rows(catalog: Catalog, graph: Graph, index: int, count: int) -> list[str]:
+    """The row data (JSON) of row shard ``index`` of ``count``: each session's as the scan
+    kept it, or made again with what the sessions below it did (:func:`rolled_up`)."""
+    rows = []
+    for file_name, name, row, calls in catalog.shard_rows(index, count):
+        below = rolled_up(graph, name) if calls else _NOTHING
+        if below.sessions:
+            summary = catalog.summary_of(file_name)
+            assert summary is not None
+            row = row_json(summary, below)
+        rows.append(row)
     return rows
 
 
@@ -272,12 +329,13 @@ def render_index(
     first_rows: int,
     shards: list[str],
     tree_html: str,
+    graph: Graph,
 ) -> str:
     """The index page: the first ``first_rows`` rows as HTML, every row in ``shards`` (the
     delegation tree then on a page of its own), else ``tree_html`` inline."""
     return renderer.render_index(
         IndexPage(
-            rows_html=first_rows_html(renderer, catalog, first_rows),
+            rows_html=first_rows_html(renderer, catalog, first_rows, graph),
             tree_html=Markup(tree_html),
             failures=failures,
             columns=COLUMNS,

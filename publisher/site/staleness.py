@@ -110,7 +110,7 @@ have changed a second time within the same mtime tick ("racy git")."""
 STATE_FORMAT = 13
 """Bumped when what a build keeps changes meaning (12: the manifest files; 13: the catalog,
 :mod:`.catalog`, whose own schema is checked too): every page is rendered again."""
-SEARCH_FORMAT = 2
+SEARCH_FORMAT = 3
 """Bumped when the search index's layout changes: every bundle is written again."""
 
 
@@ -208,13 +208,14 @@ def summary_key(summary: Summary) -> str:
 
 
 def archive_rows_key(summary: Summary) -> str:
-    """The key of a session's rows on the archive-wide Errors and Decisions pages: its name,
-    kind, role, and its errors and decisions (already attributed to turns and calls)."""
+    """The key of a session's rows on the archive-wide Failures and Decisions pages: its
+    name, kind, role, and its failures and decisions (already attributed to turns and
+    calls)."""
     values = (
         summary.name,
         summary.kind,
         summary.role,
-        summary.error_events,
+        summary.failure_events,
         summary.decision_events,
     )
     return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()

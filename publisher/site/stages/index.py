@@ -36,6 +36,7 @@ from ..index import (
     redaction_note,
     render_index,
     shard_bytes,
+    shard_rows,
 )
 from .write import write_files
 
@@ -79,10 +80,10 @@ def index(
         else 0
     )
     shards = [urls.row_shard_path(i, count) for i in range(count)]
-    todo = _todo(files, shards, None if full else _lanes(catalog.touched_lanes(), count))
+    todo = _todo(files, shards, None if full else _lanes(_touched(catalog, graph), count))
     for i in range(count):
         if i in todo:
-            files.emit(shards[i], shard_bytes(i, catalog.shard_rows(i, count)))
+            files.emit(shards[i], shard_bytes(i, shard_rows(catalog, graph, i, count)))
     tree_html = ""
     if shards:
         if full or catalog.meta.graph != graph_key or not files.keeps(TREE_PAGE):
@@ -103,6 +104,7 @@ def index(
         first_rows=first_rows,
         shards=shards,
         tree_html=tree_html,
+        graph=graph,
     )
     files.emit("index.html", encode_display(page))
     del page
@@ -151,6 +153,22 @@ def _tree(ctx: BuildContext, graph: Graph, graph_key: str) -> str:
         html = ctx.renderer.render_index_tree(delegation_tree(graph))
         graph.catalog.keep("tree", graph_key, html)
     return html
+
+
+def _touched(catalog: Catalog, graph: Graph) -> set[int]:
+    """The lanes of the sessions this build set or dropped, and of the sessions above them
+    (a row counts the failures of the sessions below it: :func:`..index.rolled_up`); a
+    gone session's callers are found by the parent its last row named."""
+    lanes = set(catalog.touched_lanes())
+    names: set[str] = set()
+    for name, parent in catalog.touched_names():
+        names.add(name)
+        if parent:
+            names.add(parent)
+    above = set(names)
+    for name in sorted(names):
+        above |= graph.ancestors(name)
+    return lanes | catalog.lanes_of(sorted(above))
 
 
 def _lanes(lanes: Iterable[int], count: int) -> set[int]:
