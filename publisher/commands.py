@@ -283,3 +283,40 @@ def preview(ctx: Context, name: str) -> Iterator[str]:
         if e.loads and e.parent_id == session.session_name
     )
     yield from console.preview_lines(session, children)
+
+
+@dataclass(slots=True)
+class RedactReport:
+    """What ``polyglav redact-report`` found."""
+
+    lines: list[str]
+    """One terminal-safe line per secret: session, turn, field, kind, masked preview."""
+    summary: str
+    """``12 secrets in 3 of 40 sessions (…)`` or ``no secret found in 40 sessions``."""
+    warnings: list[str] = field(default_factory=list)
+    """Files that do not load (with ``--all``), one line each."""
+
+
+def redact_report(ctx: Context, target: str | None, redactor: Redactor) -> RedactReport:
+    """Every secret ``redactor`` would replace in the session ``target`` (None: in every
+    session file of the archive), with where it is and a masked preview."""
+    from .loader import SessionLoadError
+    from .render.text import terminal_safe
+    from .secret_report import describe, secret_findings
+
+    warnings: list[str] = []
+    if target is not None:
+        sessions = [ctx.archive.resolve(target)]
+    else:
+        sessions = []
+        for path in ctx.archive.files():
+            try:
+                sessions.append(ctx.archive.read(path))
+            except SessionLoadError as exc:
+                warnings.append(terminal_safe(f"{exc.file_name}: does not load: {exc.reason}"))
+    found = [f for session in sessions for f in secret_findings(session, redactor)]
+    lines = []
+    for f in found:
+        kept = " (kept as written by --redact: a session identifier)" if f.kept else ""
+        lines.append(terminal_safe(f"{f.session} {f.where} {f.field}: {f.kind}{kept}: {f.preview}"))
+    return RedactReport(lines, describe(found, len(sessions)), warnings)

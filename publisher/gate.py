@@ -14,6 +14,9 @@ kind                    found when
 ``truncated``           a turn whose status is ``truncated``
 ``cancelled``           a turn whose status is ``cancelled``
 ``running``             a turn whose status is ``running`` (the run never finished)
+``secret``              a credential in the text (what ``--redact`` would replace, or a
+                        session name ``--redact`` keeps): looked for only when asked, since
+                        it runs every redaction rule over every string (:mod:`.secret_report`)
 ======================  =================================================================
 
 **Counted once.** One thing that went wrong is one finding, of the kind that says the most
@@ -57,7 +60,18 @@ KINDS: tuple[str, ...] = (
     "truncated",
     "cancelled",
     "running",
+    "secret",
 )
+#: The kinds read from what the log records (every kind but ``secret``): those a report
+#: lists when no ``--fail-on`` asks for more, and ``check``'s default.
+EVENT_KINDS: tuple[str, ...] = KINDS[:-1]
+
+
+def listed_kinds(gated: Collection[str] | None) -> tuple[str, ...]:
+    """The kinds a report lists for a gate on ``gated``: the event kinds, and ``secret``
+    when the gate asks for it."""
+    return KINDS if gated is not None and "secret" in gated else EVENT_KINDS
+
 
 #: Turn statuses that are findings, with the kind each one is and the message it gets.
 STATUS_FINDINGS = {
@@ -176,7 +190,7 @@ def session_tree(root: Session, load: Loader | None = None) -> list[Member]:
 
 
 def findings(
-    root: Session, kinds: Collection[str] = KINDS, load: Loader | None = None
+    root: Session, kinds: Collection[str] = EVENT_KINDS, load: Loader | None = None
 ) -> list[Finding]:
     """The findings of ``kinds`` in ``root`` and, unless ``load`` is None, its sub-sessions.
 
@@ -190,7 +204,7 @@ def findings(
 
 
 def session_findings(
-    session: Session, kinds: Collection[str] = KINDS, audit: Audit | None = None
+    session: Session, kinds: Collection[str] = EVENT_KINDS, audit: Audit | None = None
 ) -> list[Finding]:
     """The findings of ``kinds`` in one session (its sub-sessions are not read; ``audit``:
     the session's :class:`.audit.Audit`, when the caller has it)."""
@@ -244,8 +258,27 @@ def session_findings(
             )
             add(seq, found)
             seq += 1
+    if "secret" in wanted:
+        for found in _secrets(session):
+            add(seq, found)
+            seq += 1
     keyed.sort(key=lambda item: item[0])
     return [finding for _, finding in keyed]
+
+
+def _secrets(session: Session) -> list[Finding]:
+    """A finding for each credential left in ``session`` (the default redaction rules;
+    the rules are loaded on the first use)."""
+    from .redact import Redactor
+    from .secret_report import secret_findings
+
+    out = []
+    for found in secret_findings(session, Redactor.create()):
+        kept = " (a session identifier: --redact keeps it)" if found.kept else ""
+        message = f"secret {found.kind} in {found.field}{kept}: {one_line(found.preview)}"
+        out.append(Finding(session.session_name, "secret", found.turn, message, found.position,
+                           found.part))  # fmt: skip
+    return out
 
 
 def _tool_error(session: str, turn: Turn, position: int, number: int, part: ToolPart) -> Finding:

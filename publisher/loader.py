@@ -413,15 +413,20 @@ def check_inside(path: Path, folder: Path) -> None:
 
 def read_session(path: Path, folder: Path | None = None) -> Session:
     """Read and parse one session file; ``folder`` confines symlinks to the sessions folder."""
-    check_inside(path, folder if folder is not None else path.parent)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise SessionLoadError(path.name, f"cannot read: {exc.strerror or exc}") from None
+    data = read_session_bytes(path, folder)
     text = decode_session_bytes(data, path.name)
     del data  # not held while the JSON is parsed
     return parse_session_text(text, path.name)
+
+
+def read_session_bytes(path: Path, folder: Path | None = None) -> bytes:
+    """The bytes of one session file; ``folder`` confines symlinks to the sessions folder."""
+    check_inside(path, folder if folder is not None else path.parent)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SessionLoadError(path.name, f"cannot read: {exc.strerror or exc}") from None
 
 
 def file_stamp(path: Path | str) -> tuple[int, int]:

@@ -11,15 +11,16 @@ as the export does.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from . import refs
-from .loader import read_session
+from .loader import decode_session_bytes, parse_session_text, read_session, read_session_bytes
 from .model import Session
-from .redact import Redactor, describe_counts, identifier_findings, redact_session
+from .redact import RedactionRecord, Redactor, describe_counts, identifier_findings, redact_recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,9 @@ class Prepared:
     """Every ``#id`` / ``session:name`` reference written in its texts."""
     warnings: tuple[str, ...] = field(default=())
     """Lines for the user, each starting with the file name."""
+    record: RedactionRecord | None = None
+    """What redaction replaced, to redact the same file again without looking for
+    anything (:func:`prepare_file`); None when redaction is off."""
 
     @property
     def redaction_note(self) -> str | None:
@@ -46,23 +50,41 @@ class Prepared:
         return sum(self.redacted.values()) if self.redacted is not None else 0
 
 
-def prepare(session: Session, redactor: Redactor | None) -> Prepared:
+def prepare(
+    session: Session,
+    redactor: Redactor | None,
+    source: str = "",
+    record: RedactionRecord | None = None,
+) -> Prepared:
     """Redact ``session`` (when ``redactor`` is given), find its references, collect its
-    warnings."""
+    warnings. ``source``: the SHA-256 of the bytes of the file ``session`` was parsed from;
+    ``record``: what redacting those bytes replaced before (then nothing is looked for:
+    :func:`.redact.redact_recorded`)."""
     warnings = name_warnings(session)
     counts: Counter[str] | None = None
+    done: RedactionRecord | None = None
     if redactor is not None:
-        session, counts = redact_session(session, redactor)
+        session, done = redact_recorded(session, redactor, source, record)
+        counts = Counter(done.counts)
         warnings.extend(
             f"{session.file_name}: {finding}" for finding in identifier_findings(session, redactor)
         )
-    return Prepared(session, counts, frozenset(session_refs(session)), tuple(warnings))
+    return Prepared(session, counts, frozenset(session_refs(session)), tuple(warnings), done)
 
 
-def prepare_file(path: Path, folder: Path, redactor: Redactor | None) -> Prepared:
+def prepare_file(
+    path: Path, folder: Path, redactor: Redactor | None, record: RedactionRecord | None = None
+) -> Prepared:
     """:func:`prepare` of the session file ``path`` of the sessions folder ``folder``;
-    raises :class:`~.loader.SessionLoadError` when it does not load."""
-    return prepare(read_session(path, folder), redactor)
+    raises :class:`~.loader.SessionLoadError` when it does not load. ``record``: what
+    redacting the file replaced when it was read before (used if its bytes are the same)."""
+    if redactor is None:
+        return prepare(read_session(path, folder), None)
+    data = read_session_bytes(path, folder)
+    source = hashlib.sha256(data).hexdigest() if record is not None else ""
+    text = decode_session_bytes(data, path.name)
+    del data  # not held while the JSON is parsed
+    return prepare(parse_session_text(text, path.name), redactor, source, record)
 
 
 def session_refs(session: Session) -> set[str]:

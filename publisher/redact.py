@@ -13,10 +13,15 @@ runs) and joined (a line break plus indentation, or a backslash-newline, removed
 match in a view is mapped back to the span of the original text it came from, so a
 JSON-escaped private key or a token wrapped over two lines is replaced whole.
 
-Every pattern starts with a literal (so the regex engine scans for it quickly), checks
-its left boundary with a fixed-width look-behind placed after the literal, and uses only
-possessive or bounded quantifiers: a scan is linear in the length of the text. See
-``docs/redaction.md`` for the rules and their limits.
+The rules: the built-in ones here, the rule set's (:mod:`.secret_rules`, gitleaks' default
+configuration) and the assignments by name (:mod:`.assignments`). One RE2 set, matched once
+per view, holds every rule's keywords or prefixes and what calls for each view, and says
+which rules run (:class:`_Detector`). The rule set's rules and the assignments are RE2
+patterns: linear in the text whatever they say. Every built-in pattern starts with a
+literal (so the regex engine scans for it quickly), checks its left boundary with a
+fixed-width look-behind placed after the literal, and uses only possessive or bounded
+quantifiers: a scan is linear in the length of the text. See ``docs/redaction.md`` for the
+rules and their limits.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import re
 from array import array
 from bisect import bisect_left, bisect_right
@@ -33,10 +39,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .model import JSON, Image, Session
+import re2
 
-#: Every kind a marker can name, most specific first (the first wins when spans overlap).
-KINDS = (
+from . import assignments
+from .model import JSON, Image, Session
+from .secret_rules import ProviderRule, RuleSet, load_rule_set, looser
+
+#: The built-in kinds, named before any provider rule's: when detections overlap, the
+#: marker names the first of their kinds in :attr:`Redactor.kinds` (the most specific).
+BUILTIN_KINDS = (
     "private-key",
     "anthropic",
     "openai",
@@ -52,10 +63,14 @@ KINDS = (
     "url-password",
     "bearer",
     "basic-auth",
-    "listed-value",
 )
-_PRIO = {kind: prio for prio, kind in enumerate(KINDS)}
-_LISTED = _PRIO["listed-value"]
+#: Provider rules named after every other rule (their name says least about the secret).
+GENERIC_RULES = ("generic-api-key",)
+LISTED_KIND = "listed-value"
+#: The kinds of a redactor without provider rules, in the order markers prefer them; a
+#: redactor's kinds (:attr:`Redactor.kinds`) have its rule set's rules after the built-in
+#: ones, and its generic ones after the assignments.
+KINDS = (*BUILTIN_KINDS, assignments.KIND, LISTED_KIND)
 
 #: Session fields kept as written: they name pages and files and are link targets.
 IDENTIFIER_FIELDS = frozenset({"session_name", "session_id", "file_name"})
@@ -63,14 +78,15 @@ IDENTIFIER_FIELDS = frozenset({"session_name", "session_id", "file_name"})
 MIN_VALUE_LENGTH = 4
 #: Redaction runs until nothing more is found, at most this many times per text.
 MAX_PASSES = 16
+#: A text shorter than this holds no secret any rule finds (the shortest: an assigned
+#: value of 8 characters with its name; gitleaks' rules all need more), so a walk does
+#: not look at it (unless values are listed: they may be as short as 4).
+SHORTEST_SECRET = 8
 
 
 def marker(kind: str) -> str:
     """The visible text that replaces a secret of ``kind``."""
     return f"[REDACTED:{kind}]"
-
-
-_MARKER_RE = re.compile(r"\[REDACTED:(?:" + "|".join(map(re.escape, KINDS)) + r")\]")
 
 
 # --------------------------------------------------------------------------------------
@@ -113,21 +129,20 @@ def _bearer_ok(value: str) -> bool:
 class _Rule:
     """A pattern; the named group ``s`` (when present) is the secret, the rest context."""
 
-    prio: int
+    kind: str
     regex: re.Pattern[str]
     check: Callable[[str], bool] | None = None
     strip_dots: bool = False
 
-    def spans(self, text: str) -> Iterable[Span]:
+    def spans(self, text: str, prio: int) -> Iterable[Span]:
         has_group = "s" in self.regex.groupindex
         if self.check is None and not self.strip_dots:
-            prio = self.prio
             if has_group:
                 return [(*m.span("s"), prio) for m in self.regex.finditer(text)]
             return [(*m.span(), prio) for m in self.regex.finditer(text)]
-        return self._checked(text, has_group)
+        return self._checked(text, has_group, prio)
 
-    def _checked(self, text: str, has_group: bool) -> Iterator[Span]:
+    def _checked(self, text: str, has_group: bool, prio: int) -> Iterator[Span]:
         for match in self.regex.finditer(text):
             start, end = match.span("s") if has_group else match.span()
             if self.strip_dots:
@@ -136,7 +151,7 @@ class _Rule:
             if self.check is not None and not self.check(text[start:end]):
                 continue
             if end > start:
-                yield start, end, self.prio
+                yield start, end, prio
 
 
 # Left boundaries. A token whose body is unbounded must not follow a character its body
@@ -151,7 +166,7 @@ def _token(
 ) -> _Rule:
     """A token that starts with the literal ``prefix`` (plus fixed-width ``tail``)."""
     literal = re.escape(prefix) + tail
-    return _Rule(_PRIO[kind], re.compile(f"{literal}(?<!{edge}{literal}){body}{after}"))
+    return _Rule(kind, re.compile(f"{literal}(?<!{edge}{literal}){body}{after}"))
 
 
 _TOK = r"[A-Za-z0-9_-]"
@@ -168,7 +183,7 @@ def _aws_secret_rules() -> list[_Rule]:
     rules = []
     for anchor, access in (("ccess", "[Aa]ccess"), ("CCESS", "ACCESS")):
         behind = f"(?:(?<={secret}[_-]{access})|(?<={secret}{access}))"
-        rules.append(_Rule(_PRIO["aws-secret"], re.compile(anchor + behind + value)))
+        rules.append(_Rule("aws-secret", re.compile(anchor + behind + value)))
     return rules
 
 
@@ -178,7 +193,7 @@ def _bearer_rules() -> list[_Rule]:
         regex = re.compile(
             word + f"(?<![A-Za-z0-9_]{word})" + r"[ \t]++(?P<s>[A-Za-z0-9._~+/-]++=*+)"
         )
-        rules.append(_Rule(_PRIO["bearer"], regex, check=_bearer_ok, strip_dots=True))
+        rules.append(_Rule("bearer", regex, check=_bearer_ok, strip_dots=True))
     return rules
 
 
@@ -191,7 +206,7 @@ def _basic_rules() -> list[_Rule]:
             + r"[\"']?[ \t]*+[:=][ \t]*+[\"']?(?:Basic|basic|BASIC)[ \t]++"
             + r"(?P<s>[A-Za-z0-9+/]{8,}+=*+)"
         )
-        rules.append(_Rule(_PRIO["basic-auth"], regex, check=_basic_ok))
+        rules.append(_Rule("basic-auth", regex, check=_basic_ok))
     return rules
 
 
@@ -208,35 +223,70 @@ _URL_PASSWORD_RE = re.compile(
 )
 
 
-_RULES: tuple[_Rule, ...] = (
-    _token("anthropic", "sk-ant-", _TOK + "{20,}+"),
-    _Rule(_PRIO["openai"], re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)" + _OPENAI_BODY)),
-    _token("aws-access-key", "AKIA", "[A-Z0-9]{16}", "(?![A-Za-z0-9])", _ALNUM_EDGE),
-    _token("aws-access-key", "ASIA", "[A-Z0-9]{16}", "(?![A-Za-z0-9])", _ALNUM_EDGE),
-    *_aws_secret_rules(),
-    _token("github", "gh", "[A-Za-z0-9]{36,255}+", "(?![A-Za-z0-9_])", _ALNUM_EDGE, "[pousr]_"),
-    _token("github", "github_pat_", "[A-Za-z0-9_]{22,255}+", "(?![A-Za-z0-9_])", _ALNUM_EDGE),
-    *(_token("gitlab", p, _TOK + "{20,}+") for p in ("glpat-", "gldt-", "glrt-", "glptt-")),
-    _Rule(
-        _PRIO["slack-webhook"],
-        re.compile(
-            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{16,}+)"
+#: The built-in rules, each with the literals that must occur for it to run (its anchors:
+#: the trigger set of :class:`_Detector` looks for every anchor in one pass).
+_BUILTINS: tuple[tuple[tuple[str, ...], tuple[_Rule, ...]], ...] = (
+    (("sk-",), (_token("anthropic", "sk-ant-", _TOK + "{20,}+"),)),
+    (
+        ("sk-",),
+        (_Rule("openai", re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)" + _OPENAI_BODY)),),
+    ),
+    (
+        ("AKIA", "ASIA"),
+        (
+            _token("aws-access-key", "AKIA", "[A-Z0-9]{16}", "(?![A-Za-z0-9])", _ALNUM_EDGE),
+            _token("aws-access-key", "ASIA", "[A-Z0-9]{16}", "(?![A-Za-z0-9])", _ALNUM_EDGE),
         ),
     ),
-    _token("slack", "xox", "[A-Za-z0-9-]{10,}+", tail="[abprs]-"),
-    *(
-        _token("stripe", p, "[A-Za-z0-9]{16,}+", "(?![A-Za-z0-9_])")
-        for p in ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_")
+    (("ccess", "CCESS"), tuple(_aws_secret_rules())),
+    (
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        (
+            _token(
+                "github", "gh", "[A-Za-z0-9]{36,255}+", "(?![A-Za-z0-9_])", _ALNUM_EDGE, "[pousr]_"
+            ),
+            _token(
+                "github", "github_pat_", "[A-Za-z0-9_]{22,255}+", "(?![A-Za-z0-9_])", _ALNUM_EDGE
+            ),
+        ),
     ),
-    _token("google-api-key", "AIza", _TOK + "{35}", _NOT_TOK, _ALNUM_EDGE),
-    _token(
-        "jwt",
-        "eyJ",
-        _TOK + r"{7,}+\." + _TOK + r"{8,}+\." + _TOK + r"*+(?:\." + _TOK + r"++){0,2}+",
+    (
+        ("glpat-", "gldt-", "glrt-", "glptt-"),
+        tuple(_token("gitlab", p, _TOK + "{20,}+") for p in ("glpat-", "gldt-", "glrt-", "glptt-")),
     ),
-    _Rule(_PRIO["url-password"], _URL_PASSWORD_RE),
-    *_bearer_rules(),
-    *_basic_rules(),
+    (
+        ("hooks.slack.com/",),
+        (
+            _Rule(
+                "slack-webhook",
+                re.compile(
+                    r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{16,}+)"
+                ),
+            ),
+        ),
+    ),
+    (("xox",), (_token("slack", "xox", "[A-Za-z0-9-]{10,}+", tail="[abprs]-"),)),
+    (
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
+        tuple(
+            _token("stripe", p, "[A-Za-z0-9]{16,}+", "(?![A-Za-z0-9_])")
+            for p in ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_")
+        ),
+    ),
+    (("AIza",), (_token("google-api-key", "AIza", _TOK + "{35}", _NOT_TOK, _ALNUM_EDGE),)),
+    (
+        ("eyJ",),
+        (
+            _token(
+                "jwt",
+                "eyJ",
+                _TOK + r"{7,}+\." + _TOK + r"{8,}+\." + _TOK + r"*+(?:\." + _TOK + r"++){0,2}+",
+            ),
+        ),
+    ),
+    (("://",), (_Rule("url-password", _URL_PASSWORD_RE),)),
+    (("Bearer", "bearer", "BEARER"), tuple(_bearer_rules())),
+    (("uthorization", "UTHORIZATION"), tuple(_basic_rules())),
 )
 
 # Private key blocks: header, body of base64 lines and "Key: value" lines (plain, with
@@ -251,8 +301,7 @@ _PEM_BODY_RE = re.compile(
 _B64_RUN_RE = re.compile(r"[A-Za-z0-9+/=]{16,}+")
 
 
-def _private_key_spans(text: str) -> Iterator[Span]:
-    prio = _PRIO["private-key"]
+def _private_key_spans(text: str, prio: int) -> Iterator[Span]:
     pos = 0
     while True:
         begin = _PEM_BEGIN_RE.search(text, pos)
@@ -272,15 +321,361 @@ def _private_key_spans(text: str) -> Iterator[Span]:
         pos = stop
 
 
-def _detect(text: str, listed: tuple[re.Pattern[str], ...], rules: bool = True) -> Iterator[Span]:
-    if rules:
-        if "-----BEGIN " in text:
-            yield from _private_key_spans(text)
-        for rule in _RULES:
-            yield from rule.spans(text)
-    for pattern in listed:
-        for match in pattern.finditer(text):
-            yield match.start(), match.end(), _LISTED
+# --------------------------------------------------------------------------------------
+# The detector: every rule of a redactor, and the one pass that says which may match.
+
+#: UTF-8 continuation bytes (a character's bytes but its first).
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def _char_offsets(data: bytes, offsets: Iterable[int]) -> dict[int, int]:
+    """Byte offsets of ``data`` (a text as UTF-8) as offsets of the text's characters."""
+    chars: dict[int, int] = {}
+    pos = continuation = 0
+    for offset in sorted(set(offsets)):
+        chunk = data[pos:offset]
+        continuation += len(chunk) - len(chunk.translate(None, _UTF8_CONTINUATION))
+        chars[offset] = offset - continuation
+        pos = offset
+    return chars
+
+
+def _char_spans(data: bytes, text: str, spans: list[Span]) -> list[Span]:
+    """Byte spans of ``data`` (``text`` as UTF-8) as character spans of ``text``."""
+    if len(data) == len(text):
+        return spans
+    chars = _char_offsets(data, (offset for start, end, _ in spans for offset in (start, end)))
+    return [(chars[start], chars[end], prio) for start, end, prio in spans]
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One rule (or a group of built-in rules) the trigger pass can ask to run."""
+
+    builtins: tuple[tuple[_Rule, int], ...] = ()
+    """Built-in rules with the priority of their kind (Python ``re`` on the text)."""
+    private_key: int = -1
+    """The priority of ``private-key`` when this job is the private-key scan, else -1."""
+    provider: ProviderRule | None = None
+    """A rule of the rule set (RE2 on the text's UTF-8 bytes)."""
+    assignments: bool = False
+    """The assignments by name (RE2 on the bytes)."""
+    prio: int = 0
+    """The priority of the provider rule's or the assignments' kind."""
+    placeholders: bool = False
+    """Drop what :func:`.assignments.is_placeholder` calls a placeholder (generic rules)."""
+
+
+#: A line break the strict joined view may remove (RE2), with the token character
+#: before it: a backslash-newline before a token character, or a newline, indentation
+#: and a run of token characters that is not all lowercase (:data:`_STRICT_JOIN_RE`
+#: decides).
+_BREAK_CANDIDATE = (
+    r"[A-Za-z0-9+/=_.-](?:\\\r?\n[ \t]*[A-Za-z0-9+/_-]|\r?\n[ \t]+[a-z._-]*[A-Z0-9+/])"
+)
+#: Set patterns that say which views of a text to derive (see :class:`_View`).
+_VIEW_TRIGGERS = (
+    ("json", r"\\(?:u[0-9A-Fa-f]{4}|[\"\\/bfnrt])", "\\n"),
+    ("url", r"%[0-9A-Fa-f]{2}", "%2F"),
+    ("join", _BREAK_CANDIDATE, "a\n  A"),
+)
+#: Texts this long or longer first ask one RE2 set of the hot rules which of them match
+#: at all (one pass instead of one a rule; see :class:`_Hot`); shorter ones run the rules
+#: their keywords chose one by one.
+HOT_MIN_BYTES = 2048
+#: Most rules in the hot set (a larger one makes RE2's DFA thrash).
+HOT_MAX_RULES = 12
+#: After this many long texts, which jobs are hot is no longer counted.
+HOT_SETTLED = 4096
+
+
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    options.log_errors = False
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """What the detector found in one view's text."""
+
+    spans: list[Span]
+    """Character spans holding a secret or a listed value, with the kind's priority."""
+    data: bytes
+    """The text as UTF-8 (surrogates passed through), empty when the rules did not run."""
+    views: frozenset[str]
+    """Which of :data:`_VIEW_TRIGGERS` occur: the views worth deriving from this text."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Trigger:
+    """An RE2 set run once over a text, and what each of its patterns means."""
+
+    set: re2.Set
+    """The patterns; the first, ``\\A``, matches every text (when it is missing from an
+    answer, RE2 gave up)."""
+    jobs: tuple[tuple[int, ...], ...]
+    """For each pattern, the jobs it starts (a keyword, an anchor)."""
+    views: tuple[str | None, ...]
+    """For each pattern, the view it calls for, or None."""
+    matches: tuple[int, ...]
+    """For each pattern, the hot job whose (looser) pattern it is, or -1."""
+    hot: frozenset[int]
+    """The hot jobs (their keywords are not in the set)."""
+    patterns: tuple[str, ...]
+    """The patterns as added (kept for the base trigger, which others are made from)."""
+
+
+class _Hot:
+    """The RE2 jobs long texts choose most, their patterns added to the trigger set.
+
+    Most of a long text's bytes go to the few rules whose keywords are everyday words
+    (``key``, ``token``, ``ey``, ``s.``, ``sk``…): each would be one more pass over the
+    text. Added to the trigger set, their whole patterns cost almost nothing more in the
+    pass the text gets anyway, and say which of them match at all: only those run
+    (usually none). Which jobs are hot is counted from the long texts seen (chosen by at
+    least a tenth of them, at most :data:`HOT_MAX_RULES`), decided again after 16, 64,
+    256… of them. This only decides what is skipped for sure: what is found never depends
+    on it (the same secrets, whatever the order of the texts).
+    """
+
+    __slots__ = ("_counts", "_hot", "_next", "_seen", "_sets")
+
+    def __init__(self) -> None:
+        self._counts: Counter[int] = Counter()
+        self._seen = 0
+        self._next = 16
+        self._hot: tuple[int, ...] = ()
+        self._sets: dict[tuple[int, ...], _Trigger | None] = {}
+
+    def trigger(self, detector: _Detector) -> _Trigger | None:
+        """The trigger for long texts with the hot jobs' patterns (None while no job is
+        hot)."""
+        hot = self._hot
+        if not hot:
+            return None
+        if hot not in self._sets:
+            self._sets[hot] = detector.trigger_with(hot)
+        return self._sets[hot]
+
+    def count(self, chosen: set[int], detector: _Detector) -> None:
+        """Count the RE2 jobs one long text chose (and decide the hot ones when due; after
+        :data:`HOT_SETTLED` long texts they are settled)."""
+        if self._seen >= HOT_SETTLED:
+            return
+        self._seen += 1
+        self._counts.update(chosen & detector.re2_jobs)
+        if self._seen >= self._next:
+            self._next *= 4
+            floor = self._seen / 10
+            ranked = [n for n, c in self._counts.most_common(HOT_MAX_RULES) if c >= floor]
+            self._hot = tuple(sorted(ranked))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Detector:
+    """Every rule of a redactor, and the trigger pass: one RE2 set of every provider
+    keyword (any case), every built-in rule's anchors, the assignment words and the view
+    triggers, matched once per text, says which rules run on it and which views of it
+    are worth deriving."""
+
+    rule_set: RuleSet
+    """The provider rules."""
+    kinds: tuple[str, ...]
+    """Every kind a marker can name, in the order markers prefer them."""
+    marker_re: re.Pattern[str]
+    """A marker of any of :attr:`kinds`."""
+    base: _Trigger
+    """The trigger: every keyword, anchor, the assignment words and view triggers."""
+    always: tuple[int, ...]
+    """Jobs that run on every text (provider rules without keywords)."""
+    jobs: tuple[_Job, ...]
+    """Every job."""
+    join_candidates: re2._Regexp
+    """The RE2 pattern of a line break the strict joined view may remove."""
+    hot: _Hot = field(default_factory=lambda: _Hot())
+    """The RE2 jobs long texts choose most, and their set (a cache, see :class:`_Hot`)."""
+    re2_jobs: frozenset[int] = frozenset()
+    """The jobs that run RE2 patterns (the rule set's rules, the assignments)."""
+
+    def re2_patterns(self, number: int) -> tuple[str, ...]:
+        """The RE2 patterns of job ``number`` (none for a built-in job)."""
+        job = self.jobs[number]
+        if job.provider is not None:
+            return (job.provider.scan,)
+        return assignments.PATTERNS if job.assignments else ()
+
+    @classmethod
+    def of(cls, rule_set: RuleSet) -> _Detector:
+        providers = [r for r in rule_set.rules if r.id not in GENERIC_RULES]
+        generic = [r for r in rule_set.rules if r.id in GENERIC_RULES]
+        ordered = [*BUILTIN_KINDS, *(r.id for r in providers), assignments.KIND]
+        ordered += [*(r.id for r in generic), LISTED_KIND]
+        kinds = tuple(dict.fromkeys(ordered))
+        prio = {kind: i for i, kind in enumerate(kinds)}
+        patterns: dict[str, list[int]] = {r"\A": []}
+        probes: dict[str, str] = {r"\A": ""}
+        view_patterns: dict[str, str] = {}
+        jobs: list[_Job] = []
+        always: list[int] = []
+
+        def add(job: _Job, triggers: Iterable[tuple[str, str]]) -> None:
+            """``job`` runs when one of ``triggers`` (pattern, a text it finds) occurs."""
+            jobs.append(job)
+            listed = list(triggers)
+            if not listed:
+                always.append(len(jobs) - 1)
+            for pattern, probe in listed:
+                patterns.setdefault(pattern, []).append(len(jobs) - 1)
+                probes[pattern] = probe
+
+        def literally(words: Iterable[str], case: str = "") -> list[tuple[str, str]]:
+            return [(case + re2.escape(word), word) for word in words]
+
+        add(_Job(private_key=prio["private-key"]), literally(["-----BEGIN "]))
+        for anchors, rules in _BUILTINS:
+            job = _Job(builtins=tuple((rule, prio[rule.kind]) for rule in rules))
+            add(job, literally(anchors))
+        for rule in rule_set.rules:
+            job = _Job(provider=rule, prio=prio[rule.id], placeholders=rule.id in GENERIC_RULES)
+            add(job, literally(rule.keywords, "(?i)"))
+        add(
+            _Job(assignments=True, prio=prio[assignments.KIND]),
+            [(assignments.TRIGGER, assignments.TRIGGER_PROBE)],
+        )
+        for view, pattern, probe in _VIEW_TRIGGERS:
+            patterns.setdefault(pattern, [])
+            probes[pattern] = probe
+            view_patterns[pattern] = view
+        trigger = re2.Set.SearchSet(_re2_options())
+        for pattern in patterns:
+            trigger.Add(pattern)
+        trigger.Compile()
+        found = trigger.Match(" ".join(probes.values()).encode()) or []
+        if len(found) != len(patterns):  # RE2 ran out of memory: fail loudly, never skip rules
+            raise RuntimeError("the redaction trigger set does not see every keyword")
+        marker_re = re.compile(r"\[REDACTED:(?:" + "|".join(map(re.escape, kinds)) + r")\]")
+        base = _Trigger(
+            trigger,
+            tuple(tuple(found) for found in patterns.values()),
+            tuple(view_patterns.get(pattern) for pattern in patterns),
+            (-1,) * len(patterns),
+            frozenset(),
+            tuple(patterns),
+        )
+        join = re2.compile(_BREAK_CANDIDATE, _re2_options())
+        re2_jobs = frozenset(
+            n for n, job in enumerate(jobs) if job.provider is not None or job.assignments
+        )
+        return cls(
+            rule_set, kinds, marker_re, base, tuple(always), tuple(jobs), join, re2_jobs=re2_jobs
+        )
+
+    def detect(self, text: str, listed: tuple[re.Pattern[str], ...], rules: bool) -> _Scan:
+        """The spans of ``text`` holding a secret (with ``rules``) or a listed value."""
+        out: list[Span] = []
+        data = b""
+        views: set[str] = set()
+        if rules:
+            data = text.encode("utf-8", "surrogatepass")
+            chosen = self._chosen(text, data, views)
+            if chosen:
+                byte_spans: list[Span] = []
+                for number in chosen:
+                    self._run(self.jobs[number], text, data, out, byte_spans)
+                if byte_spans:
+                    out.extend(_char_spans(data, text, byte_spans))
+        if listed:
+            prio = len(self.kinds) - 1
+            for pattern in listed:
+                for match in pattern.finditer(text):
+                    out.append((match.start(), match.end(), prio))
+        return _Scan(out, data, frozenset(views))
+
+    def _chosen(self, text: str, data: bytes, views: set[str]) -> list[int]:
+        """The jobs to run on ``data`` (``text`` as UTF-8; into ``views``, the views it
+        calls for): the trigger pass, with the hot jobs' patterns for a long text (see
+        :class:`_Hot`)."""
+        long = len(data) >= HOT_MIN_BYTES
+        trigger = (self.hot.trigger(self) if long else None) or self.base
+        found = trigger.set.Match(data) or ()
+        if 0 not in found:
+            return list(range(len(self.jobs)))  # RE2 gave up (out of memory): run them all
+        chosen = set(self.always)
+        matching = []
+        for hit in found:
+            chosen.update(trigger.jobs[hit])
+            view = trigger.views[hit]
+            if view is not None:
+                views.add(view)
+            if trigger.matches[hit] >= 0:
+                matching.append(trigger.matches[hit])
+        if long:
+            self.hot.count(chosen | trigger.hot, self)
+        if matching:
+            lowered = text.lower()  # a hot rule runs only where one of its keywords is
+            for number in matching:
+                provider = self.jobs[number].provider
+                words = provider.keywords if provider is not None else ()
+                if not words or any(word in lowered for word in words):
+                    chosen.add(number)
+        return sorted(chosen)
+
+    def trigger_with(self, hot: tuple[int, ...]) -> _Trigger | None:
+        """The trigger set for long texts once ``hot`` jobs are known: their patterns
+        (:func:`.secret_rules.looser`) instead of their keywords, which occur in most texts
+        (when a pattern matches, the keywords are looked for in the text: only then).
+        None when RE2 refuses it."""
+        hot_set = frozenset(hot)
+        merged = re2.Set.SearchSet(_re2_options())
+        jobs: list[tuple[int, ...]] = []
+        views: list[str | None] = []
+        matches: list[int] = []
+        try:
+            for pattern, gated, view in zip(
+                self.base.patterns, self.base.jobs, self.base.views, strict=True
+            ):
+                kept = tuple(n for n in gated if n not in hot_set)
+                if pattern != r"\A" and not kept and view is None:
+                    continue
+                merged.Add(pattern)
+                jobs.append(kept)
+                views.append(view)
+                matches.append(-1)
+            for number in hot:
+                for pattern in self.re2_patterns(number):
+                    merged.Add(looser(pattern))  # counting costs the DFA dearly
+                    jobs.append(())
+                    views.append(None)
+                    matches.append(number)
+            merged.Compile()
+        except re2.error:
+            return None
+        return _Trigger(merged, tuple(jobs), tuple(views), tuple(matches), hot_set, ())
+
+    def _run(
+        self, job: _Job, text: str, data: bytes, out: list[Span], byte_spans: list[Span]
+    ) -> None:
+        if job.private_key >= 0:
+            out.extend(_private_key_spans(text, job.private_key))
+        for rule, prio in job.builtins:
+            out.extend(rule.spans(text, prio))
+        if job.provider is not None:
+            for start, end, whole in job.provider.findings(data, text, self.rule_set.allowlists):
+                if job.placeholders and assignments.is_placeholder(
+                    data[start:end].decode("utf-8", "surrogatepass")
+                ):
+                    continue
+                byte_spans.append((start, end, job.prio | _WHOLE if whole else job.prio))
+        if job.assignments:
+            byte_spans.extend((start, end, job.prio) for start, end in assignments.spans(data))
+
+
+@functools.cache
+def _detector(rule_set: RuleSet) -> _Detector:
+    """The detector of a rule set (made once per process: the set takes milliseconds)."""
+    return _Detector.of(rule_set)
 
 
 # --------------------------------------------------------------------------------------
@@ -454,38 +849,52 @@ _STRICT_JOIN_RE = _strict_join_pattern()
 _LOOSE_JOIN_RE = re.compile(r"(?:\\\r?\n|\r?\n)[ \t]*+(?=\S)")
 
 
-def _joined_view(view: _View, regex: re.Pattern[str], rules: bool) -> _View | None:
+def _loose_joined_view(view: _View) -> _View | None:
+    """``view`` without any line break and the indentation after it (for listed values)."""
     text = view.text
-    if "\n" not in text or regex.search(text) is None:
+    if "\n" not in text or _LOOSE_JOIN_RE.search(text) is None:
         return None
 
     def source() -> Iterator[tuple[int, int, int]]:
-        for match in regex.finditer(text):
+        for match in _LOOSE_JOIN_RE.finditer(text):
             yield match.start(), match.end(), 0
 
-    return _View(regex.sub("", text), view, source, rules=rules, listed=not rules)
+    return _View(_LOOSE_JOIN_RE.sub("", text), view, source, rules=False, listed=True)
 
 
-def _views(view: _View, listed: bool, json_depth: int = 0, url: bool = True) -> Iterator[_View]:
-    """``view`` and the views derived from it, the least transformed first."""
-    yield view
-    joined = _joined_view(view, _STRICT_JOIN_RE, rules=True)
-    if joined is not None:
-        yield joined
-    if listed:
-        joined = _joined_view(view, _LOOSE_JOIN_RE, rules=False)
-        if joined is not None:
-            yield joined
-    del joined
-    if json_depth < 2:
-        decoded = _json_view(view)
-        if decoded is not None:
-            yield from _views(decoded, listed, json_depth + 1, url)
-        del decoded
-    if url:
-        decoded = _url_view(view)
-        if decoded is not None:
-            yield from _views(decoded, listed, 2, False)
+def _strict_joined_view(view: _View, data: bytes, candidates: Any) -> _View | None:
+    """``view`` without the line breaks that wrap a token (:data:`_STRICT_JOIN_RE`).
+
+    RE2 finds where such a break may be (``candidates``, :data:`_BREAK_CANDIDATE`, on the
+    text's UTF-8 ``data``); the Python pattern, with its look-arounds, decides at each of
+    those places only.
+    """
+    starts = []
+    for found in candidates.finditer(data):
+        starts.append(found.start() + 1)
+        end = found.end()
+        if end < len(data) and data[end] in b"\\\r\n":
+            starts.append(end)  # the next break's token character was this match's last
+    if not starts:
+        return None
+    text = view.text
+    if len(data) != len(text):
+        chars = _char_offsets(data, starts)
+        starts = [chars[start] for start in starts]
+    units: list[tuple[int, int, int]] = []
+    for start in starts:
+        match = _STRICT_JOIN_RE.match(text, start)
+        if match is not None and match.end() > start and (not units or start >= units[-1][1]):
+            units.append((start, match.end(), 0))
+    if not units:
+        return None
+    pieces = []
+    pos = 0
+    for start, end, _ in units:
+        pieces.append(text[pos:start])
+        pos = end
+    pieces.append(text[pos:])
+    return _View("".join(pieces), view, lambda: units, rules=True, listed=False)
 
 
 # --------------------------------------------------------------------------------------
@@ -525,6 +934,29 @@ def _overlaps(starts: list[int], ends: list[int], start: int, end: int) -> bool:
     return i < len(starts) and starts[i] < end
 
 
+#: Set in a span's priority when a provider rule took its whole match as the secret.
+_WHOLE = 1 << 24
+
+
+def _trimmed(spans: list[Span], builtin: int) -> list[Span]:
+    """The spans, a provider rule's whole match that starts before a built-in detection
+    inside it starting there: a gitleaks rule without a group for its secret
+    (``hooks.slack.com/services/…``) takes its context too; the built-in rule keeps it
+    readable. The end is kept (a span longer on the right still hides all it found)."""
+    if not any(prio & _WHOLE for _, _, prio in spans):
+        return spans
+    inner = sorted(start for start, _, prio in spans if prio < builtin)
+    out = []
+    for start, end, prio in spans:
+        if prio & _WHOLE:
+            prio &= ~_WHOLE
+            i = bisect_right(inner, start)
+            if i < len(inner) and inner[i] < end:
+                start = inner[i]
+        out.append((start, end, prio))
+    return out
+
+
 def _groups(spans: list[Span]) -> list[Span]:
     """Overlapping spans as one span each, named after the most specific kind."""
     groups: list[Span] = []
@@ -537,17 +969,25 @@ def _groups(spans: list[Span]) -> list[Span]:
     return groups
 
 
-# Characters that may start a secret or an encoded/split form of one; a text with none
-# of them has nothing to redact (a fast path for the many short strings of a session).
-_TRIGGER_RE = re.compile(
-    r"[\n\\%]|sk-|sk_|rk_|AKIA|ASIA|ccess|CCESS|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt)-"
-    r"|hooks\.slack|xox|whsec_|AIza|eyJ|://|[Bb]earer|BEARER|uthorization|UTHORIZATION"
-    r"|-----BEGIN"
-)
-
-
 # --------------------------------------------------------------------------------------
 # The public API.
+
+#: What redacting a text replaced: for each pass, the (start, end, kind) of each span.
+Passes = tuple[tuple[tuple[int, int, str], ...], ...]
+
+
+def _apply(text: str, passes: Passes) -> str:
+    """``text`` with the spans of each pass replaced by their markers, pass after pass."""
+    for spans in passes:
+        pieces = []
+        pos = 0
+        for start, end, kind in spans:
+            pieces.append(text[pos:start])
+            pieces.append(marker(kind))
+            pos = end
+        pieces.append(text[pos:])
+        text = "".join(pieces)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -557,79 +997,129 @@ class Redactor:
     Build one with :meth:`create`. It keeps no count: :meth:`redact_text` adds what it
     replaced to the ``counts`` the caller passes, and :func:`redact_session` returns the
     counts of one session, so one redactor serves any number of sessions, threads or
-    builds.
+    builds. It pickles as its values and its rule set's path (a worker compiles the rules
+    once).
     """
 
     values: tuple[str, ...] = ()
     """The user-listed values, redacted wherever they appear (exact, case-sensitive)."""
+    rules: RuleSet | None = None
+    """The provider rules (None: the vendored gitleaks set, :func:`.load_rule_set`)."""
     _listed: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False)
     """The patterns of :attr:`values` (and their form-encoded variants)."""
+    _detector: _Detector | None = field(default=None, init=False, repr=False, compare=False)
+    """Every rule, compiled, and the trigger pass."""
 
     def __post_init__(self) -> None:
-        values = _check_values(self.values)
+        rules = self.rules if self.rules is not None else load_rule_set()
+        detector = _detector(rules)
+        values = _check_values(self.values, detector.kinds)
         patterns = []
         for value in values:
             patterns.append(re.compile(re.escape(value)))
             if " " in value:  # form encoding writes spaces as '+'
                 patterns.append(re.compile(re.escape(value.replace(" ", "+"))))
         object.__setattr__(self, "values", values)
+        object.__setattr__(self, "rules", rules)
         object.__setattr__(self, "_listed", tuple(patterns))
+        object.__setattr__(self, "_detector", detector)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return Redactor, (self.values, self.rules)
 
     @classmethod
-    def create(cls, extra_values: Iterable[str] = ()) -> Redactor:
-        """A redactor for the built-in kinds plus ``extra_values`` (e.g. from a file).
+    def create(cls, extra_values: Iterable[str] = (), rules: RuleSet | None = None) -> Redactor:
+        """A redactor for the built-in kinds, the rule set's rules (by default the vendored
+        gitleaks set) and the assignments by name, plus ``extra_values`` (e.g. from a file).
 
         Raises ValueError for a value shorter than :data:`MIN_VALUE_LENGTH` or one that a
         redaction marker contains (it would make redaction undo itself).
         """
-        return cls(values=tuple(extra_values))
+        return cls(values=tuple(extra_values), rules=rules)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every kind a marker can name, in the order markers prefer them."""
+        return self._engine.kinds
+
+    @property
+    def _engine(self) -> _Detector:
+        assert self._detector is not None
+        return self._detector
 
     def identity(self) -> bytes:
         """What makes two redactors redact alike (part of the site build's key; the values
         are hashed there, never stored)."""
-        return b"redact\0" + "\0".join(self.values).encode("utf-8", "surrogatepass")
+        rules = self._engine.rule_set.digest.encode()
+        values = "\0".join(self.values).encode("utf-8", "surrogatepass")
+        return b"redact\0" + rules + b"\0" + values
 
     def redact_text(self, text: str, counts: Counter[str] | None = None) -> str:
         """``text`` with every secret replaced by ``[REDACTED:<kind>]``, each one added to
         ``counts`` by kind when given."""
+        passes = self._passes(text)
+        if passes is None:
+            return text
+        if counts is not None:
+            counts.update(kind for spans in passes for _, _, kind in spans)
+        return _apply(text, passes)
+
+    def _passes(self, text: str) -> Passes | None:
+        """What redacting ``text`` replaces: the spans of each pass (a pass looks again at
+        the text the last one made: a marker may have joined what it split), or None."""
+        groups = self._find(text)
+        if not groups:
+            return None
+        kinds = self._engine.kinds
+        passes = []
         for _ in range(MAX_PASSES):
+            spans = tuple((start, end, kinds[prio]) for start, end, prio in groups)
+            passes.append(spans)
+            text = _apply(text, (spans,))
             groups = self._find(text)
             if not groups:
                 break
-            pieces = []
-            pos = 0
-            for start, end, prio in groups:
-                pieces.append(text[pos:start])
-                pieces.append(marker(KINDS[prio]))
-                if counts is not None:
-                    counts[KINDS[prio]] += 1
-                pos = end
-            pieces.append(text[pos:])
-            text = "".join(pieces)
-        return text
+        return tuple(passes)
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Where ``text`` holds secrets: (start, end, kind) of each span :meth:`redact_text`
+        would replace (one pass: what a marker would join with is not looked for)."""
+        kinds = self._engine.kinds
+        return [(start, end, kinds[prio]) for start, end, prio in self._find(text)]
 
     def scan(self, text: str) -> Counter[str]:
         """The secrets ``text`` holds, by kind, without changing it."""
-        return Counter(KINDS[prio] for _, _, prio in self._find(text))
+        kinds = self._engine.kinds
+        return Counter(kinds[prio] for _, _, prio in self._find(text))
 
     def _find(self, text: str) -> list[Span]:
-        if not text or (
-            _TRIGGER_RE.search(text) is None and not any(p.search(text) for p in self._listed)
-        ):
+        if not text:
             return []
+        engine = self._engine
+        listed = self._listed
+        first = engine.detect(text, listed, True)
+        if not first.spans and not first.views and not (listed and "\n" in text):
+            return []  # the common case: nothing found, no view worth deriving
         if "[REDACTED:" in text:
-            found = [m.span() for m in _MARKER_RE.finditer(text)]
+            found = [m.span() for m in engine.marker_re.finditer(text)]
             mark_starts, mark_ends = [s for s, _ in found], [e for _, e in found]
         else:
             mark_starts, mark_ends = [], []
         accepted: list[Span] = []
         cover: tuple[list[int], list[int]] = ([], [])
-        listed = self._listed
-        for view in _views(_View(text), bool(listed)):
+        # The views, the least transformed first: a view, its joined forms, then the
+        # views decoded from it (JSON-unescaped at most twice, URL-decoded once), each
+        # with its own joined forms. A view is derived only when the trigger pass of
+        # its parent saw what it would change.
+        pending: list[tuple[_View, int, bool]] = [(_View(text), 0, True)]
+        while pending:
+            view, json_depth, url = pending.pop()
+            if view.parent is None:
+                scan = first
+            else:
+                scan = engine.detect(view.text, listed if view.listed else (), view.rules)
             found_here: list[Span] = []
-            for v_start, v_end, prio in _detect(
-                view.text, listed if view.listed else (), view.rules
-            ):
+            for v_start, v_end, prio in scan.spans:
                 start, end = view.to_root(v_start, v_end)
                 if start >= end or (mark_starts and _overlaps(mark_starts, mark_ends, start, end)):
                     continue
@@ -639,11 +1129,33 @@ class Redactor:
             if found_here:
                 accepted.extend(found_here)
                 cover = _merged(accepted)
-        return _groups(accepted)
+            if not view.rules or not view.listed:
+                continue  # a joined view: nothing is derived from it
+            children: list[tuple[_View, int, bool]] = []
+            if "join" in scan.views:
+                joined = _strict_joined_view(view, scan.data, engine.join_candidates)
+                if joined is not None:
+                    children.append((joined, json_depth, url))
+            if listed:
+                loose = _loose_joined_view(view)
+                if loose is not None:
+                    children.append((loose, json_depth, url))
+            if json_depth < 2 and "json" in scan.views:
+                decoded = _json_view(view)
+                if decoded is not None:
+                    children.append((decoded, json_depth + 1, url))
+            if url and "url" in scan.views:
+                decoded = _url_view(view)
+                if decoded is not None:
+                    children.append((decoded, 2, False))
+            pending.extend(reversed(children))
+        if not accepted:
+            return []
+        return _groups(_trimmed(accepted, len(BUILTIN_KINDS)))
 
 
-def _check_values(values: Iterable[str]) -> tuple[str, ...]:
-    markers = [marker(kind) for kind in KINDS]
+def _check_values(values: Iterable[str], kinds: Iterable[str] = KINDS) -> tuple[str, ...]:
+    markers = [marker(kind) for kind in kinds]
     out: dict[str, None] = {}
     for value in values:
         # The messages never quote the value: it is a secret, and errors end up in logs.
@@ -662,12 +1174,14 @@ def _check_values(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def load_values_file(path: str | Path) -> list[str]:
+def load_values_file(path: str | Path, rules: RuleSet | None = None) -> list[str]:
     """The values listed in ``path``: one per line, blank lines and ``#`` lines ignored.
 
     Each line is stripped of surrounding whitespace. Raises ValueError naming the file
-    when it cannot be read, is not UTF-8, or lists a value that is too short.
+    when it cannot be read, is not UTF-8, or lists a value that is too short or that a
+    marker of the rule set's kinds contains.
     """
+    kinds = _detector(rules or load_rule_set()).kinds
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -686,7 +1200,7 @@ def load_values_file(path: str | Path) -> list[str]:
         if not value or value.startswith("#"):
             continue
         try:
-            _check_values([value])
+            _check_values([value], kinds)
         except ValueError as exc:
             raise ValueError(f"{path}:{number}: {exc}") from None
         values.append(value)
@@ -707,89 +1221,236 @@ def describe_counts(counts: Counter[str]) -> str:
 # Sessions.
 
 
+@dataclass(frozen=True, slots=True)
+class RedactionRecord:
+    """What redacting one session file replaced, to redact it again without looking for
+    anything: a site build reads a session file a second time to render it when the scan
+    could not keep it (the worker's memory budget), and the previous run of a series for
+    its comparison page; the scan's record comes along (a few dozen bytes for a session
+    with no secret)."""
+
+    source: str
+    """The SHA-256 of the file's bytes (the record applies to those bytes only)."""
+    changes: dict[int, Passes]
+    """What was replaced in each string that changed, by its position in the walk."""
+    counts: Counter[str]
+    """What was replaced, by kind."""
+
+
+class _Texts:
+    """Redacts the strings of one walk, each distinct string once (a session repeats its
+    tool names, statuses, roles and models many times), and notes what changed by the
+    position of the string in the walk (:class:`RedactionRecord`)."""
+
+    __slots__ = ("base", "changes", "counts", "memo", "position", "redactor", "shortest")
+
+    def __init__(self, redactor: Redactor, counts: Counter[str] | None) -> None:
+        self.redactor = redactor
+        self.shortest = MIN_VALUE_LENGTH if redactor.values else SHORTEST_SECRET
+        engine = redactor._engine
+        self.base = None if redactor.values or engine.always else engine.base.set
+        self.counts = counts
+        self.memo: dict[str, tuple[str, Passes] | None] = {}
+        self.position = 0
+        self.changes: dict[int, Passes] = {}
+
+    def __call__(self, text: str) -> str:
+        position = self.position
+        self.position += 1
+        if len(text) < self.shortest:
+            return text  # shorter than any secret
+        if text in self.memo:
+            hit = self.memo[text]
+        elif self.quiet(text):
+            hit = self.memo[text] = None
+        else:
+            passes = self.redactor._passes(text)
+            hit = self.memo[text] = None if passes is None else (_apply(text, passes), passes)
+        if hit is None:
+            return text  # this very object: an equal string may be another one
+        self.changes[position] = hit[1]
+        if self.counts is not None:
+            self.counts.update(kind for spans in hit[1] for _, _, kind in spans)
+        return hit[0]
+
+    def quiet(self, text: str) -> bool:
+        """A short text in which no keyword, prefix or view trigger occurs: nothing to look
+        for (the common case, asked of the trigger set directly)."""
+        if self.base is None or len(text) >= HOT_MIN_BYTES:
+            return False
+        return self.base.Match(text.encode("utf-8", "surrogatepass")) == [0]
+
+
+class _Replay(_Texts):
+    """Puts back what a record says changed, by position; looks at nothing."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, redactor: Redactor, record: RedactionRecord) -> None:
+        super().__init__(redactor, None)
+        self.record = record
+
+    def __call__(self, text: str) -> str:
+        passes = self.record.changes.get(self.position)
+        self.position += 1
+        return text if passes is None else _apply(text, passes)
+
+
 def redact_json(value: JSON, redactor: Redactor, counts: Counter[str] | None = None) -> JSON:
     """A redacted copy of a JSON value: string values and object keys, at any depth.
 
     Walks with an explicit stack (no recursion limit). Two keys that redact to the same
     text keep both entries: the later gets `` (2)``, `` (3)``... appended.
     """
+    texts = _Texts(redactor, counts)
+    found = [texts(text) for text in _json_strings(value)]
+    return _copy_json(value, iter(found))
 
-    def redact(text: str) -> str:
-        return redactor.redact_text(text, counts)
 
-    def child(item: JSON, stack: list[tuple[JSON, JSON]]) -> JSON:
+def _json_strings(value: JSON) -> Iterator[str]:
+    """The strings of a JSON value (keys too), in the order :func:`_copy_json` puts them
+    back."""
+    stack: list[JSON] = [value]
+    while stack:
+        item = stack.pop()
         if isinstance(item, str):
-            return redact(item)
-        if isinstance(item, dict):
-            new_dict: dict[str, JSON] = {}
-            stack.append((item, new_dict))
-            return new_dict
-        if isinstance(item, list):
-            new_list: list[JSON] = []
-            stack.append((item, new_list))
-            return new_list
-        return item
+            yield item
+        elif isinstance(item, dict):
+            containers = []
+            for key, child in item.items():
+                if isinstance(key, str):
+                    yield key
+                if isinstance(child, str):
+                    yield child
+                elif isinstance(child, (dict, list)):
+                    containers.append(child)
+            stack.extend(reversed(containers))
+        elif isinstance(item, list):
+            containers = []
+            for child in item:
+                if isinstance(child, str):
+                    yield child
+                elif isinstance(child, (dict, list)):
+                    containers.append(child)
+            stack.extend(reversed(containers))
 
-    stack: list[tuple[JSON, JSON]] = []
-    root = child(value, stack)
+
+def _copy_json(value: JSON, found: Iterator[str]) -> JSON:
+    """A copy of ``value`` with its strings replaced, in :func:`_json_strings` order, by
+    the next of ``found``."""
+    if isinstance(value, str):
+        return next(found)
+    if not isinstance(value, (dict, list)):
+        return value
+    root: JSON = {} if isinstance(value, dict) else []
+    stack: list[tuple[JSON, JSON]] = [(value, root)]
     while stack:
         source, target = stack.pop()
+        pending: list[tuple[JSON, JSON]] = []
         if isinstance(source, dict):
+            assert isinstance(target, dict)
             for key, item in source.items():
-                new_key = redact(key) if isinstance(key, str) else key
+                new_key = next(found) if isinstance(key, str) else key
                 if new_key in target:
                     n = 2
                     while f"{new_key} ({n})" in target:
                         n += 1
                     new_key = f"{new_key} ({n})"
-                target[new_key] = child(item, stack)
+                target[new_key] = _copy_item(item, found, pending)
         else:
-            target.extend(child(item, stack) for item in source)
+            assert isinstance(source, list) and isinstance(target, list)
+            target.extend(_copy_item(item, found, pending) for item in source)
+        stack.extend(reversed(pending))
     return root
 
 
-def _redact_field(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
+def _copy_item(item: JSON, found: Iterator[str], pending: list[tuple[JSON, JSON]]) -> JSON:
+    """An item of a container being copied: its string, or an empty container to fill
+    (noted in ``pending``), or the item itself."""
+    if isinstance(item, str):
+        return next(found)
+    if isinstance(item, dict):
+        new_dict: dict[str, JSON] = {}
+        pending.append((item, new_dict))
+        return new_dict
+    if isinstance(item, list):
+        new_list: list[JSON] = []
+        pending.append((item, new_list))
+        return new_list
+    return item
+
+
+def _redact_field(value: Any, redact: _Texts) -> Any:
     if isinstance(value, Image):
         # An image's base64 is bytes, not text: a rule matching in it would only break the
         # image (and scanning megabytes of it costs). What it shows is not text to redact.
-        return _redact_object(value, redactor, counts, frozenset({"data"}))
+        return _redact_object(value, redact, frozenset({"data"}))
     if isinstance(value, str):
-        return redactor.redact_text(value, counts)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _redact_object(value, redactor, counts)
-    if isinstance(value, list) and any(
-        dataclasses.is_dataclass(item) and not isinstance(item, type) for item in value
-    ):
-        return [_redact_field(item, redactor, counts) for item in value]
+        return redact(value)
     if isinstance(value, (dict, list)):
-        return redact_json(value, redactor, counts)
+        if isinstance(value, list) and value and _is_model(value[0]):
+            items = [_redact_field(item, redact) for item in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        originals = list(_json_strings(value))
+        found = [redact(text) for text in originals]
+        if all(new is old for new, old in zip(found, originals, strict=True)):
+            return value  # unchanged: the original, not a copy
+        return _copy_json(value, iter(found))
+    if _is_model(value):
+        return _redact_object(value, redact)
     return value  # int, float, bool, None
 
 
-def _redact_object(
-    obj: Any, redactor: Redactor, counts: Counter[str], keep: frozenset[str] = frozenset()
-) -> Any:
-    """A copy of a model dataclass with every field redacted except those in ``keep``."""
-    changes = {
-        f.name: _redact_field(getattr(obj, f.name), redactor, counts)
-        for f in dataclasses.fields(obj)
-        if f.init and f.name not in keep
-    }
-    return dataclasses.replace(obj, **changes)
+def _is_model(value: object) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+@functools.cache
+def _fields(cls: object) -> tuple[str, ...]:
+    """The fields of a model class a copy is made with (``init`` fields)."""
+    return tuple(f.name for f in dataclasses.fields(cast(Any, cls)) if f.init)
+
+
+def _redact_object(obj: Any, redact: _Texts, keep: frozenset[str] = frozenset()) -> Any:
+    """``obj`` (a model dataclass) with every field redacted except those in ``keep``: a
+    copy, or ``obj`` itself when no field changed."""
+    changes = {}
+    for name in _fields(obj.__class__):
+        if name not in keep:
+            old = getattr(obj, name)
+            new = _redact_field(old, redact)
+            if new is not old:
+                changes[name] = new
+    return dataclasses.replace(obj, **changes) if changes else obj
 
 
 def redact_session(session: Session, redactor: Redactor) -> tuple[Session, Counter[str]]:
-    """A new Session with every string redacted but the identifiers (input untouched), and
-    what was redacted, by kind.
+    """The Session with every string redacted but the identifiers (input untouched: a copy
+    where anything changed), and what was replaced, by kind.
 
     Fields are found generically (``dataclasses.fields``), so a field added to the model
     later is redacted without changes here. ``session_name``, ``session_id`` and
     ``file_name`` are kept: they are what page paths, links and ``#id`` references are made
     of; :func:`identifier_findings` reports a secret in them.
     """
+    redacted, record = redact_recorded(session, redactor, "")
+    return redacted, Counter(record.counts)
+
+
+def redact_recorded(
+    session: Session, redactor: Redactor, source: str, record: RedactionRecord | None = None
+) -> tuple[Session, RedactionRecord]:
+    """:func:`redact_session` of a session parsed from a file whose bytes have the SHA-256
+    ``source``, with the record of what it replaced. Given the ``record`` of those same
+    bytes (``record.source == source``), the walk puts back what it says and looks at
+    nothing else."""
+    if record is not None and record.source == source:
+        replay = _Replay(redactor, record)
+        return cast(Session, _redact_object(session, replay, IDENTIFIER_FIELDS)), record
     counts: Counter[str] = Counter()
-    redacted = cast(Session, _redact_object(session, redactor, counts, IDENTIFIER_FIELDS))
-    return redacted, counts
+    texts = _Texts(redactor, counts)
+    redacted = cast(Session, _redact_object(session, texts, IDENTIFIER_FIELDS))
+    return redacted, RedactionRecord(source, texts.changes, counts)
 
 
 def identifier_findings(session: Session, redactor: Redactor) -> list[str]:

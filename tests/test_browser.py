@@ -87,7 +87,7 @@ def test_collapsibles_open_on_click(page: Page, base_url: str) -> None:
 
 def test_sub_session_links_both_ways(page: Page, base_url: str) -> None:
     page.goto(base_url + urls.session_page(MAIN))
-    page.locator("nav.children a", has_text=REVIEW).click()
+    page.locator(".sub-agent-list a", has_text=REVIEW).click()  # (the overview lists them)
     page.wait_for_url(f"**/{REVIEW}/index.html")
     assert REVIEW in page.locator("h1").inner_text()
     page.locator("nav.lineage a", has_text=MAIN).click()

@@ -259,7 +259,7 @@ def test_a_log_of_titles_names_the_session_it_titles_and_makes_no_session(
     site = tmp_path / "site"
     assert not build(sessions_dir(tmp_path / "p"), site).failures
     page = (site / "sessions" / session.session_name / "index.html").read_text()
-    assert '<h1>Empty Repo Setup: CLAUDE.md Foundation Created' in page
+    assert "<h1>Empty Repo Setup: CLAUDE.md Foundation Created" in page
     index = (site / "index.html").read_text() + "".join(
         p.read_text() for p in (site / "rows").glob("*.js")
     )

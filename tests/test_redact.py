@@ -431,6 +431,29 @@ ORDINARY = [
     "[REDACTED:openai] was already redacted",
     "eyJhbGciOiJIUzI1NiJ9 is only a JWT header",
     "Version 1.2.3-rc.4+build.5 on linux-x86_64",
+    # Look-alikes of what the rule set and the assignments by name look for (issue 35).
+    "git checkout 9fceb02d0ae598e95dc970b74767f19372d61af8 && git log -1 e83c516",
+    "uuid 550e8400-e29b-41d4-a716-446655440000, trace_id=4bf92f3577b34da6a3ce929d0e0e4736",
+    "image: python@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "checksum sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    '"version": "2.31.0", "api_version": "2024-06-01", requests==2.31.0, node v20.11.1',
+    ".button { color: #ff00aa; background: #1a2b3c; border-color: #FFF; }",
+    "see https://docs.github.com/en/rest/repos?apiVersion=2022-11-28#list-tags and "
+    "https://example.com/api/v1/token/refresh?page=2&per_page=100",
+    "The password must be at least 12 characters; your password is stored hashed.",
+    "Forgot your password? Enter your password: ******** (the password field is required)",
+    "DB_PASSWORD=${DB_PASSWORD}\nexport API_TOKEN=$API_TOKEN\npassword: ${{ secrets.DB_PASSWORD }}",
+    "API_KEY=your-api-key-here\nOPENAI_API_KEY=<your-openai-key>\nSECRET_KEY=changeme",
+    "token = os.environ['GITHUB_TOKEN']; password = getpass.getpass(); key = settings.API_KEY",
+    "def login(username: str, password: str, token: Optional[str] = None) -> Session:",
+    "client = Client(api_key=api_key, secret=secret_value, token=self.token)",
+    "max_tokens: 4096, input_tokens: 1523, token_count=87, tokens_per_second=41.2",
+    '"token_type": "bearer", "secretName": "db-credentials", secret: my-tls-secret',
+    "PASSWORD=$(openssl rand -hex 32) && echo $PASSWORD | docker secret create db_pw -",
+    "password_file=/run/secrets/db_password and --password-stdin and --token-file ~/.token",
+    "passwd: files systemd (nsswitch), bypass=true, compass=north, passport=XK",
+    '"password": "", "token": null, "api_key": "xxxxxxxxxxxxxxxx", secret=********',
+    "Authorization: Bearer ${TOKEN} and key=value pairs: key1=abc key2=def",
 ]
 
 

@@ -4,8 +4,10 @@ the search index (decompressed), the manifest and the fragment cache."""
 from __future__ import annotations
 
 import gzip
+import html
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from typer.testing import CliRunner
@@ -25,7 +27,7 @@ from tests.helpers import (
     turn,
     write_json,
 )
-from tests.test_redact import CORPUS, FORMS, LISTED, forbidden, form_param
+from tests.test_redact import CORPUS, FORMS, LISTED, forbidden, form_param, json_escaped
 
 pytestmark = pytest.mark.site
 
@@ -178,3 +180,58 @@ def test_a_value_added_to_the_values_file_is_redacted_from_the_pages_that_hold_i
     assert "project-zeta-42" in page_of(out, MAIN).read_text(encoding="utf-8")
     site_build(tmp_path / "fresh2")
     assert tree_digest(out) == tree_digest(tmp_path / "fresh2")
+
+
+def rule_set_pieces(sample: dict[str, str]) -> set[str]:
+    """A rule-set sample's secret (and its halves) in every form a published file may hold
+    it: as written, JSON-escaped, URL-encoded, HTML-escaped."""
+    from tests.test_redact_rules import encodings, pieces
+
+    out: set[str] = set()
+    for piece in pieces(sample["secret"]):
+        out |= encodings(piece) | {html.escape(piece), html.escape(piece, quote=False)}
+    return out
+
+
+RULE_SET_FORMS = {
+    "raw": lambda text: text,
+    "json-escaped": json_escaped,
+    "url-encoded": lambda text: quote(text, safe=""),
+}
+
+
+@pytest.mark.parametrize("form", [form_param(f, form=f) for f in RULE_SET_FORMS])
+def test_no_rule_set_sample_survives_a_redacted_site_or_export(form: str, tmp_path: Path) -> None:
+    """Every sample of every adopted rule of the rule set (tests/data/gitleaks_samples.json),
+    written into sessions: none is left in any file of a redacted site (pages, side files,
+    the search index) or of a redacted Markdown and HTML export."""
+    from tests.test_redact_rules import SAMPLES
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = []
+    for i in range(0, len(SAMPLES), 80):
+        name = f"ses_20260102_000000_r{i:05d}"
+        value = "\n\n".join(RULE_SET_FORMS[form](s["text"]) for s in SAMPLES[i : i + 80])
+        (sessions / f"{name}.json").write_text(json.dumps(carrying(name, value)))
+        names.append(name)
+    out = tmp_path / "site"
+    report = build(sessions, out, search=True, redactor=Redactor.create())
+    assert report.sessions == len(names) and report.search.startswith("built ")
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    for name in names[:2]:
+        for fmt in ("md", "html"):
+            target = exports / f"{name}.{fmt}"
+            result = polyglav("export", name, "--project", str(sessions), "--redact",
+                              "--format", fmt, "--out", str(target))  # fmt: skip
+            assert result.exit_code == 0, result.stderr
+    outputs = output_bytes(out) + output_bytes(exports)
+    assert len(output_bytes(exports)) == 4
+    for sample in SAMPLES:
+        for needle in rule_set_pieces(sample):
+            encoded = needle.encode("utf-8")
+            leaks = [p.relative_to(tmp_path).as_posix() for p, data in outputs if encoded in data]
+            assert leaks == [], (sample["rule"], needle, leaks[:3])
+    page = page_of(out, names[0]).read_text(encoding="utf-8")
+    assert "Redaction is on:" in page and "[REDACTED:" in page

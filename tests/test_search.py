@@ -409,7 +409,7 @@ def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: 
     assert tree_digest(out) == tree_digest(fresh)
     # A damaged record (read as bytes for the version, unreadable as a record) is made again.
     for path in sorted(store.records.iterdir())[:3]:
-        path.write_bytes(b"[2,\"not a record\"]\n{")
+        path.write_bytes(b'[2,"not a record"]\n{')
     store.state_file.unlink()
     assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
     assert tree_digest(out) == tree_digest(fresh)

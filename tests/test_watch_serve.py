@@ -275,7 +275,7 @@ def test_watch_with_search_writes_pages_first_then_indexes(
     watch = start(*args)
     built = watch.line("built in")
     assert "search pending" in built
-    watch.line("search built 1/1 shards")
+    watch.line("search built 1/1 bundles")
     assert (out / "search" / "index.js").is_file()
 
     after = len(watch.err)

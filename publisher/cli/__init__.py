@@ -13,7 +13,7 @@ read commands start without loading the renderers or the site build.
 
 from __future__ import annotations
 
-from . import export, importing, read, site  # noqa: F401  (each module registers its commands)
+from . import export, importing, read, redaction, site  # noqa: F401  (each registers commands)
 from .app import app, main
 
 __all__ = ["app", "main"]

@@ -102,18 +102,18 @@ def check(
 ) -> None:
     """Gate on what happened in a session, writing nothing but the verdict.
 
-    Exit 1 when a --fail-on kind (default: every kind) occurred in the session or its
-    sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
+    Exit 1 when a --fail-on kind (default: every kind but secret) occurred in the session
+    or its sub-sessions, 0 otherwise. The verdict goes to stdout (to stderr when --summary - takes
     stdout).
     """
     from .. import commands
 
     def run() -> GateReport:
         from ..ci import GateOptions, check
-        from ..gate import KINDS
+        from ..gate import EVENT_KINDS
 
         gate = GateOptions.parse(
-            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(KINDS)
+            fail_on, sub_sessions, summary, link_base, default_kinds=frozenset(EVENT_KINDS)
         )
         redactor = commands.make_redactor(redact, redact_values)
         reading, target = commands.open_target(project, name)

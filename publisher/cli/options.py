@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+
+def _rules_version() -> str:
+    """The vendored rule set's version, for ``--help`` (its small origin file is read, not
+    the rules: ``--help`` starts without them)."""
+    path = Path(__file__).resolve().parent.parent / "rules" / "gitleaks.json"
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "(rule set missing)"
+
 
 Debug = Annotated[
     bool,
@@ -50,8 +62,11 @@ Redact = Annotated[
     bool,
     typer.Option(
         "--redact",
-        help="Replace secrets (API keys, tokens, private keys, URL passwords…) with "
-        "[REDACTED:<kind>] before rendering; the output says how many.",
+        help="Replace secrets with [REDACTED:<kind>] before rendering; the output says how "
+        f"many. Rules: gitleaks {_rules_version()} (API keys and tokens of 200+ providers), "
+        "private keys, JWTs, passwords in URLs, bearer and basic credentials, values "
+        "assigned to names saying secret, password, token, credential or key "
+        "(docs/redaction.md). Review with polyglav redact-report.",
     ),
 ]
 RedactValues = Annotated[
@@ -124,8 +139,9 @@ AllowHost = Annotated[
 ]
 _FAIL_ON_HELP = (
     "Exit 1 when any of these happened (comma list): error (an errors entry or a turn with "
-    "status error), tool-error, denied, declined, truncated, cancelled, running; one stderr "
-    "line per kind names the turn."
+    "status error), tool-error, denied, declined, truncated, cancelled, running, secret (a "
+    "credential left in what is published: without --redact, or in a session name); one "
+    "stderr line per kind names the turn."
 )
 _SUB_SESSIONS_HELP = "Count the sub-sessions (delegations, at any depth) with their parent"
 FailOn = Annotated[

@@ -26,7 +26,7 @@ import re
 from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC
 
-from ..gate import KINDS, Finding, Member, session_findings, utc_time
+from ..gate import KINDS, Finding, Member, listed_kinds, session_findings, utc_time
 from ..model import Session, Turn
 from . import view
 from .markdown import turn_markdown
@@ -132,7 +132,7 @@ def _seconds(turn: Turn) -> float:
 def _suite(
     member: Member, session: Session, suite_id: int, wanted: frozenset[str]
 ) -> Iterator[str]:
-    every = session_findings(session)
+    every = session_findings(session, listed_kinds(wanted))
     gated: dict[int | None, list[Finding]] = {}
     for finding in every:
         if finding.kind in wanted:

@@ -30,6 +30,7 @@ from ..gate import (
     Tally,
     counts,
     fit,
+    listed_kinds,
     session_findings,
     spread,
     utc_time,
@@ -192,7 +193,8 @@ def ci_summary(
     every: list[Finding] = []
     per_member: list[list[Finding]] = []
     for member in members:
-        found = session_findings(member.session) if member.session is not None else []
+        session = member.session
+        found = session_findings(session, listed_kinds(kinds)) if session is not None else []
         per_member.append(found)
         every.extend(found)
     gated = [f for f in every if kinds is not None and f.kind in kinds]

@@ -9,8 +9,8 @@ what is kept              its key (all of it is hashed)               rebuilt wh
 ========================  ==========================================  =====================
 everything below          :func:`build_key`: publisher version and     any of those changes:
                           code, manifest format, search on/off, the    every page rendered,
-                          redaction values, every theme file           fragments dropped,
-                          (:func:`theme_key`)                          rows and shards redone
+                          redaction values and rule set, every theme   fragments dropped,
+                          file (:func:`theme_key`)                     rows and shards redone
 a source's scan           its stamp (size, mtime), trusted only        the stamp changed, or
 (summary, refs)           when the file was already that old when      the file was written
                           the last scan began (:func:`stamp_trusted`)  within RACY_NS of it;
@@ -215,8 +215,9 @@ def build_key(*, search: bool, redactor: Redactor | None, theme: str, code: str)
     """The key of everything a build keeps: when it changes, nothing is reused.
 
     It covers the publisher (its version and :func:`code_key`), the manifest format, search
-    on or off, the redaction values (hashed, never stored) and ``theme``
-    (:func:`theme_key`); ``code`` is :func:`code_key`."""
+    on or off, the redaction values (hashed, never stored) and rule set (its digest:
+    ``Redactor.identity``) and ``theme`` (:func:`theme_key`); ``code`` is
+    :func:`code_key`."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}\0{code}\0{MANIFEST_FORMAT}\0{search}\0".encode())
     if redactor is not None:

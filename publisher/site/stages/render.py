@@ -31,7 +31,7 @@ from typing import overload
 from ...audit import Audit
 from ...loader import SessionLoadError
 from ...prepare import Prepared, prepare_file
-from ...redact import Redactor
+from ...redact import RedactionRecord, Redactor
 from ...render.html import HtmlRenderer
 from ...theme import Theme
 from ...write import WriteError, is_inside, prepare_target, write_if_changed
@@ -83,6 +83,21 @@ class GraphFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class Records:
+    """With redaction on, what the scan's redaction replaced in the files a render job
+    may read again (the session's, its previous run's), so that neither is searched for
+    secrets a second time (:func:`...prepare.prepare_file`)."""
+
+    session: RedactionRecord | None = None
+    """The session's file's."""
+    previous: RedactionRecord | None = None
+    """Its series' previous run's file's."""
+
+
+NO_RECORDS = Records()
+
+
+@dataclass(frozen=True, slots=True)
 class RenderSetup:
     """Everything a render worker needs besides the job (sent to each worker once)."""
 
@@ -124,10 +139,10 @@ class SessionRenderer:
         self.terms = TermCounter()
         """Kept across this process's sessions: common words are split and stemmed once."""
 
-    def __call__(self, job: RenderJob, told: GraphFacts) -> Rendered:
+    def __call__(self, job: RenderJob, told: GraphFacts, records: Records = NO_RECORDS) -> Rendered:
         """Render one session and write its files; never raises for a bad session."""
         try:
-            return self._render(job, told)
+            return self._render(job, told, records)
         except SessionLoadError as exc:
             return Rendered(job.file_name, {}, "", 0, exc.reason)
         except (WriteError, ManifestDamaged):
@@ -138,7 +153,9 @@ class SessionRenderer:
             reason = f"could not be rendered: {type(exc).__name__}: {exc}"
             return Rendered(job.file_name, {}, "", 0, reason)
 
-    def _previous_run(self, name: str, file_name: str) -> PreviousRun:
+    def _previous_run(
+        self, name: str, file_name: str, record: RedactionRecord | None
+    ) -> PreviousRun:
         """The previous run of a series, read for the comparison page (a file that cannot be
         read now gives a page that says so, not a failed session)."""
         setup = self.setup
@@ -148,7 +165,8 @@ class SessionRenderer:
             self.runs_bytes -= size
         try:
             if prepared is None:
-                prepared = prepare_file(setup.folder / file_name, setup.folder, setup.redactor)
+                path = setup.folder / file_name
+                prepared = prepare_file(path, setup.folder, setup.redactor, record)
         except SessionLoadError as exc:
             return PreviousRun(name, None, unreadable=exc.reason)
         return PreviousRun(name, prepared.session, prepared.redaction_note)
@@ -180,12 +198,13 @@ class SessionRenderer:
             if kept is not None:
                 self.runs_bytes -= kept[1]
 
-    def _render(self, job: RenderJob, told: GraphFacts) -> Rendered:
+    def _render(self, job: RenderJob, told: GraphFacts, records: Records) -> Rendered:
         setup = self.setup
         self._forget_runs(job.file_name)
         prepared = self.kept.take(job.file_name)
         if prepared is None:
-            prepared = prepare_file(setup.folder / job.file_name, setup.folder, setup.redactor)
+            path = setup.folder / job.file_name
+            prepared = prepare_file(path, setup.folder, setup.redactor, records.session)
             if (prepared.session.session_name, frozenset(prepared.refs)) != (
                 told.session_name,
                 told.ref_candidates,
@@ -195,7 +214,9 @@ class SessionRenderer:
         session = prepared.session
         facts = told.facts
         previous_run = (
-            self._previous_run(facts.series[0], told.previous_file) if facts.series[0] else None
+            self._previous_run(facts.series[0], told.previous_file, records.previous)
+            if facts.series[0]
+            else None
         )
         audit = Audit.of(session)  # the pages' and the search record's
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
@@ -273,7 +294,7 @@ def render(
         keep_runs_bytes=ctx.tunables.keep_runs_bytes,
         search=ctx.cache.search if ctx.options.search else None,
     )
-    tasks = Tasks(planned)
+    tasks = Tasks(planned, scanned.records)
     kept = {
         job.file_name: scanned.kept[job.file_name] for job in jobs if job.file_name in scanned.kept
     }
@@ -307,25 +328,31 @@ def render(
     return results
 
 
-class Tasks(Sequence[tuple[RenderJob, GraphFacts]]):
-    """The render's tasks: each planned job with what the graph says of its session, made
-    when the task is sent (the plan's graph facts of every session are not held at once:
-    about 10 MB at 20,000 sessions)."""
+class Tasks(Sequence[tuple[RenderJob, GraphFacts, Records]]):
+    """The render's tasks: each planned job with what the graph says of its session and
+    the records of the files it may read again, made when the task is sent (the plan's
+    graph facts of every session are not held at once: about 10 MB at 20,000
+    sessions)."""
 
-    def __init__(self, planned: Plan) -> None:
+    def __init__(self, planned: Plan, records: dict[str, RedactionRecord]) -> None:
         self.planned = planned
+        self.records = records
 
     @overload
-    def __getitem__(self, index: int) -> tuple[RenderJob, GraphFacts]: ...
+    def __getitem__(self, index: int) -> tuple[RenderJob, GraphFacts, Records]: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[tuple[RenderJob, GraphFacts]]: ...
+    def __getitem__(self, index: slice) -> Sequence[tuple[RenderJob, GraphFacts, Records]]: ...
     def __getitem__(
         self, index: int | slice
-    ) -> tuple[RenderJob, GraphFacts] | Sequence[tuple[RenderJob, GraphFacts]]:
+    ) -> tuple[RenderJob, GraphFacts, Records] | Sequence[tuple[RenderJob, GraphFacts, Records]]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         job = self.planned.jobs[index]
-        return job, graph_facts(self.planned, job.file_name)
+        told = graph_facts(self.planned, job.file_name)
+        records = NO_RECORDS
+        if self.records:
+            records = Records(self.records.get(job.file_name), self.records.get(told.previous_file))
+        return job, told, records
 
     def __len__(self) -> int:
         return len(self.planned.jobs)
@@ -363,9 +390,9 @@ def _start_worker(setup: RenderSetup, file_names: list[str]) -> None:
     _worker = SessionRenderer(setup, state.renderer or HtmlRenderer(setup.theme), state.kept)
 
 
-def _render_in_worker(job: RenderJob, told: GraphFacts) -> Rendered:
+def _render_in_worker(job: RenderJob, told: GraphFacts, records: Records) -> Rendered:
     assert _worker is not None, "a render job ran in a process the crew did not set up"
-    return _worker(job, told)
+    return _worker(job, told, records)
 
 
 def remove_empty_parents(folder: Path, stop: Path) -> None:

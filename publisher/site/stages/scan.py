@@ -34,7 +34,7 @@ from ...loader import (
 )
 from ...model import LoadFailure
 from ...prepare import Prepared, prepare
-from ...redact import Redactor
+from ...redact import RedactionRecord, Redactor
 from ..context import BuildContext, HoldHook
 from ..graph import Summary
 from ..index import row_slot
@@ -92,6 +92,9 @@ class Scan:
     """Sessions prepared in this process, by file name, for the render to reuse."""
     homes: dict[str, int]
     """Sessions a worker of the build's crew prepared and keeps: file name → that worker."""
+    records: dict[str, RedactionRecord]
+    """With redaction on, what it replaced in each file read, by file name: the render
+    redacts a file it reads again from it (:func:`...prepare.prepare_file`)."""
     started_ns: int
     """When the scan began: the next build's reference for racy stamps."""
     watched: bool = False
@@ -137,7 +140,7 @@ def scan(
     to_read = untrusted_stamps(
         os.fspath(ctx.folder), looked_at, briefs, previous.scanned_at_ns, seen
     )
-    scanned, kept, homes = _read(ctx, to_read, crew)
+    scanned, kept, homes, records = _read(ctx, to_read, crew)
     freezer.freeze()  # the kept sessions too: later collections need not walk them
     holds = Holds(old, ctx.options.hold)
     changed: set[str] = set()
@@ -148,6 +151,7 @@ def scan(
                 sources[name] = held
                 kept.pop(name, None)
                 homes.pop(name, None)
+                records.pop(name, None)
                 continue
         before = old.get(name)
         if (
@@ -164,13 +168,22 @@ def scan(
             changed.add(name)
         sources[name] = state
     return Scan(
-        names, sources, changed, holds, len(scanned), kept, homes, started_ns, seen is not None
+        names,
+        sources,
+        changed,
+        holds,
+        len(scanned),
+        kept,
+        homes,
+        records,
+        started_ns,
+        seen is not None,
     )
 
 
 def _read(
     ctx: BuildContext, names: list[str], crew: Crew
-) -> tuple[dict[str, SourceState], dict[str, Prepared], dict[str, int]]:
+) -> tuple[dict[str, SourceState], dict[str, Prepared], dict[str, int], dict[str, RedactionRecord]]:
     """Scan ``names``: in the crew when there are many (each worker keeps what fits of
     what it prepared: the third result says where), else here, keeping the sessions."""
     folder, redactor, tunables = ctx.folder, ctx.options.redactor, ctx.tunables
@@ -181,8 +194,9 @@ def _read(
         if not crew.started:
             start_crew(ctx, crew, {})
         results, ran_on = crew.run(_scan_job, jobs, progress=progress, stage="read")
-        homes = {name: w for (name, _, kept), w in zip(results, ran_on, strict=True) if kept}
-        return {name: state for name, state, _ in results}, {}, homes
+        homes = {name: w for (name, _, kept, _), w in zip(results, ran_on, strict=True) if kept}
+        found = {name: record for name, _, _, record in results if record is not None}
+        return {name: state for name, state, _, _ in results}, {}, homes, found
     # A few changed files (an append): scanned here, and their prepared sessions kept for
     # the render instead of parsed again. One file is always kept, however large: parsing
     # it again would hold its bytes and text on top of the heap its first parse left (a
@@ -195,6 +209,7 @@ def _read(
     budget = worker.Kept(0 if few else tunables.worker_keep_bytes, tunables.worker_keep_min_bytes)
     scanned: dict[str, SourceState] = {}
     kept: dict[str, Prepared] = {}
+    records: dict[str, RedactionRecord] = {}
     for done, name in enumerate(names, start=1):
         state, prepared = scan_file(
             folder / name, folder, redactor, PageLimits(tunables.page_turns, tunables.page_bytes)
@@ -202,9 +217,11 @@ def _read(
         scanned[name] = state
         if prepared is not None and (keep_all or budget.keep(name, prepared, state.size)):
             kept[name] = prepared
+        if prepared is not None and prepared.record is not None:
+            records[name] = prepared.record
         if progress:
             progress("read", done, len(names))
-    return scanned, kept, {}
+    return scanned, kept, {}, records
 
 
 def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None:
@@ -217,9 +234,10 @@ def start_crew(ctx: BuildContext, crew: Crew, kept: dict[str, Prepared]) -> None
 
 def _scan_job(
     path: Path, folder: Path, redactor: Redactor | None, limits: PageLimits
-) -> tuple[str, SourceState, bool]:
+) -> tuple[str, SourceState, bool, RedactionRecord | None]:
     """A crew worker scans one file and keeps its prepared session if it fits; True when
-    kept."""
+    kept. And the record of what redaction replaced in it (if on): another worker may
+    read it again, as the previous run of the series of a session it renders."""
     state, prepared = scan_file(path, folder, redactor, limits)
     here = worker.here()
     kept = (
@@ -227,7 +245,8 @@ def _scan_job(
         and here is not None
         and here.kept.keep(path.name, prepared, state.size)
     )
-    return path.name, state, kept
+    record = prepared.record if prepared is not None else None
+    return path.name, state, kept, record
 
 
 def scan_file(
@@ -252,7 +271,7 @@ def scan_file(
     except SessionLoadError as exc:
         return SourceState(read_size, mtime_ns, file_hash, None, exc.reason), None
     del text
-    prepared = prepare(session, redactor)
+    prepared = prepare(session, redactor, file_hash)
     summary = Summary.of(prepared.session, prepared.redacted_total, limits)
     state = SourceState(
         size,
