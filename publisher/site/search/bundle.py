@@ -30,7 +30,7 @@ is full, never the whole bundle held at once). In ``search/<bundle>/``:
 - ``s-<version>.js``, the **document starts**: each document chunk's first turn; loaded
   with a bundle's first result shown;
 - ``f-<version>.js``, the **facets**: which sessions have each kind, role and last status
-  and which have errors; loaded only when a filter is set.
+  and which have failures of their own; loaded only when a filter is set.
 
 **Postings** are a string of base-64 digits: for each session holding the term, the
 difference of its number from the previous one's, doubled, plus one when more than one of
@@ -171,7 +171,7 @@ def build_bundle(
     runs = _Runs(run_entries, scratch)
     docs = _Documents(doc_bytes, lambda n, payload: add("d", f"d-{version}-{n}", payload))
     facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
-    with_errors: list[int] = []
+    with_failures: list[int] = []
     sessions = 0
     last_slug = ""
     for number, record in enumerate(records):
@@ -184,8 +184,8 @@ def build_bundle(
         facets["kind"].setdefault(record.kind, []).append(number)
         facets["role"].setdefault(record.role, []).append(number)
         facets["status"].setdefault(record.status, []).append(number)
-        if record.errors:
-            with_errors.append(number)
+        if record.failures:
+            with_failures.append(number)
     documents, starts = docs.finish()
 
     firsts: list[str] = []
@@ -210,7 +210,7 @@ def build_bundle(
         name: {value: _deltas(numbers) for value, numbers in sorted(values.items())}
         for name, values in facets.items()
     }
-    facet_data["errors"] = _deltas(with_errors)
+    facet_data["failures"] = _deltas(with_failures)
     add("f", f"f-{version}", _json(facet_data))
     meta = {
         "sessions": sessions,

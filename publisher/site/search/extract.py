@@ -27,6 +27,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 
 from ...audit import Audit
+from ...gate import Tally, session_findings
 from ...model import CommandPart, Session, TextualPart, ToolPart
 from ...render import places, tools, view
 from ...render.html import indexed_output
@@ -36,7 +37,7 @@ from ..urls import PageLimits
 from .numbers import encode_numbers
 from .terms import TermCounter
 
-RECORD_FORMAT = 2
+RECORD_FORMAT = 3
 """Bumped when a record's layout or what is indexed changes (part of the search key)."""
 
 WEIGHTS = {
@@ -147,10 +148,11 @@ class SessionRecord:
     slug: str
     """Its folder in the site (:func:`..urls.slug`)."""
     kind: str
-    """Its kind, role, last status and error count: the index's filters."""
+    """Its kind, role, last status and failures (:attr:`publisher.gate.Tally.failures`,
+    its own): the index's filters."""
     role: str
     status: str
-    errors: int
+    failures: int
     pages: list[int]
     """:func:`..urls.page_starts`: which page holds each turn."""
     docs: list[str]
@@ -170,7 +172,7 @@ class SessionRecord:
         """The record as the cache keeps it: a line of JSON (all but the documents), then
         a line a document."""
         head = [RECORD_FORMAT, self.name, self.slug, self.kind, self.role, self.status,
-                self.errors, self.pages, len(self.docs), self.aliases, self.postings]  # fmt: skip
+                self.failures, self.pages, len(self.docs), self.aliases, self.postings]  # fmt: skip
         lines = [json.dumps(head, ensure_ascii=False, separators=(",", ":")), *self.docs]
         return "\n".join(lines).encode("utf-8", "surrogatepass")
 
@@ -229,7 +231,7 @@ def session_record(
         kind=_clean(session.kind),
         role=_clean(session.role),
         status=view.outcome_of(session.last_status),
-        errors=len(session.errors),
+        failures=Tally.of(session_findings(session, audit=audit)).failures,
         pages=list(urls.page_starts(session, limits)),
         docs=docs,
         postings=postings,
