@@ -138,6 +138,7 @@ def render_session_pages(
     store: FragmentSink,
     limits: PageLimits | None = None,
     previous_run: PreviousRun | None = None,
+    audit: Audit | None = None,
 ) -> None:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
@@ -147,7 +148,9 @@ def render_session_pages(
     long session is never held as HTML all at once. ``sink`` takes each file (its path
     relative to the site root, its bytes) as soon as it is made. ``limits``: how many turns
     and bytes of turns a page holds at most. ``previous_run``: the previous run of its
-    series, when it has one: a comparison page is made against it.
+    series, when it has one: a comparison page is made against it. ``audit``: the
+    session's :class:`~publisher.audit.Audit` when the caller made it (the build's render
+    gives the search's record the same one).
     """
     limits = limits or PageLimits()
     base = urls.session_dir(session.session_name)
@@ -163,7 +166,7 @@ def render_session_pages(
     resolve_ref: RefResolver | None = link_ref if ref_targets else None
 
     marks = view.boundaries(session)
-    audit = Audit.of(session)
+    audit = audit or Audit.of(session)
     anchors: list[str] = []
     sub_urls = {name: _rel_session_url(name) for name, present, _ in facts.children if present}
     calls_by_turn = delegation_targets(session, facts.delegated)

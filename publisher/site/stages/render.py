@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...audit import Audit
 from ...loader import SessionLoadError
 from ...prepare import Prepared, prepare_file
 from ...redact import RedactionRecord, Redactor
@@ -237,6 +238,7 @@ class SessionRenderer:
             if facts.series[0]
             else None
         )
+        audit = Audit.of(session)  # the pages' and the search record's
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
         # file as they are rendered.
@@ -267,6 +269,7 @@ class SessionRenderer:
                 store=spool,
                 limits=setup.limits,
                 previous_run=previous_run,
+                audit=audit,
             )
         except BaseException as exc:
             spool.abort()
@@ -282,7 +285,7 @@ class SessionRenderer:
             if cache is not None:
                 cache.close()
         if self.search is not None:
-            self.search.put_record(session_record(session, setup.limits, self.terms))
+            self.search.put_record(session_record(session, setup.limits, self.terms, audit))
         self._keep_run(session.session_name, job.size, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):

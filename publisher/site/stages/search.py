@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -24,6 +25,7 @@ from ...write import WriteError, is_inside, prepare_target, write_if_changed
 from ..catalog import Catalog
 from ..context import BuildContext, ProgressHook
 from ..pool import run_jobs
+from ..search.bundle import FORMAT as BUNDLE_FORMAT
 from ..search.bundle import bundle_count, bundle_id, bundle_of, script
 from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
 from ..search.store import BundleState, SearchState, SearchStore
@@ -184,8 +186,8 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
     if site.is_symlink() or (site.exists() and not site.is_dir()):
         site.unlink()  # a planted link or file: the folder is ours
     jobs = [
-        (job, work.store.root, work.folder, work.redactor, work.limits, work.chunk_bytes,
-         work.doc_bytes, out)
+        (job, state.key, work.store.root, work.folder, work.redactor, work.limits,
+         work.chunk_bytes, work.doc_bytes, out)
         for job in work.jobs
     ]  # fmt: skip
     results = run_jobs(_write_bundle, jobs, workers=work.workers, progress=progress, stage="search")
@@ -193,7 +195,7 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
         state.bundles[job.ident] = BundleState(job.digest, meta, documents)
     listing = [[ident, state.bundles[ident].meta] for ident in work.bundles]
     data = {
-        "format": 1,
+        "format": BUNDLE_FORMAT,
         "documents": sum(state.bundles[ident].documents for ident in work.bundles),
         "weights": WEIGHTS,
         "bundles": listing,
@@ -220,8 +222,17 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
     return f"built {len(work.jobs)}/{len(work.bundles)} bundles"
 
 
+class _Damaged(Exception):
+    """A record read once could not be read again (its file changed or broke)."""
+
+    def __init__(self, slug: str) -> None:
+        super().__init__(slug)
+        self.slug = slug
+
+
 def _write_bundle(
     job: BundleJob,
+    key: str,
     store_root: Path,
     folder: Path,
     redactor: Redactor | None,
@@ -231,28 +242,69 @@ def _write_bundle(
     out: Path,
 ) -> tuple[str, int]:
     """Write one bundle's files (those whose bytes changed), remove its others; its meta
-    file's name and its turn count."""
-    from ..search.bundle import build_bundle
+    file's name and its turn count.
+
+    Two passes over the records, one at a time: the first hashes their bytes (the version
+    that names the bundle's files; a record the cache lost is made again from its session
+    file), the second makes the files (:func:`..search.bundle.build_bundle`), each written
+    as soon as it is made. A record that does not read in the second pass is made again and
+    the bundle started over (once a record: one that fails again is left out)."""
+    from ..search.bundle import build_bundle, bundle_version, version_name
 
     store = SearchStore(store_root)
-    records = []
-    for slug, file_name in job.members:
-        record = store.record(slug)
-        if record is None:
-            record = _record_again(folder, file_name, redactor, limits)
-            if record is None:
-                continue  # no longer loads: its session is gone from the next build's index
-            store.put_record(record)
-        records.append(record)
-    made = build_bundle(job.ident, records, chunk_bytes, doc_bytes)
-    del records
     rel = f"{FOLDER}/{job.ident}"
-    for name, data in sorted(made.files.items(), key=lambda item: item[0].startswith("m-")):
-        write_if_changed(prepare_target(out, f"{rel}/{name}"), data)
+    target = prepare_target(out, f"{rel}/{INDEX}.js").parent
+    damaged: set[str] = set()  # did not read in the second pass: made again from their files
+    tried: set[str] = set()  # made again once already
+    given_up: set[str] = set()  # did not read even when made again: left out (the loop ends)
+    while True:
+        digest = bundle_version(key, job.ident, chunk_bytes, doc_bytes)
+        present: list[str] = []
+        for slug, file_name in job.members:
+            if slug in given_up:
+                continue
+            data = None if slug in damaged else store.record_bytes(slug)
+            if data is None:
+                record = _record_again(folder, file_name, redactor, limits)
+                if record is None or record.slug != slug:
+                    continue  # no longer loads: its session is gone from the next build's index
+                store.put_record(record)
+                data = record.to_bytes()
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+            present.append(slug)
+        tried |= damaged
+        damaged = set()
+
+        def records(slugs: list[str] = present) -> Iterator[SessionRecord]:
+            for slug in slugs:
+                record = store.record(slug)
+                if record is None:
+                    raise _Damaged(slug)
+                yield record
+
+        def emit(name: str, data: bytes) -> None:
+            write_if_changed(target / name, data)
+
+        try:
+            made = build_bundle(
+                job.ident,
+                version_name(digest),
+                records(),
+                emit,
+                chunk_bytes=chunk_bytes,
+                doc_bytes=doc_bytes,
+                scratch=store.scratch,
+            )
+        except _Damaged as exc:
+            (given_up if exc.slug in tried else damaged).add(exc.slug)
+            continue
+        break
+    keep = set(made.files)
     with contextlib.suppress(FileNotFoundError):
-        for entry in os.listdir(out / rel):
-            if entry not in made.files:
-                remove_tree(out / rel / entry, out)
+        for entry in os.listdir(target):
+            if entry not in keep:
+                remove_tree(target / entry, out)
     return made.meta, made.documents
 
 
