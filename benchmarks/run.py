@@ -381,16 +381,15 @@ def measure_watch(
     sampler.start()
     try:
         t = time.monotonic()
-        while True:  # the initial (incremental) build writes the manifest
+        while True:  # the initial (incremental) build writes its state
             if proc.poll() is not None:
                 result.status = (
                     f"unavailable: `polyglav site watch` exited with status {proc.returncode}"
                 )
                 result.detail = _tail(log, 3)
                 return result
-            with contextlib.suppress(OSError):
-                if manifest.stat().st_mtime_ns > started_ns:
-                    break
+            if _written_since(manifest, started_ns):
+                break
             if time.monotonic() - t > 600:
                 result.status = "unavailable: no initial build within 600 s"
                 return result
@@ -431,14 +430,26 @@ def measure_watch(
 
 
 def manifest_path(sessions: Path, site: Path) -> Path:
-    """Where the measured publisher keeps the manifest of ``site``: its cache folder (under
-    ``$XDG_CACHE_HOME``, which ``main`` points into the archives), or ``<site>/.polyglav/``
-    for versions that kept it in the site."""
+    """Where the measured publisher keeps the state of ``site``: its catalog in its cache
+    folder (under ``$XDG_CACHE_HOME``, which ``main`` points into the archives), the
+    manifest there for versions before the catalog, or ``<site>/.polyglav/`` for versions
+    that kept it in the site."""
     try:
         from publisher.site.context import BuildOptions, CachePaths
     except ImportError:
         return site / ".polyglav" / "manifest.jsonl"
-    return CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site)).manifest
+    paths = CachePaths.of(BuildOptions(sessions_dir=sessions, out_dir=site))
+    return getattr(paths, "catalog", None) or paths.root / "manifest.jsonl"
+
+
+def _written_since(state: Path, started_ns: int) -> bool:
+    """True when the build state ``state`` (or its write-ahead log) changed after
+    ``started_ns``."""
+    for path in (state, state.with_name(state.name + "-wal")):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime_ns > started_ns:
+                return True
+    return False
 
 
 def cache_folder(sessions: Path, site: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Issue 12's scale benchmark: small archives (``generate.py --small``) of each size.
+"""Issues 12 and 33's scale benchmark: small archives (``generate.py --small``) of each size.
 
 For each size: a full build (and one more with its site and cache in memory, in
 ``/dev/shm``, which takes the disk's own costs out), then ``--repeat`` no-op builds and builds after one turn is
@@ -10,19 +10,36 @@ told which file changed), the stat floor (listing the sessions folder and one
 ``stat`` of each session file and each session's site folder: what any build that notices
 a change pays a session on this machine), then in Chromium the time for the index to show its first
 rows (measured in the page, and from Playwright) and to sort every row (the first sort
-loads every row shard). Prints a JSON report.
+loads every row shard). ``polyglav sessions`` in a fresh process against the warm catalog
+(the archive is laid out as a project, ``<root>/project/.polyglav/sessions``, and built
+into its default site and cache folders, so the CLI finds the build's catalog).
+
+Then (issue 33) the output-heavy shape (``generate.py --shape output``, ``--output N``
+sessions) gets the same full build, appends and ``polyglav sessions``, and the 5,000-turn
+session (``generate.py --long-session 5000``, about 92 MB) one full build (``--long``).
+
+Memory is each process's own peak resident set from the operating system: the build
+process's ``VmHWM`` (reset by ``exec``, so the benchmark's own size is not in it) and its
+largest worker's (``RUSAGE_CHILDREN``), the larger of the two, net of a bare interpreter's
+``VmHWM`` measured the same way. The last lines of the report (``summary``) give, in one
+run: full-build net peak against the smallest size (issue 33: flat within 1.2x), the
+fresh-process append's median wall time against the smallest size (targets: 1.5x at
+20,000, 2x at 100,000), the files an append rewrote at each size (the same at every
+size), ``polyglav sessions``' median wall time, and the long session's net peak against
+its file size (target 3x).
 
 Usage::
 
-    python benchmarks/scale.py --sizes 2000,20000
+    python benchmarks/scale.py --sizes 2000,20000,100000 --output 40 --long \
+        --skip watch,add,browser,memfs
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,7 +52,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from generate import ARCHIVES, small_archive  # noqa: E402
+from generate import ARCHIVES, generate, long_session, small_archive  # noqa: E402
 
 BUILD = """
 import resource, sys, time
@@ -49,7 +66,18 @@ print(time.process_time() - c)
 print(time.perf_counter() - t)
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+own = 0
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        own = int(line.split()[1])
 print(own, workers)
+"""
+
+BARE = """
+import sys
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        sys.stdout.write(line.split()[1])
 """
 
 
@@ -94,7 +122,23 @@ def watch_appends(sessions: Path, site: Path, cache: Path, repeat: int) -> list[
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
+def bare_peak_mb() -> float:
+    """A bare interpreter's peak resident set (its ``VmHWM``), MB: the floor every
+    process's figure is net of (the smallest of 3)."""
+    runs = [
+        subprocess.run([sys.executable, "-c", BARE], check=True, capture_output=True, text=True)
+        for _ in range(3)
+    ]
+    return round(min(int(run.stdout) for run in runs) / 1024, 1)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
+    cpu = _children_cpu()
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", BUILD, str(sessions), str(site), str(cache)],
@@ -104,6 +148,7 @@ def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu
     lines = out.stdout.strip().splitlines()
     own, workers = (int(v) for v in lines[-1].split())
     return {
@@ -111,20 +156,63 @@ def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
         "inside_s": round(float(lines[-2]), 3),
         # CPU time of the build process itself (a full build's pool workers not counted).
         "inside_cpu_s": round(float(lines[-3]), 3),
+        # CPU time of the whole process and its workers, interpreter start included: what
+        # the wall time is on an idle machine, whatever the load (this one is shared).
+        "process_cpu_s": round(cpu, 3),
         # Peak RSS of the build process, and of the largest of its pool workers (each
         # process's own, as the build measures them: a Chromium run of this benchmark
         # is a child of this process too, and would hide them in RUSAGE_CHILDREN).
         "peak_rss_mb": round(own / 1024, 1),
         "worker_peak_rss_mb": round(workers / 1024, 1),
+        "largest_peak_net_mb": round(max(own, workers) / 1024 - BARE_MB[0], 1),
     }
 
 
-def digests(site: Path) -> dict[str, str]:
+BARE_MB = [0.0]
+"""The bare interpreter's peak (:func:`bare_peak_mb`), measured once at the start."""
+
+
+def sessions_cli(project: Path, expected: int) -> dict[str, float]:
+    """``polyglav sessions --project PROJECT`` in a fresh process (the catalog of its default
+    site read): wall time, and the rows it listed (checked against ``expected``)."""
+    cpu = _children_cpu()
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "publisher", "sessions", "--project", str(project)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )
+    wall = time.perf_counter() - start
+    rows = out.stdout.count(b"\n") - 1  # a header line
+    if rows != expected:
+        raise SystemExit(f"polyglav sessions listed {rows} sessions, not {expected}")
     return {
-        p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in site.rglob("*")
-        if p.is_file()
+        "wall_s": round(wall, 3),
+        "process_cpu_s": round(_children_cpu() - cpu, 3),
+        "rows": rows,
     }
+
+
+def stamps(site: Path) -> dict[str, tuple[int, int, int]]:
+    """Each file of ``site`` by its (inode, size, mtime): a build writes a file whose bytes
+    changed by a rename of a new file (a new inode), and leaves the others as they are
+    (hashing every file of 100,000 sessions' site twice an append took longer than the
+    builds)."""
+    found = {}
+    for folder, _, files in os.walk(site):
+        for name in files:
+            path = os.path.join(folder, name)
+            st = os.stat(path)
+            found[os.path.relpath(path, site)] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def rewritten(
+    before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]
+) -> list[str]:
+    return sorted(k for k in after.keys() | before.keys() if before.get(k) != after.get(k))
 
 
 def append(sessions: Path) -> None:
@@ -263,54 +351,145 @@ def full_in_memory(sessions: Path) -> dict[str, float] | None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def bench(n: int, work: Path, repeat: int, trash: list[Path]) -> dict[str, object]:
-    pristine = ARCHIVES / f"small-n{n}-s1"
-    if not (pristine / "sessions").is_dir():
-        small_archive(n, pristine)
-    root = work / f"n{n}"
+def bench(
+    label: str, pristine: Path, work: Path, repeat: int, trash: list[Path], skip: set[str]
+) -> dict[str, object]:
+    """Every figure of one archive (``pristine``: its sessions folder, copied first)."""
+    root = work / label
     set_aside(root, trash)
-    sessions = root / "sessions"
-    shutil.copytree(pristine / "sessions", sessions)
-    site, cache = root / "site", root / "cache"
-    result: dict[str, object] = {"sessions": n}
+    project = root / "project"
+    sessions = project / ".polyglav" / "sessions"
+    shutil.copytree(pristine, sessions)
+    n = sum(1 for _ in sessions.glob("*.json"))
+    # Its default site and cache folders, so that ``polyglav sessions`` reads its catalog.
+    os.environ["XDG_CACHE_HOME"] = str(root / "xdg")
+    from publisher.site.context import default_cache_dir
+
+    site = project / ".polyglav" / "site"
+    cache = default_cache_dir(site)
+    result: dict[str, object] = {"archive": label, "sessions": n}
     result["full"] = build(sessions, site, cache)
-    log(n, "full", result["full"])
-    result["full_in_memory"] = full_in_memory(sessions)
-    log(n, "full, site and cache in memory", result["full_in_memory"])
+    log(label, "full", result["full"])
+    if "memfs" not in skip:
+        result["full_in_memory"] = full_in_memory(sessions)
+        log(label, "full, site and cache in memory", result["full_in_memory"])
     result["noop"] = [build(sessions, site, cache) for _ in range(repeat)]
-    log(n, "noop", result["noop"])
+    log(label, "noop", result["noop"])
+    result["sessions_cli"] = [sessions_cli(project, n) for _ in range(repeat)]
+    log(label, "polyglav sessions", result["sessions_cli"])
     appends = []
     for _ in range(repeat):
-        before = digests(site)
+        before = stamps(site)
         append(sessions)
         time.sleep(2.1)  # past the racy-stamp window
         appends.append(build(sessions, site, cache))
-        after = digests(site)
-        result["append_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
+        result["append_files_rewritten"] = rewritten(before, stamps(site))
     result["append"] = appends
-    log(n, "append", appends, result["append_files_rewritten"])
-    # A new session (nightly CI adds runs) and its removal: the archive's shape changes.
-    added, removed = [], []
-    for serial in range(repeat):
-        before = digests(site)
-        path = add_run(sessions, serial)
-        time.sleep(2.1)
-        added.append(build(sessions, site, cache))
-        after = digests(site)
-        result["add_files_rewritten"] = sorted(k for k in after if before.get(k) != after[k])
-        path.unlink()
-        removed.append(build(sessions, site, cache))
-    result["add_session"], result["remove_session"] = added, removed
-    log(n, "add session", added, len(result["add_files_rewritten"]), "files")
-    log(n, "remove session", removed)
-    result["watch_append"] = watch_appends(sessions, site, cache, repeat)
-    log(n, "watch append", result["watch_append"])
+    log(label, "append", appends, result["append_files_rewritten"])
+    if "add" not in skip:
+        # A new session (nightly CI adds runs) and its removal: the archive's shape changes.
+        added, removed = [], []
+        for serial in range(repeat):
+            before = stamps(site)
+            path = add_run(sessions, serial)
+            time.sleep(2.1)
+            added.append(build(sessions, site, cache))
+            result["add_files_rewritten"] = rewritten(before, stamps(site))
+            path.unlink()
+            removed.append(build(sessions, site, cache))
+        result["add_session"], result["remove_session"] = added, removed
+        log(label, "add session", added, len(result["add_files_rewritten"]), "files")
+        log(label, "remove session", removed)
+    if "watch" not in skip:
+        result["watch_append"] = watch_appends(sessions, site, cache, repeat)
+        log(label, "watch append", result["watch_append"])
     result["floor"] = stat_floor(sessions, site)
-    log(n, "floor", result["floor"])
+    log(label, "floor", result["floor"])
     result["index_html_bytes"] = (site / "index.html").stat().st_size
-    result["chromium"] = [browser(site) for _ in range(repeat)]
-    log(n, "chromium", result["chromium"])
+    if "browser" not in skip and label.startswith("small"):
+        result["chromium"] = [browser(site) for _ in range(repeat)]
+        log(label, "chromium", result["chromium"])
     return result
+
+
+def bench_long(pristine: Path, work: Path, trash: list[Path]) -> dict[str, object]:
+    """One full build of the long session (issue 13's memory case): its net peak against
+    its file's size."""
+    root = work / "long"
+    set_aside(root, trash)
+    sessions = root / "sessions"
+    shutil.copytree(pristine, sessions)
+    size_mb = sum(p.stat().st_size for p in sessions.glob("*.json")) / 2**20
+    full = build(sessions, root / "site", root / "cache")
+    result: dict[str, object] = {
+        "archive": "long",
+        "file_mib": round(size_mb, 1),
+        "full": full,
+        "net_over_file": round(full["largest_peak_net_mb"] / size_mb, 2),
+    }
+    log("long", result)
+    return result
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+APPEND_TARGETS = {20_000: 1.5, 100_000: 2.0}
+"""Issue 33: a fresh process's append at this many sessions, at most this many times the
+same append at 2,000."""
+
+
+def summary(report: list[dict[str, object]]) -> dict[str, object]:
+    """The figures issue 33 asks for, against the smallest small archive of the run."""
+    small = [r for r in report if str(r["archive"]).startswith("small")]
+    rows: list[dict[str, object]] = []
+    base = small[0] if small else None
+    for r in report:
+        if r["archive"] == "long":
+            continue
+        full = r["full"]
+        appends = [a["wall_s"] for a in r["append"]]  # type: ignore[attr-defined]
+        row: dict[str, object] = {
+            "archive": r["archive"],
+            "sessions": r["sessions"],
+            "full_peak_net_mb": full["largest_peak_net_mb"],  # type: ignore[index]
+            "append_wall_s": round(_median(appends), 3),
+            # In the build (interpreter start and imports apart), and its CPU time.
+            "append_inside_s": round(_median([a["inside_s"] for a in r["append"]]), 3),  # type: ignore[attr-defined]
+            "append_cpu_s": round(_median([a["inside_cpu_s"] for a in r["append"]]), 3),  # type: ignore[attr-defined]
+            "append_process_cpu_s": round(
+                _median([a.get("process_cpu_s", 0.0) for a in r["append"]]),  # type: ignore[attr-defined]
+                3,
+            ),
+            "append_files_rewritten": len(r["append_files_rewritten"]),  # type: ignore[arg-type]
+            "sessions_cli_s": round(_median([c["wall_s"] for c in r["sessions_cli"]]), 3),  # type: ignore[attr-defined]
+            "sessions_cli_process_cpu_s": round(
+                _median([c.get("process_cpu_s", 0.0) for c in r["sessions_cli"]]),  # type: ignore[attr-defined]
+                3,
+            ),
+        }
+        if base is not None and r in small:
+            bfull = base["full"]["largest_peak_net_mb"]  # type: ignore[index]
+            bappend = _median([a["wall_s"] for a in base["append"]])  # type: ignore[attr-defined]
+            row["full_peak_vs_smallest"] = round(row["full_peak_net_mb"] / bfull, 2)  # type: ignore[operator]
+            row["append_vs_smallest"] = round(row["append_wall_s"] / bappend, 2)  # type: ignore[operator]
+            target = APPEND_TARGETS.get(int(r["sessions"]))  # type: ignore[call-overload]
+            if target is not None:
+                row["append_target"] = target
+        rows.append(row)
+    out: dict[str, object] = {"bare_interpreter_mb": BARE_MB[0], "archives": rows}
+    long = [r for r in report if r["archive"] == "long"]
+    if long:
+        out["long"] = {k: long[0][k] for k in ("file_mib", "net_over_file")} | {
+            "largest_peak_net_mb": long[0]["full"]["largest_peak_net_mb"],  # type: ignore[index]
+            "target": 3.0,
+        }
+    return out
 
 
 def log(*what: object) -> None:
@@ -323,14 +502,49 @@ def main() -> int:
     parser.add_argument("--sizes", default="2000,20000")
     parser.add_argument("--work", type=Path, default=ARCHIVES / "scale-work")
     parser.add_argument("--repeat", type=int, default=3, help="no-op, append and Chromium runs")
+    parser.add_argument(
+        "--output", type=int, default=0, help="also the output-heavy shape of N sessions"
+    )
+    parser.add_argument("--long", action="store_true", help="also the 5,000-turn session")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated: memfs, add, watch, browser (not measured)"
+    )
     args = parser.parse_args()
+    skip = {s for s in args.skip.split(",") if s}
+    BARE_MB[0] = bare_peak_mb()
+    log("bare interpreter", BARE_MB[0], "MB")
     trash: list[Path] = []
+    report: list[dict[str, object]] = []
     try:
-        report = [bench(int(n), args.work, args.repeat, trash) for n in args.sizes.split(",")]
+        # The long session and the output-heavy shape first: quicker than the largest size.
+        if args.long:
+            pristine = ARCHIVES / "long-t5000-s1" / "sessions"
+            if not pristine.is_dir():
+                long_session(pristine, 5000)
+            report.append(bench_long(pristine, args.work, trash))
+        if args.output:
+            folder = generate(args.output, shape="output")
+            report.append(
+                bench(
+                    f"output-n{args.output}",
+                    folder / "sessions",
+                    args.work,
+                    args.repeat,
+                    trash,
+                    skip,
+                )
+            )
+        for n in (int(n) for n in args.sizes.split(",") if n):
+            pristine = ARCHIVES / f"small-n{n}-s1"
+            if not (pristine / "sessions").is_dir():
+                small_archive(n, pristine)
+            report.append(
+                bench(f"small-n{n}", pristine / "sessions", args.work, args.repeat, trash, skip)
+            )
     finally:
         for folder in trash:
             shutil.rmtree(folder, ignore_errors=True)
-    print(json.dumps(report, indent=1))
+    print(json.dumps({"runs": report, "summary": summary(report)}, indent=1))
     return 0
 
 

@@ -64,8 +64,9 @@ from publisher.site.urls import PageLimits
 job = json.loads(sys.argv[2])
 started = time.process_time()
 meta, documents = _write_bundle(
-    BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), ""), Path(job["store"]),
-    Path(job["folder"]), None, PageLimits(), job["chunk"], job["doc"], Path(job["out"]))
+    BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), ""), "search_scale",
+    Path(job["store"]), Path(job["folder"]), None, PageLimits(), job["chunk"], job["doc"],
+    Path(job["out"]))
 print(json.dumps({"meta": meta, "documents": documents, "cpu": time.process_time() - started,
                   "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
@@ -80,12 +81,17 @@ PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 """
 
 
-def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str, object]:
-    """Records of every session (``workers`` processes), then every bundle (one process
-    each, ``workers`` at a time); what it cost."""
+def build_index(
+    sessions: Path, out: Path, work: Path, workers: int, chunk: int, doc: int, reuse: bool
+) -> dict[str, object]:
+    """Records of every session (``workers`` processes; with ``reuse``, those of an earlier
+    ``--keep`` run when it left one a session), then every bundle (one process each,
+    ``workers`` at a time, term chunks of ``chunk`` bytes, document chunks of at least
+    ``doc``); what it cost."""
     from publisher.site import urls
     from publisher.site.context import Tunables
     from publisher.site.index import row_slot
+    from publisher.site.search.bundle import FORMAT as BUNDLE_FORMAT
     from publisher.site.search.bundle import bundle_count, bundle_id, bundle_of, script
     from publisher.site.search.extract import WEIGHTS
     from publisher.site.stages.search import INDEX
@@ -94,7 +100,8 @@ def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str
     store = work / "search"
     names = sorted(p.name for p in sessions.glob("*.json"))
     started = time.perf_counter()
-    parts = [names[i::workers] for i in range(workers)]
+    kept = len(list((store / "records").glob("*.json"))) if reuse else 0
+    parts = [names[i::workers] for i in range(workers)] if kept != len(names) else []
     procs = []
     for i, part in enumerate(parts):
         listing = work / f"names-{i}.json"
@@ -128,8 +135,8 @@ def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str
                 "members": sorted(members[index]),
                 "store": str(store),
                 "folder": str(sessions),
-                "chunk": tunables.search_chunk_bytes,
-                "doc": tunables.search_doc_bytes,
+                "chunk": chunk,
+                "doc": doc,
                 "out": str(out),
             }
             proc = subprocess.Popen(
@@ -146,7 +153,7 @@ def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str
     bundles_s = time.perf_counter() - started
     results.sort(key=lambda r: r["id"])
     data = {
-        "format": 1,
+        "format": BUNDLE_FORMAT,
         "documents": sum(r["documents"] for r in results),
         "weights": WEIGHTS,
         "bundles": [[r["id"], r["meta"]] for r in results],
@@ -156,6 +163,9 @@ def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str
     return {
         "sessions": len(names),
         "bundles": count,
+        "records_reused": not parts,
+        "chunk_bytes": chunk,
+        "doc_bytes": doc,
         "records_s": round(records_s, 2),
         "records_cpu_s": round(record_cpu, 2),
         "bundles_s": round(bundles_s, 2),
@@ -165,6 +175,12 @@ def build_index(sessions: Path, out: Path, work: Path, workers: int) -> dict[str
         "index_mb": round(sum(p.stat().st_size for p in files) / 1e6, 1),
         "records_mb": round(sum(p.stat().st_size for p in store.rglob("*.json")) / 1e6, 1),
     }
+
+
+def _thread_time(cdp: object) -> float:
+    """The page's main thread's CPU seconds so far (Chromium's ``ThreadTime`` metric)."""
+    metrics = cdp.send("Performance.getMetrics")["metrics"]  # type: ignore[attr-defined]
+    return float(next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
 
 
 def query_in_chromium(out: Path, queries: list[str]) -> list[dict[str, object]]:
@@ -188,16 +204,26 @@ def query_in_chromium(out: Path, queries: list[str]) -> list[dict[str, object]]:
                 page.focus("#search-input")  # as a person clicks into the box: the metas load
                 page.wait_for_timeout(1500)
                 before = set(page.evaluate(scripts))
+                cdp = page.context.new_cdp_session(page)
+                cdp.send("Performance.enable")
                 if how == "typed":  # as a person types: a query at each keystroke
                     page.locator("#search-input").press_sequentially(query[:-1], delay=150)
                     page.wait_for_timeout(500)
                     page.evaluate("delete document.getElementById('search-results').dataset.ms")
+                    cpu_before = _thread_time(cdp)
                     page.locator("#search-input").press(query[-1])
                 else:  # the whole query at once: what the query itself loads
+                    cpu_before = _thread_time(cdp)
                     page.fill("#search-input", query)
                 page.wait_for_function(
                     "() => document.getElementById('search-results').dataset.ms !== undefined",
                     timeout=60_000,
+                )
+                # The page's main thread's CPU from the last keystroke to the results (and
+                # the few ms of polling after them): what the wall time in the page would
+                # be on an idle core, give or take the files' reads in other threads.
+                entry[f"{how}_main_thread_cpu_ms"] = round(
+                    (_thread_time(cdp) - cpu_before) * 1000, 1
                 )
                 page.wait_for_timeout(500)
                 loaded = page.evaluate(scripts)  # the client adds a script tag a file
@@ -215,6 +241,12 @@ def query_in_chromium(out: Path, queries: list[str]) -> list[dict[str, object]]:
                 entry["kb_on_focus"] = round(sum(p.stat().st_size for p in first) / 1024, 1)
                 entry[f"{how}_files"] = len(paths)
                 entry[f"{how}_kb"] = round(sum(p.stat().st_size for p in paths) / 1024, 1)
+                kinds: dict[str, float] = {}
+                for path in paths:
+                    if path not in first:
+                        kind = path.name.split("-")[0]
+                        kinds[kind] = kinds.get(kind, 0) + path.stat().st_size / 1024
+                entry[f"{how}_kb_by_kind"] = {k: round(v, 1) for k, v in sorted(kinds.items())}
                 page.close()
             measured.append(entry)
     return measured
@@ -227,8 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--queries", default="request timeout|cache retry|the request", help="|-separated"
     )
-    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the records, index and site")
+    parser.add_argument(
+        "--reuse-records", action="store_true", help="the records of an earlier --keep run"
+    )
+    parser.add_argument("--chunk-bytes", type=int, default=None, help="term chunks (Tunables)")
+    parser.add_argument("--doc-bytes", type=int, default=None, help="document chunks (Tunables)")
     opts = parser.parse_args(argv)
+    from publisher.site.context import Tunables
+
+    chunk = opts.chunk_bytes or Tunables().search_chunk_bytes
+    doc = opts.doc_bytes or Tunables().search_doc_bytes
     report = []
     for size in [int(s) for s in opts.sizes.split(",") if s]:
         archive = ARCHIVES / f"small-n{size}-s1"
@@ -236,10 +277,13 @@ def main(argv: list[str] | None = None) -> int:
         if not (sessions.is_dir() and len(os.listdir(sessions)) == size):
             small_archive(size, archive)
         work = ARCHIVES / "work" / f"search-{size}"
-        shutil.rmtree(work, ignore_errors=True)
+        if opts.reuse_records:
+            shutil.rmtree(work / "site", ignore_errors=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
         out = work / "site"
         out.mkdir(parents=True)
-        entry = build_index(sessions, out, work, opts.workers)
+        entry = build_index(sessions, out, work, opts.workers, chunk, doc, opts.reuse_records)
         entry["queries"] = query_in_chromium(out, opts.queries.split("|"))
         entry["own_peak_rss_mb"] = round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1

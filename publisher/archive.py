@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import refs
 from .loader import SessionLoadError, is_session_file, read_session, session_file_names
@@ -190,8 +192,11 @@ def list_files(folder: Path, names: list[str], prices: Prices | None = None) -> 
 class Archive:
     """A sessions folder, read on demand and never written."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, catalog: Callable[[], Path] | None = None) -> None:
         self.folder = folder
+        self.catalog = catalog
+        """Where the site build of this folder keeps its catalog (asked only by a listing,
+        :meth:`listing`); None: every file is read."""
 
     def files(self) -> list[Path]:
         """Every ``*.json`` file, sorted by name (the order is deterministic)."""
@@ -201,12 +206,47 @@ class Archive:
         return read_session(path, self.folder)
 
     def listing(self, workers: int | None = None, prices: Prices | None = None) -> list[Listed]:
-        """Every file, sorted by name, with its listed facts or its failure. Each file is
-        loaded whole (whether it loads depends on every turn), one at a time: the memory
-        is the largest session's, not the archive's. A folder of more than
-        :data:`LIST_CHUNK` files is read by ``workers`` processes (default: one per
-        core). With ``prices``, each loaded file's :class:`Facts` too."""
+        """Every file, sorted by name, with its listed facts or its failure. A file the
+        site build's catalog knows (:attr:`catalog`, :func:`catalogued`) and that is as the
+        build read it (its stamp trusted as a build trusts it) is listed from there; the
+        others are loaded whole (whether a file loads depends on every turn), one at a time:
+        the memory is the largest session's, not the archive's. More than
+        :data:`LIST_CHUNK` files to read are read by ``workers`` processes (default: one per
+        core). With ``prices``, every file is read, each loaded one with its :class:`Facts`
+        (its usage priced with that table: the catalog keeps none)."""
         names = session_file_names(self.folder)
+        if prices is not None:
+            return self._read_files(names, workers, prices)
+        known = catalogued(self.folder, names, self.catalog()) if self.catalog else None
+        if known is None:
+            return self.listed(names, workers)
+        found = [row if row is None else _listed_row(self.folder, row) for row in known]
+        read = iter(self.listed([n for n, f in zip(names, found, strict=True) if f is None]))
+        return [f if f is not None else next(read) for f in found]
+
+    def shown(self) -> list[tuple[str, tuple[tuple[str, ...], list[str]] | None]]:
+        """Every file, sorted by name, with what ``polyglav sessions`` shows and tells of it
+        (:func:`.render.console.listing_row`, :func:`.render.console.listing_warnings`) as
+        the site build's catalog keeps it, or None where the file must be read (see
+        :meth:`listing`)."""
+        names = session_file_names(self.folder)
+        known = catalogued(self.folder, names, self.catalog()) if self.catalog else None
+        if known is None:
+            return [(name, None) for name in names]
+        return [
+            (name, None if row is None or row[-2] is None else _shown_row(row))
+            for name, row in zip(names, known, strict=True)
+        ]
+
+    def listed(self, names: list[str], workers: int | None = None) -> list[Listed]:
+        """:class:`Listed` of ``names`` (files of the folder), each file loaded."""
+        return self._read_files(names, workers)
+
+    def _read_files(
+        self, names: list[str], workers: int | None, prices: Prices | None = None
+    ) -> list[Listed]:
+        """:class:`Listed` of ``names``, each file loaded (with ``prices``: with its
+        :class:`Facts`)."""
         if len(names) <= LIST_CHUNK:
             return list_files(self.folder, names, prices)  # (no pool to import)
         from .site.pool import run_jobs
@@ -297,6 +337,92 @@ class Archive:
             return self.read(self.folder / listed.file_name)
         except SessionLoadError as exc:
             raise NotFoundError(f"{exc.file_name}: does not load: {exc.reason}") from None
+
+
+def catalogued(folder: Path, names: list[str], path: Path) -> list[tuple[Any, ...] | None] | None:
+    """The row the catalog at ``path`` (:mod:`.site.catalog`) keeps of each of ``names``
+    (the folder's files, sorted: :meth:`.site.catalog.Catalog.listed`), or None where the
+    file must be read (no row, or a stamp the rule of the site build does not trust:
+    :func:`.site.staleness.stamp_trusted`, one ``stat`` a file). None when there is no
+    catalog of this folder to read: none, another schema, another sessions folder, other
+    code (the rows it keeps are that code's), a build with redaction (its summaries may not
+    be the files'). Nothing is written."""
+    import sqlite3
+
+    from .site.catalog import Catalog
+    from .site.staleness import code_key
+
+    catalog = Catalog.reader(path, os.path.abspath(folder), code_key())
+    if catalog is None:
+        return None
+    try:
+        return _catalogued(folder, names, catalog.listed(), catalog.meta.scanned_at_ns)
+    except sqlite3.Error:  # a catalog SQLite cannot read: the files are read instead
+        return None
+    finally:
+        catalog.close()
+
+
+def _catalogued(
+    folder: Path, names: list[str], rows: Iterator[tuple[Any, ...]], last_scan: int
+) -> list[tuple[Any, ...] | None]:
+    """:func:`catalogued` of the catalog's ``rows`` (by file name) and ``last_scan``."""
+    from .site.staleness import stamp_trusted
+
+    found: list[tuple[Any, ...] | None] = []
+    row = next(rows, None)
+    if os.stat in os.supports_dir_fd:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        stat: Callable[[str], os.stat_result] = partial(os.stat, dir_fd=fd)
+    else:
+        fd, stat = -1, lambda name: os.stat(folder / name)
+    try:
+        for name in names:
+            while row is not None and row[0] < name:
+                row = next(rows, None)
+            if row is None or row[0] != name:
+                found.append(None)
+                continue
+            try:
+                st = stat(name)
+                now = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                now = (0, 0)
+            found.append(row if stamp_trusted((row[1], row[2]), now, last_scan) else None)
+            row = next(rows, None)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return found
+
+
+def _listed_row(folder: Path, row: tuple[Any, ...]) -> Listed:
+    """The :class:`Listed` of a catalog row (:meth:`.site.catalog.Catalog.listed`)."""
+    name, _, _, failure, session_name, session_id, kind, role, version, turns, updated = row[:11]
+    if failure is not None:
+        return Listed(name, failure=failure_for(folder / name, failure))
+    return Listed(
+        file_name=name,
+        session_name=session_name,
+        session_id=session_id,
+        kind=kind,
+        role=role,
+        version=version,
+        turns=turns,
+        updated_at=updated,
+        parent_id=row[11],
+    )
+
+
+LISTING_SEPARATOR = "\x1f"
+"""Between the values of a listing row as the catalog keeps it (a control character:
+never in a terminal-safe value)."""
+
+
+def _shown_row(row: tuple[Any, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """What ``polyglav sessions`` shows and tells of a catalog row."""
+    told = row[-1]
+    return tuple(row[-2].split(LISTING_SEPARATOR)), json.loads(told) if told else []
 
 
 def _recency(listed: Listed) -> tuple[str, str]:

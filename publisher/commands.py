@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -40,7 +41,8 @@ class Context:
 
     @classmethod
     def open(cls, project: Path | None) -> Context:
-        return cls(Archive(find_sessions_dir(project)))
+        folder = find_sessions_dir(project)
+        return cls(Archive(folder, partial(default_catalog, folder)))
 
     def session(self, target: str | None) -> Session:
         return self.archive.resolve(target) if target else self.archive.latest()
@@ -63,7 +65,7 @@ def open_target(project: Path | None, name: str) -> tuple[Context, str]:
     path = Path(name)
     if name.endswith(".json") and ("/" in name or "\\" in name) and path.is_file():
         if project is None:
-            return Context(Archive(path.parent)), path.name
+            return Context(Archive(path.parent, partial(default_catalog, path.parent))), path.name
         ctx = Context.open(project)
         if path.resolve().parent != ctx.archive.folder.resolve():
             raise ArchiveError(
@@ -83,6 +85,16 @@ def site_out(sessions_dir: Path, out: Path | None) -> Path:
     if root == sessions_dir:
         return Path(".polyglav") / "site"
     return root / ".polyglav" / "site"
+
+
+def default_catalog(sessions_dir: Path) -> Path:
+    """The catalog the CLI reads for a sessions folder: the one a ``polyglav site build``
+    of it keeps with its default options (its site folder :func:`site_out`, that folder's
+    default cache folder). A site built into another ``--out`` or ``--cache-dir`` keeps its
+    catalog elsewhere: the CLI then reads the files (docs/catalog.md)."""
+    from .site.context import CachePaths, default_cache_dir
+
+    return CachePaths(default_cache_dir(site_out(sessions_dir, None))).catalog
 
 
 def make_redactor(redact: bool, values_file: Path | None) -> Redactor | None:
@@ -277,19 +289,25 @@ def print_max_chars(ctx: Context) -> int:
 
 
 def sessions(ctx: Context) -> tuple[list[str], list[str]]:
-    """The listing lines, and one warning line per file that does not load."""
-    from .prepare import name_warnings
-
-    entries = ctx.archive.listing()
-    warnings = []
-    for entry in entries:
-        if entry.failure is not None:
-            warnings.append(f"{entry.file_name}: {entry.failure.reason}")
+    """The listing lines, and one warning line per file that does not load (or whose
+    session_name is not its name). A file the site build's catalog knows as it is now is
+    listed from there (:meth:`.archive.Archive.shown`), the others read."""
+    found = ctx.archive.shown()
+    unread = [name for name, known in found if known is None]
+    read = iter(ctx.archive.listed(unread))
+    rows: list[tuple[str, ...]] = []
+    warnings: list[str] = []
+    for _, known in found:
+        if known is None:
+            entry = next(read)
+            rows.append(console.listing_row(entry))
+            warnings.extend(console.listing_warnings(entry))
         else:
-            warnings.extend(name_warnings(entry))
-    if not entries:
+            rows.append(known[0])
+            warnings.extend(known[1])
+    if not found:
         warnings.append(f"{ctx.archive.folder}: no session files")
-    return list(console.sessions_table(entries)), warnings
+    return list(console.sessions_table(rows)), warnings
 
 
 def sessions_json(ctx: Context, prices: Prices) -> tuple[list[str], list[str]]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, from scratch, on a Debian machine:
-# the package with its test extras, Debian's Chromium (for Playwright), Java (for the
-# Nu Html Checker) and the npm packages vnu-jar and axe-core (into tests/node_modules).
+# the package with its test and dask extras, Debian's Chromium (for Playwright), Java (for
+# the Nu Html Checker) and the npm packages vnu-jar and axe-core (into tests/node_modules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +18,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+# dask: tests/test_distributed.py builds on a real Dask cluster (issue 34).
+python3 -m pip install -q --disable-pip-version-check -e '.[test,dask]'
 
 if [ ! -f tests/node_modules/vnu-jar/build/dist/vnu.jar ] || [ ! -f tests/node_modules/axe-core/axe.min.js ]; then
   (cd tests && npm install --no-audit --no-fund --silent --ignore-scripts >/dev/null)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,7 @@ from hypothesis import strategies as st
 
 from publisher import gate
 from publisher.loader import read_session
-from publisher.site.archive import ArchiveCache
-from publisher.site.graph import decision_events, failure_events
+from publisher.site.summary import decision_events, failure_events
 from tests.helpers import (
     SAMPLES,
     build,
@@ -118,7 +118,7 @@ def test_append_touches_only_what_it_changes(tmp_path: Path) -> None:
 
 def test_activity_chart_counts_runs_and_errors(tmp_path: Path) -> None:
     from publisher.site.activity import activity
-    from publisher.site.graph import Summary
+    from publisher.site.summary import Summary
 
     sessions = []
     for i, (day, status) in enumerate([("17", "ok"), ("17", "error"), ("19", "weird"), ("19", "")]):
@@ -271,11 +271,10 @@ def test_a_session_gone_from_the_first_screen_is_replaced_from_the_shards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Removing the newest run, whose errors were on the Errors page's first screen: the
-    rows that come first now were in no page state, only in the row shards, and are read
-    from there (the pages are not made again from every session's state); incremental ==
-    full."""
+    rows that come first now are asked of the catalog, and only the row shard that held it
+    is made again on each page (not every shard); incremental == full."""
+    from publisher.site.catalog import Catalog
     from publisher.site.context import Tunables
-    from publisher.site.stages import index as index_stage
 
     event_archive(tmp_path / "sessions")
     sessions, out = tmp_path / "sessions", tmp_path / "site"
@@ -284,13 +283,17 @@ def test_a_session_gone_from_the_first_screen_is_replaced_from_the_shards(
     newest = "job_20260817_120000_err007"
     assert newest in (out / "errors.html").read_text()
     (sessions / f"{newest}.json").unlink()
+    made: list[tuple[str, int, int]] = []
+    real = Catalog.event_shard
 
-    def made_from_every_state(*args: object, **kwargs: object) -> object:
-        raise AssertionError("the archive pages were made again from every session")
+    def counted(self: Catalog, page: str, index: int, count: int) -> object:
+        made.append((page, index, count))
+        return real(self, page, index, count)
 
     with monkeypatch.context() as patched:
-        patched.setattr(index_stage, "render_archive_pages", made_from_every_state)
+        patched.setattr(Catalog, "event_shard", counted)
         build(sessions, out, tunables=tunables)
+    assert len(made) == 2 and {page for page, _, _ in made} == {"errors", "decisions"}, made
     errors = (out / "errors.html").read_text()
     assert newest not in errors and "job_20260816_120000_err006" in errors
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
@@ -322,38 +325,55 @@ _texts = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
 
 @pytest.mark.unit
 @settings(max_examples=60, deadline=None)
-@given(rows=st.dictionaries(_texts, st.lists(st.tuples(_texts, _texts), max_size=3), max_size=4))
-def test_the_archive_cache_keeps_a_shards_rows_in_a_file_and_reads_them_back(
-    tmp_path_factory: pytest.TempPathFactory, rows: dict[str, list[tuple[str, str]]]
+@given(
+    events=st.lists(st.tuples(_texts, _texts, _texts), min_size=1, max_size=6),
+    names=st.lists(_texts.filter(bool), min_size=1, max_size=3, unique=True),
+)
+def test_a_row_shard_is_its_sessions_rows_in_order_hostile_text_kept(
+    events: list[tuple[str, str, str]], names: list[str]
 ) -> None:
-    """A row shard's rows are one file of the cache (deterministic bytes, lone surrogates
-    included) and read back as written; under another build key nothing is read."""
-    folder = tmp_path_factory.mktemp("cache") / "archive-rows"
-    cache = ArchiveCache(folder)
-    rel = "events/errors-0001-of-0004.js"
-    cache.save(rel, rows)
-    path = folder / "errors-0001-of-0004.json"
-    assert path.read_bytes() == json.dumps(rows, sort_keys=True, separators=(",", ":")).encode()
-    assert cache.load(rel) == rows
-    assert cache.load("events/errors-0002-of-0004.js") == {}
-    assert ArchiveCache(folder, readable=False).load(rel) == {}
-    cache.sweep(["events/decisions-0001-of-0004.js"])
-    assert not path.exists()
+    """A row shard of the Errors page is the kept rows of its sessions in the page's order
+    (their sort keys, as Python sorts them), each row's HTML as it was kept, lone
+    surrogates and NUL included; the page's first rows and its counts come from the same
+    rows."""
+    from publisher.site.archive import event_states
+    from publisher.site.catalog import Catalog, SourceState
+    from publisher.site.summary import Summary
+    from publisher.site.urls import row_slot
+
+    catalog = Catalog.memory()
+    expected = []
+    for i, name in enumerate(names):
+        errors = tuple(
+            (f"2026-08-1{n % 9}T00:00:00", when, "", "", "error", code, message)
+            for n, (when, code, message) in enumerate(events)
+        )
+        summary = Summary(
+            name=name, file_name=f"{i}.json", session_id="", kind="job", role="r",
+            version="", created_at="", updated_at="", parent_id="", sub_sessions=(),
+            turns=0, tool_calls=0, errors=len(errors), last_status="", first_prompt="",
+            failure_events=errors,
+        )  # fmt: skip
+        state = SourceState(
+            1, 1, "h", summary, None, slot=row_slot(name), events=event_states(summary)
+        )
+        catalog.put(f"{i}.json", state, scanned=1)
+        for page, n, key, value, _ in state.events:
+            html = f"<tr>{name}\0{n}{value}</tr>"
+            catalog.set_event_html(f"{i}.json", page, n, html)
+            expected.append((key, "job", "r", value, html))
+    catalog.publish(everything=True)
+    expected.sort()
+    assert catalog.event_shard("errors", 0, 1) == expected
+    assert catalog.first_events("errors", 3) == [row[4] for row in expected[:3]]
+    assert catalog.event_values("errors") == dict(Counter(row[3] for row in expected))
+    assert catalog.event_totals("errors") == (len(names), len(expected))
 
 
-def test_a_full_build_keeps_one_rows_file_a_shard_and_drops_those_of_gone_shards(
-    tmp_path: Path,
-) -> None:
-    """The archive rows' cache is a file a row shard, made as each shard is: the build
-    never holds every session's rows. Another shard count leaves only the new shards'
-    files; the one-file cache of earlier versions is removed; the pages are the fresh
-    build's either way."""
+def test_another_shard_count_makes_every_shard_again(tmp_path: Path) -> None:
+    """Other tunables (another count of row shards): every shard of the new count is made,
+    none of the old count is left, and the pages are the fresh build's."""
     from publisher.site.context import Tunables
-
-    def rows_files(site: Path) -> list[str]:
-        """The cache file each row shard with rows should have (an empty one has none)."""
-        shards = sorted((site / "events").glob("*.js"))
-        return [p.stem + ".json" for p in shards if not p.read_text().endswith(",[]);\n")]
 
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -365,15 +385,12 @@ def test_a_full_build_keeps_one_rows_file_a_shard_and_drops_those_of_gone_shards
         )
         (sessions / f"{name}.json").write_text(json.dumps(doc))
     out, cache = tmp_path / "site", tmp_path / "cache"
-    (cache).mkdir()
-    (cache / "archive-cache.json").write_text("{}")
     build(sessions, out, cache_dir=cache, tunables=Tunables(index_first_rows=3, rows_per_shard=2))
-    kept = sorted(p.name for p in (cache / "archive-rows").iterdir())
-    assert kept == rows_files(out) and kept
-    assert not (cache / "archive-cache.json").exists()
+    assert sorted(p.name for p in (out / "events").iterdir())[-1] == "errors-0007-of-0008.js"
     build(sessions, out, cache_dir=cache, tunables=Tunables(index_first_rows=3, rows_per_shard=4))
-    kept = sorted(p.name for p in (cache / "archive-rows").iterdir())
-    assert kept == rows_files(out) and kept
+    assert sorted(p.name for p in (out / "events").iterdir()) == [
+        f"errors-{i:04d}-of-0004.js" for i in range(4)
+    ]
     fresh = tmp_path / "fresh"
     build(sessions, fresh, tunables=Tunables(index_first_rows=3, rows_per_shard=4))
     assert tree_digest(out) == tree_digest(fresh)

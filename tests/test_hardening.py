@@ -26,8 +26,9 @@ from publisher.render.html import HtmlRenderer
 from publisher.render.markdown import export_markdown
 from publisher.site import urls
 from publisher.site.fragments import FragmentWriter
-from publisher.site.graph import Graph, Summary
+from publisher.site.graph import Graph
 from publisher.site.render import PageFacts, render_session_pages
+from publisher.site.summary import Summary
 from publisher.theme import Theme
 from tests.helpers import (
     SAMPLES,
@@ -285,7 +286,7 @@ def test_loader_and_renderers_never_crash(doc: dict[str, Any], cut: int | None) 
     markdown = "".join(export_markdown(session))
     markdown.encode("utf-8")
     assert markdown.rstrip().rsplit("\n## ", 1)[-1].startswith("Errors")
-    graph = Graph({session.session_name: Summary.of(session)}, ["x.json"])
+    graph = Graph.of({session.session_name: Summary.of(session)}, ["x.json"])
     files: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory() as tmp:
         store = FragmentWriter(Path(tmp) / "fragments")

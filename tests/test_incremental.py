@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -20,8 +21,10 @@ from publisher.site.fragments import SUFFIX as FRAGMENT_SUFFIX
 from tests.helpers import (
     JOB,
     MAIN,
+    NOTES,
     OLD_NS,
     RACY_WINDOW_NS,
+    REVIEW,
     SECURITY,
     age,
     build,
@@ -257,23 +260,38 @@ def append_prompt(path: Path, text: str) -> None:
     path.write_text(json.dumps(doc))
 
 
-def test_noop_build_keeps_the_manifest_and_the_next_change_is_seen(tmp_path: Path) -> None:
-    """A build that read nothing and changed nothing leaves the manifest file as it was (not
-    rewritten for the scan's time alone); an append after it is read and rendered."""
+def test_noop_build_touches_no_row_and_the_next_change_is_seen(tmp_path: Path) -> None:
+    """A build that read nothing and changed nothing writes no file of the site and sets no
+    row of the catalog (what it knows of every session stays as the last build wrote it);
+    an append after it is read and rendered."""
     sessions = copy_samples(tmp_path / "sessions")
     out = tmp_path / "site"
     build(sessions, out)  # the copies' stamps are old: the next build trusts them
-    manifest = cache_of(out).manifest
-    before = (manifest.read_bytes(), manifest.stat().st_mtime_ns, manifest.stat().st_ino)
-    assert build(sessions, out).files_read == 0
-    assert (manifest.read_bytes(), manifest.stat().st_mtime_ns, manifest.stat().st_ino) == before
+    before = catalog_rows(out)
+    noop = build(sessions, out)
+    assert (noop.files_read, noop.sessions_rendered, noop.files_written) == (0, 0, 0)
+    assert noop.changed == []
+    assert catalog_rows(out) == before
     path = sessions / f"{SECURITY}.json"
     append_prompt(path, "one more after a no-op")
     report = build(sessions, out)
     assert (report.files_read, report.sessions_rendered) == (1, 1)
-    assert manifest.read_bytes() != before[0]
+    assert catalog_rows(out) != before
     assert "one more after a no-op" in page_of(out, SECURITY).read_text(encoding="utf-8")
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+
+
+def catalog_rows(out: Path) -> list[tuple[object, ...]]:
+    """Every row the catalog of the site ``out`` keeps of its sessions."""
+    con = sqlite3.connect(cache_of(out).catalog)
+    try:
+        return [
+            row
+            for table in ("sources", "summaries", "events")
+            for row in con.execute(f"SELECT * FROM {table} ORDER BY 1")
+        ]
+    finally:
+        con.close()
 
 
 @pytest.mark.parametrize("damage", ["page", "folder", "sessions", "added"])
@@ -304,19 +322,53 @@ def test_a_page_deleted_from_the_site_by_hand_is_written_again(tmp_path: Path, d
     assert build(sessions, out).sessions_rendered == 0  # the folder's new stamp is kept
 
 
+@pytest.mark.parametrize("damage", ["page", "sessions"])
+def test_the_site_folders_checked_in_a_process_of_their_own(
+    tmp_path: Path, monkeypatch: Any, damage: str
+) -> None:
+    """On a large archive the site's folders are checked in a forked process while the
+    build scans (``FolderCheck``): a page deleted by hand is written again as when the
+    build checks them itself, and a session this build set is checked by the build."""
+    from publisher.site.stages import plan as plan_stage
+
+    found: list[set[str] | None] = []
+    real = plan_stage.FolderCheck.result
+
+    def result(self: Any) -> set[str] | None:
+        found.append(real(self))
+        return found[-1]
+
+    monkeypatch.setattr(plan_stage.FolderCheck, "result", result)
+    tunables = Tunables(fork_check_bytes=0)  # every catalog is large enough
+    sessions = copy_samples(tmp_path / "sessions")
+    out = tmp_path / "site"
+    build(sessions, out, tunables=tunables)
+    if damage == "page":
+        page_of(out, JOB).unlink()
+    else:
+        shutil.rmtree(out / "sessions")
+    append_prompt(sessions / f"{SECURITY}.json", "set this build")
+    report = build(sessions, out, tunables=tunables)
+    # The forked process found the disturbed folders (every one when ``sessions/`` went).
+    assert found[-1] == ({JOB} if damage == "page" else {JOB, MAIN, SECURITY, NOTES, REVIEW})
+    assert report.sessions_rendered == (5 if damage == "sessions" else 2)
+    assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")
+    assert build(sessions, out, tunables=tunables).sessions_rendered == 0
+
+
 def test_a_build_without_its_cache_sweeps_only_a_site_that_was_there(tmp_path: Path) -> None:
-    """With no manifest to say what the site holds, a build removes the files of ours it
+    """With no catalog to say what the site holds, a build removes the files of ours it
     did not write (a session deleted while the cache was lost) only when our folders were
     there before it wrote: a first build into a new folder has nothing to sweep and does
     not list the folders it made; a folder of someone else's keeps its files."""
+    from publisher.site.catalog import Catalog
     from publisher.site.context import BuildContext, BuildOptions
-    from publisher.site.manifest import Manifest
     from publisher.site.stages.write import must_sweep
 
     sessions = copy_samples(tmp_path / "sessions")
     out = tmp_path / "site"
     ctx = BuildContext.open(BuildOptions(sessions_dir=sessions, out_dir=out), None)
-    assert not must_sweep(ctx, Manifest())  # nothing there yet
+    assert not must_sweep(ctx, Catalog.memory())  # nothing there yet
     build(sessions, out)
     gone = page_of(out, SECURITY)
     assert gone.is_file()
@@ -326,7 +378,7 @@ def test_a_build_without_its_cache_sweeps_only_a_site_that_was_there(tmp_path: P
     old_shard = out / "events" / "errors-0009-of-0010.js"
     old_shard.parent.mkdir(exist_ok=True)
     old_shard.write_text("polyglavEvents();")
-    assert must_sweep(ctx, Manifest())
+    assert must_sweep(ctx, Catalog.memory())
     report = build(sessions, out)
     assert not gone.exists() and not old_shard.exists() and report.files_removed >= 2
     assert tree_digest(out) == fresh_digest(sessions, tmp_path / "fresh")

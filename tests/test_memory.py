@@ -6,11 +6,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.helpers import SAMPLES, python_env
+from tests.helpers import python_env
 
 
 @pytest.mark.unit
@@ -136,44 +135,6 @@ def test_large_blocks_are_returned_to_the_system_on_glibc() -> None:
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert took
     assert memory.return_large_blocks() == took  # idempotent
-
-
-@pytest.mark.site
-def test_a_build_freezes_the_collector_only_while_it_runs(tmp_path: Path) -> None:
-    """The manifest's objects are kept out of the cyclic collector during a build
-    (publisher/site/memory.py) and handed back after it, even when it fails; what an
-    embedding program froze itself is left frozen."""
-    import gc
-
-    from publisher.site.build import BuildOptions, build_site
-    from publisher.site.stages import index as index_stage
-
-    seen: list[int] = []
-    fail: list[bool] = []
-    real = index_stage.render_index
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(gc.get_freeze_count())
-        if fail:
-            raise RuntimeError("a failure midway")
-        return real(*args, **kwargs)
-
-    index_stage.render_index = spy  # type: ignore[assignment]
-    try:
-        assert gc.get_freeze_count() == 0
-        build_site(BuildOptions(sessions_dir=SAMPLES, out_dir=tmp_path / "a", search=False))
-        assert seen[-1] > 0 and gc.get_freeze_count() == 0
-        gc.freeze()  # an embedder's own: not unfrozen by the build
-        build_site(BuildOptions(sessions_dir=SAMPLES, out_dir=tmp_path / "b", search=False))
-        assert gc.get_freeze_count() > 0  # left to the embedder
-        gc.unfreeze()
-        fail.append(True)
-        with pytest.raises(RuntimeError):
-            build_site(BuildOptions(sessions_dir=SAMPLES, out_dir=tmp_path / "c", search=False))
-        assert seen[-1] > 0 and gc.get_freeze_count() == 0
-    finally:
-        index_stage.render_index = real  # type: ignore[assignment]
-        gc.unfreeze()
 
 
 @pytest.mark.slow

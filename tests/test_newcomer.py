@@ -134,7 +134,7 @@ def test_the_site_folder_holds_only_what_is_published(tmp_path: Path) -> None:
     ]
     assert not list(out.rglob(".*"))
     cache = cache_of(out)
-    assert cache.manifest.is_file() and cache.fragments.is_dir()
+    assert cache.catalog.is_file() and cache.fragments.is_dir()
     assert cache.root.parent == tmp_path / "xdg-cache" / "polyglav"
     assert not cache.root.is_relative_to(out)
 

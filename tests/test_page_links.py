@@ -13,7 +13,7 @@ import pytest
 
 from publisher.loader import read_session
 from publisher.site import urls
-from publisher.site.graph import Summary
+from publisher.site.summary import Summary
 from tests.helpers import Writer, build, page_of, part, require, session_doc, turn
 
 PARENT = "ses_20260901_080000_aaaaaa"

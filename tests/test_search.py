@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import IO
 
 import pytest
 from hypothesis import given, settings
@@ -139,14 +140,13 @@ def test_terms() -> None:
 @settings(max_examples=300)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200) | st.text(max_size=200))
 def test_the_fast_counter_counts_the_exact_terms(text: str) -> None:
-    """The byte split of :class:`TermCounter` gives the terms of the exact Unicode rules."""
-    counted: dict[str, float] = {}
-    words = terms.TermCounter().add(text, 1.0, counted)
-    expected: dict[str, float] = {}
-    for term in terms.text_terms(text):
-        expected[term] = expected.get(term, 0) + 1.0
-    assert counted == expected
-    assert words >= 0
+    """The byte split of :class:`TermCounter` gives the terms of the exact Unicode rules, in
+    order, whether its memo knows the words or not."""
+    counter = terms.TermCounter()
+    raw = counter.raw_words(text)
+    expected = terms.text_terms(text)
+    assert [t for t in counter.terms(raw) if t] == expected  # words learnt
+    assert [t for t in counter.terms(raw) if t] == expected  # words known
 
 
 @pytest.mark.unit
@@ -186,12 +186,10 @@ def turns_of(record: extract.SessionRecord, term: str) -> list[int]:
     """A term's postings in a record, flat: position, impact, position, impact…"""
     count, encoded = record.postings[term]
     numbers = bundle.decode_numbers(encoded)
-    assert len(numbers) == 2 * count
-    out, position = [], 0
-    for i in range(0, len(numbers), 2):
-        position += numbers[i]
-        out += [position, numbers[i + 1]]
-    return out
+    assert len(numbers) == count
+    flat = [x for n in numbers for x in (n // 32, n % 32)]
+    assert flat[0::2] == sorted(set(flat[0::2])) and all(1 <= i <= 31 for i in flat[1::2])
+    return flat
 
 
 def record_of(doc: dict[str, object], tmp_path: Path) -> extract.SessionRecord:
@@ -231,9 +229,10 @@ def test_what_a_record_holds(tmp_path: Path) -> None:
         "zqshort": [1],
         "zqlastlin": [1],
     }, where
-    assert [a for a, _ in record.docs] == ["turn-1", "turn-2"]
-    kinds = [f.kind for f in record.docs[0][1]]
-    assert kinds == ["p", "a"]
+    docs = [extract.fields_of(d) for d in record.docs]
+    assert [a for a, _ in docs] == ["turn-1", "turn-2"]
+    assert [f.kind for f in docs[0][1]] == ["p", "a"]
+    assert [(f.kind, f.suffix) for f in docs[1][1]][:2] == [("i", ".1"), ("o", ".1")]
     assert record.aliases["please"] == "pleas" and record.aliases["zqlastlines"] == "zqlastlin"
     assert extract.SessionRecord.from_bytes(record.to_bytes()) == record
 
@@ -249,57 +248,131 @@ def test_a_prompt_weighs_more_than_output(tmp_path: Path) -> None:
     assert first > second
 
 
-@pytest.mark.unit
-def test_a_bundle_holds_its_records_postings(tmp_path: Path) -> None:
+def bundle_data(made: bundle.BundleFiles, ident: str) -> dict[str, object]:
+    """Each file's data, by name (each file checked to be the call the client expects)."""
+    data = {}
+    for name, body in made.files.items():
+        match = re.fullmatch(
+            rf'__polyglavSearch\.add\("{ident}","(\w)","([\w-]+)",(.*)\);\n', body.decode()
+        )
+        assert match, name
+        assert f"{match[2]}.js" == name and name.startswith(match[1] + "-")
+        data[match[2]] = json.loads(match[3])
+    return data
+
+
+def sample_records() -> list[extract.SessionRecord]:
     records = []
     for path in sorted(SAMPLES.glob("*.json")):
         try:
             records.append(extract.session_record(read_session(path)))
         except SessionLoadError:
             continue
-    made = bundle.build_bundle("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
-    data = {}
-    for name, body in made.files.items():
-        match = re.fullmatch(
-            r'__polyglavSearch\.add\("b000-of-001","(\w)","([\w-]+)",(.*)\);\n', body.decode()
-        )
-        assert match, name
-        assert f"{match[2]}.js" == name and name.startswith(match[1] + "-")
-        data[match[2]] = json.loads(match[3])
+    return records
+
+
+@pytest.mark.unit
+def test_a_bundle_holds_its_records_postings_and_documents() -> None:
+    records = sample_records()
+    made = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    data = bundle_data(made, "b000-of-001")
     meta = data[made.meta]
-    chunks = [f"t-{meta['termChunks']}-{i}" for i in range(len(meta["terms"]))]
-    assert len(chunks) > 3 and sum(name.startswith("d-") for name in data) > 1
+    assert isinstance(meta, dict)
+    version = meta["version"]
+    firsts = ["", *meta["terms"].split(" ")]
+    assert len(firsts) == meta["termChunks"]
+    chunks = [f"t-{version}-{i}" for i in range(len(firsts))]
+    assert set(data) == {
+        *chunks,
+        *(f"d-{version}-{i}" for i in range(len(data) - len(chunks) - 3)),
+        f"s-{version}",
+        f"f-{version}",
+        f"m-{version}",
+    }
+    assert len(chunks) > 3 and len(data) - len(chunks) - 3 > 1
     ordered = sorted(records, key=lambda r: r.slug)
-    seen: dict[str, list[int]] = {}
+    seen: dict[str, list[tuple[int, int, int]]] = {}
     last = ""
     for i, name in enumerate(chunks):
         # The meta's beginning of each chunk: a beginning of its first word, after the
         # previous chunk's last word.
-        first, start = data[name][0][0], meta["terms"][i]
+        entries = data[name]
+        assert isinstance(entries, list)
+        first, start = entries[0][0], firsts[i]
         assert first.startswith(start) and (
             i == 0 or bundle.js_order(start) > bundle.js_order(last)
         )
-        last = data[name][-1][0]
-        for entry in data[name]:
+        assert [bundle.js_order(e[0]) for e in entries] == sorted(
+            bundle.js_order(e[0]) for e in entries
+        )
+        last = entries[-1][0]
+        for entry in entries:
             if len(entry) == 3:
                 numbers = bundle.decode_numbers(entry[2])
-                i, session, flat = 0, 0, []
-                while i < len(numbers):
-                    session += numbers[i]
-                    count, position = numbers[i + 1], 0
-                    i += 2
+                k, session, flat = 0, 0, []
+                while k < len(numbers):
+                    session += numbers[k] // 2
+                    count = numbers[k + 1] + 2 if numbers[k] % 2 else 1
+                    k += 2 if numbers[k] % 2 else 1
                     for _ in range(count):
-                        position += numbers[i]
-                        flat.append((session, position, numbers[i + 1]))
-                        i += 2
+                        flat.append((session, numbers[k] // 32, numbers[k] % 32))
+                        k += 1
                 assert entry[1] == len(flat)
                 seen[entry[0]] = flat
+            else:  # an alias: an English word that is no term, and its stem
+                assert entry[0] not in seen and any(
+                    r.aliases.get(entry[0]) == entry[1] for r in records
+                )
     for number, record in enumerate(ordered):
         for term in record.postings:
             flat = turns_of(record, term)
             mine = [(p, imp) for s, p, imp in seen[term] if s == number]
             assert mine == list(zip(flat[0::2], flat[1::2], strict=True))
-    assert meta["documents"] == sum(len(r.docs) for r in records)
+    assert meta["documents"] == sum(len(r.docs) for r in records) == made.documents
+    # Every turn is in the document chunk the starts say, as its record has it.
+    starts = bundle.decode_numbers(data[f"s-{version}"])  # type: ignore[arg-type]
+    firsts_of = []
+    session = 0
+    for k in range(0, len(starts), 2):
+        session += starts[k]
+        firsts_of.append((session, starts[k + 1]))
+    for number, record in enumerate(ordered):
+        for position, doc in enumerate(record.docs):
+            chunk = max(i for i, first in enumerate(firsts_of) if first <= (number, position))
+            segments = data[f"d-{version}-{chunk}"]
+            assert isinstance(segments, list)
+            segment = next(s for s in segments if s[0] == number)
+            assert segment[1:4] == [record.name, record.slug, record.pages]
+            assert segment[5][position - segment[4]] == json.loads(doc)
+
+
+@pytest.mark.unit
+def test_a_bundle_spilled_in_sorted_runs_is_the_same(tmp_path: Path) -> None:
+    """A bundle of more postings than a process holds at once (sorted runs in scratch files,
+    merged) has the same bytes as one made in memory."""
+    records = sorted(sample_records(), key=lambda r: r.slug)
+    whole = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    version = whole.meta[len("m-") :]
+    files: dict[str, bytes] = {}
+    opened = []
+    store = SearchStore(tmp_path / "search")
+
+    def scratch() -> IO[bytes]:
+        opened.append(store.scratch())
+        return opened[-1]
+
+    bundle.build_bundle(
+        "b000-of-001",
+        version,
+        records,
+        files.__setitem__,
+        chunk_bytes=300,
+        doc_bytes=500,
+        scratch=scratch,
+        run_entries=50,
+    )
+    assert len(opened) > 3
+    assert files == whole.files
 
 
 @pytest.mark.site
@@ -331,6 +404,12 @@ def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: 
     # A lost record is made again from the session file; a lost state writes every bundle.
     store = SearchStore(cache_of(out).search)
     shutil.rmtree(store.records)
+    store.state_file.unlink()
+    assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
+    assert tree_digest(out) == tree_digest(fresh)
+    # A damaged record (read as bytes for the version, unreadable as a record) is made again.
+    for path in sorted(store.records.iterdir())[:3]:
+        path.write_bytes(b'[2,"not a record"]\n{')
     store.state_file.unlink()
     assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
     assert tree_digest(out) == tree_digest(fresh)

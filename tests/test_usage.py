@@ -43,7 +43,19 @@ from publisher.usage import (
     session_spend,
     turn_spend,
 )
-from tests.helpers import ROOT, build, page_of, part, polyglav, python_env, session_doc, turn
+from tests.helpers import (
+    ROOT,
+    age,
+    build,
+    fresh_digest,
+    page_of,
+    part,
+    polyglav,
+    python_env,
+    session_doc,
+    tree_digest,
+    turn,
+)
 from tests.import_helpers import FIXTURES, loaded, run_import, sessions_dir
 
 CODEX = FIXTURES / "codex"
@@ -862,8 +874,6 @@ def test_an_appended_turn_with_usage_builds_as_a_fresh_build(
 ) -> None:
     """The index's and the activity's figures kept from the last build and brought up to
     date equal a fresh build's, byte for byte, when a session's usage grows."""
-    from tests.helpers import fresh_digest, tree_digest
-
     folder = tmp_path / "sessions"
     shutil.copytree(sessions_dir(window_project), folder)
     site = tmp_path / "site"
@@ -876,4 +886,60 @@ def test_an_appended_turn_with_usage_builds_as_a_fresh_build(
     doc["turns"].append(last)
     name.write_text(json.dumps(doc), encoding="utf-8")
     build(folder, site)
+    assert tree_digest(site) == fresh_digest(folder, tmp_path / "fresh")
+
+
+def _kept_spend(out: Path, cache: Path) -> tuple[list[Any], list[Any]]:
+    """The overview's spend the last build kept in its catalog, and the spend of every
+    published session's catalog row added up by (day, role, model) there and then."""
+    from publisher.site.catalog import Catalog
+    from publisher.site.index import Overview
+
+    catalog = cache / "catalog.sqlite"
+    kept = Catalog.rows(catalog, "SELECT value FROM kept WHERE name = ?", (Overview.KEPT,))
+    sums: dict[tuple[str, str, str], list[int]] = {}
+    for role, spend in Catalog.rows(
+        catalog, "SELECT role, spend FROM sources WHERE published AND spend IS NOT NULL", ()
+    ):
+        for day, model, tokens, pico, unpriced in json.loads(spend):
+            row = sums.setdefault((day, role, model), [0, 0, 0])
+            for i, n in enumerate((tokens, pico, unpriced)):
+                row[i] += n
+    counted = [[*key, *row] for key, row in sorted(sums.items()) if any(row)]
+    return json.loads(kept[0][0])["spend"], counted
+
+
+@pytest.mark.site
+def test_spend_kept_from_build_to_build_equals_a_fresh_count(
+    window_project: Path, tmp_path: Path
+) -> None:
+    """The overview's spend by (day, role, model), brought up to date from the rows a build
+    set or dropped (a session with usage gone, one given a role, one's usage doubled, one's
+    usage taken away), equals the spend counted again from every row, and the site equals a
+    fresh build's, byte for byte."""
+    folder = tmp_path / "sessions"
+    shutil.copytree(sessions_dir(window_project), folder)
+    age(*folder.iterdir())  # long unchanged: the next build trusts the others' stamps
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    build(folder, site, cache_dir=cache)
+    kept, counted = _kept_spend(site, cache)
+    assert kept == counted and kept
+    spent = [p for p in sorted(folder.glob("*.json")) if '"usage"' in p.read_text("utf-8")]
+    assert len(spent) >= 4
+    spent[0].unlink()
+
+    def edit(path: Path, change: Any) -> None:
+        doc = json.loads(path.read_text("utf-8"))
+        change(doc)
+        path.write_text(json.dumps(doc), "utf-8")
+
+    edit(spent[1], lambda doc: doc.update(role="reviewer"))
+    edit(spent[2], lambda doc: [t.update(usage=t.get("usage", []) * 2) for t in doc["turns"]])
+    edit(spent[3], lambda doc: [t.pop("usage", None) for t in doc["turns"]])
+    report = build(folder, site, cache_dir=cache)
+    assert report.files_read == 3
+    kept_after, counted_after = _kept_spend(site, cache)
+    assert kept_after == counted_after
+    assert kept_after != kept
+    assert any(role == "reviewer" for _, role, *_ in kept_after)
     assert tree_digest(site) == fresh_digest(folder, tmp_path / "fresh")

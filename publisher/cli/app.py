@@ -117,11 +117,22 @@ def quiet_broken_pipe() -> NoReturn:
     raise typer.Exit(0)
 
 
+EMIT_BATCH = 1000
+"""Lines printed at once (a listing of 100,000 sessions is not 100,000 writes)."""
+
+
 def emit(lines: Iterable[str]) -> None:
-    """Print ``lines`` to stdout, stopping quietly when the reader goes away."""
+    """Print ``lines`` to stdout, a batch at a time, stopping quietly when the reader goes
+    away."""
     try:
+        batch: list[str] = []
         for line in lines:
-            typer.echo(line)
+            batch.append(line)
+            if len(batch) >= EMIT_BATCH:
+                typer.echo("\n".join(batch))
+                batch.clear()
+        if batch:
+            typer.echo("\n".join(batch))
     except BrokenPipeError:
         quiet_broken_pipe()
 

@@ -112,6 +112,25 @@ Search = Annotated[
         help="Build the full-text search index (search/, works from file:// too).",
     ),
 ]
+NoWait = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        help="When another build of this site is running, fail at once (exit 1) instead "
+        "of waiting for it to finish.",
+    ),
+]
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        envvar="DASK_SCHEDULER_ADDRESS",
+        help="Run the scan and the render on the Dask cluster of this scheduler "
+        "(tcp://HOST:8786; needs polyglav-publisher[dask]); the sessions, site and cache "
+        "folders must be at the same paths on every worker. See docs/distributed.md.",
+        show_default=False,
+    ),
+]
 BuildQuiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress bar and no summary line.")
 ]

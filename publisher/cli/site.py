@@ -15,12 +15,14 @@ from .options import (
     BuildQuiet,
     CacheDir,
     Debug,
+    NoWait,
     Port,
     PricesFile,
     Project,
     QuietWindow,
     Redact,
     RedactValues,
+    Scheduler,
     Search,
     SiteOut,
     Strict,
@@ -63,6 +65,12 @@ def build_options(
     )
 
 
+def say_waiting(holder: int | None) -> None:
+    """What a build waiting for another one of the same site says (once, on stderr)."""
+    who = f" (pid {holder})" if holder is not None else ""
+    typer.echo(f"polyglav: waiting for another build of this site{who} to finish", err=True)
+
+
 def summary_line(report: BuildReport, out: Path) -> str:
     parts = [
         f"{report.sessions} sessions",
@@ -77,7 +85,11 @@ def summary_line(report: BuildReport, out: Path) -> str:
 
 
 @site_app.command(
-    "build", epilog=example("polyglav site build --project sample_sessions --out /tmp/site")
+    "build",
+    epilog=example(
+        "polyglav site build --project sample_sessions --out /tmp/site",
+        "polyglav site build --project . --out /shared/site --scheduler tcp://scheduler:8786",
+    ),
 )
 def build(
     ctx: typer.Context,
@@ -91,12 +103,15 @@ def build(
     redact: Redact = False,
     redact_values: RedactValues = None,
     prices: PricesFile = None,
+    no_wait: NoWait = False,
+    scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
     """Build the site: one page per session, the index, search.
 
     Files that do not load are listed on the index and warned about; the build still
-    succeeds unless --strict.
+    succeeds unless --strict. One build of a site runs at a time: a second one waits for
+    the first (or, with --no-wait, exits 1).
     """
 
     def action() -> tuple[BuildReport, BuildOptions]:
@@ -106,6 +121,8 @@ def build(
         options = build_options(
             project, out, cache_dir, theme, search, redact, redact_values, prices=prices
         )
+        options.wait, options.on_wait = not no_wait, say_waiting
+        options.scheduler = scheduler or None
         with progress_hook(enabled=not quiet and sys.stderr.isatty()) as hook:
             options.progress = hook
             return build_site(options), options

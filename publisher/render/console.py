@@ -122,39 +122,56 @@ def print_lines(session: Session, turn: Turn, part_number: int | None, limit: in
         yield from part_lines(session, turn, number, limit)
 
 
-def sessions_table(entries: list[Listed]) -> Iterator[str]:
-    """The ``/sessions`` listing, by file name (what ``#id`` and ``session:`` resolve);
-    sub-sessions annotated with their parent, a differing session_name noted."""
-    header = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
-    rows: list[tuple[str, ...]] = []
-    notes: list[str] = []
-    for s in entries:
-        if s.failure is not None:
-            rows.append(("-", terminal_safe(s.file_name[:-5]), "-", "-", "-", "-", "-"))
-            notes.append(f"not loaded: {s.failure.reason}")
-            continue
-        rows.append(
-            (
-                s.kind,
-                terminal_safe(s.file_name[:-5]),
-                _v(s.session_id),
-                _v(s.role),
-                _v(s.version),
-                str(s.turns),
-                _v(s.updated_at),
-            )
-        )
-        row_notes = []
-        if s.file_name != f"{s.session_name}.json":
-            row_notes.append(f"session_name: {terminal_safe(s.session_name)}")
-        if s.parent_id:
-            row_notes.append(f"parent: {terminal_safe(s.parent_id)}")
-        notes.append("; ".join(row_notes))
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    yield "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
-    for row, note in zip(rows, notes, strict=True):
-        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-        yield (line + ("  " + note if note else "")).rstrip()
+LISTING_HEADER = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
+"""The ``/sessions`` table's columns."""
+
+
+def listing_row(entry: Listed) -> tuple[str, ...]:
+    """What the ``/sessions`` table shows of one file: its cells (:data:`LISTING_HEADER`)
+    and its note (why it does not load; a session_name that is not the file's; the
+    parent of a sub-session), every value from the file :func:`terminal_safe`. Kept by the
+    site build's catalog for each file it scans (``polyglav sessions`` takes it from there)."""
+    if entry.failure is not None:
+        name = terminal_safe(entry.file_name[:-5])
+        return ("-", name, "-", "-", "-", "-", "-", f"not loaded: {entry.failure.reason}")
+    notes = []
+    if entry.file_name != f"{entry.session_name}.json":
+        notes.append(f"session_name: {terminal_safe(entry.session_name)}")
+    if entry.parent_id:
+        notes.append(f"parent: {terminal_safe(entry.parent_id)}")
+    return (
+        entry.kind,
+        terminal_safe(entry.file_name[:-5]),
+        _v(entry.session_id),
+        _v(entry.role),
+        _v(entry.version),
+        str(entry.turns),
+        _v(entry.updated_at),
+        "; ".join(notes),
+    )
+
+
+def listing_warnings(entry: Listed) -> list[str]:
+    """What ``polyglav sessions`` tells on stderr of one file: why it does not load, or a
+    session_name that is not the file's."""
+    from ..prepare import name_warnings
+
+    if entry.failure is not None:
+        return [f"{entry.file_name}: {entry.failure.reason}"]
+    return name_warnings(entry)
+
+
+def sessions_table(rows: list[tuple[str, ...]]) -> Iterator[str]:
+    """The ``/sessions`` listing of the files' :func:`listing_row`, by file name (what
+    ``#id`` and ``session:`` resolve)."""
+    cells = [row[:-1] for row in rows]
+    # One format of the columns' widths (``ljust``), applied at C speed to every row.
+    widths = [max(map(len, column)) for column in zip(LISTING_HEADER, *cells, strict=True)]
+    line = "  ".join(f"{{:<{width}}}" for width in widths).format
+    yield line(*LISTING_HEADER).rstrip()
+    for row, cell in zip(rows, cells, strict=True):
+        note = row[-1]
+        yield (line(*cell) + ("  " + note if note else "")).rstrip()
 
 
 def preview_lines(session: Session, children: list[str]) -> Iterator[str]:

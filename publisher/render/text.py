@@ -126,6 +126,8 @@ def inline_code(value: str) -> str:
 
 def terminal_safe(text: str) -> str:
     """Text with terminal control characters and surrogates shown as escapes."""
+    if text.isascii() and text.isprintable():  # (no control: C speed, most texts)
+        return text
     return TERMINAL_CONTROL_RE.sub(
         lambda m: (
             m.group(0).encode("unicode_escape").decode("ascii")

@@ -21,8 +21,8 @@ from sys import intern
 from ..gate import utc_time
 from ..render.contexts import Activity, ActivityBar, ActivityDay, ActivitySegment
 from ..render.view import OUTCOMES, outcome_of
-from .graph import Summary
 from .spending import Sums, spend_activity
+from .summary import Summary
 
 DAYS = 90
 """How many days the chart shows, at most (the archive's last; bars stay 5 units wide)."""
@@ -47,7 +47,7 @@ def outcome_totals(runs: Mapping[tuple[str, str], int]) -> list[tuple[str, int]]
 def contribution(summary: Summary) -> tuple[str, str, str]:
     """What one session adds to the chart: its day (ISO, "" when it has no readable time),
     its outcome, and the days of its failures (ISO, space-separated). Computed when its
-    summary is made and kept in the manifest (:class:`.manifest.Brief`): a build does not
+    summary is made and kept in the catalog (:mod:`.catalog`): a build does not
     parse every session's times again."""
     day = _day(summary.created_at) or _day(summary.updated_at)
     failed = " ".join(event[0][:10] for event in summary.failure_events if event[0])

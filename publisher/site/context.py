@@ -8,7 +8,7 @@
   the site folder holds exactly what is published (a static host, a bucket sync or a CI
   artifact takes all of it), as Sphinx keeps ``_build/doctrees`` beside ``_build/html``.
 - :class:`Warm`: what a long-running caller (``site watch``, ``site serve``) keeps from
-  one build to the next: compiled templates and the manifest it wrote last. A plain
+  one build to the next: compiled templates, and what its watcher saw change. A plain
   ``site build`` starts cold. Nothing of a build lives in module globals, so two builds in
   one process share nothing by accident.
 - :class:`BuildContext`: all of the above, resolved once at the start of a build.
@@ -32,9 +32,7 @@ from . import staleness, urls
 
 if TYPE_CHECKING:
     from ..render.html import HtmlRenderer
-    from .graph import ShapeMemo
-    from .manifest import Manifest
-    from .stages.plan import Census
+    from .lock import WaitHook
 
 ProgressHook = Callable[[str, int, int], None]
 """Called with (stage, done, total) as work proceeds."""
@@ -96,6 +94,9 @@ class Tunables:
     """Index row shards: at most this many sessions a shard on average (shapes the output)."""
     max_row_shards: int = 1024
     """Index row shards: at most this many (shapes the output)."""
+    fork_check_bytes: int = 8 << 20
+    """A catalog of at least this size (some 4,000 sessions) has the site's folders checked
+    in a process forked for it, beside the scan (:class:`.stages.plan.FolderCheck`)."""
 
 
 @dataclass(slots=True)
@@ -129,6 +130,14 @@ class BuildOptions:
     """Sizes that shape the work."""
     prices: Prices = field(default_factory=Prices)
     """The price table usage is priced with (``--prices``; the shipped one by default)."""
+    wait: bool = True
+    """Wait while another build holds the cache folder (:mod:`.lock`); False: stop at once
+    with :class:`.lock.CacheBusy` (``--no-wait``)."""
+    on_wait: WaitHook | None = None
+    """Told the holder's process id once, when the build waits for another one."""
+    scheduler: str | None = None
+    """The address of a Dask scheduler (``--scheduler``, ``tcp://HOST:8786``): the scan and
+    the render run on its cluster (:mod:`.distributed`); None: on this machine."""
 
 
 def default_cache_dir(out_dir: Path) -> Path:
@@ -153,9 +162,14 @@ class CachePaths:
         return cls(options.cache_dir or default_cache_dir(options.out_dir))
 
     @property
-    def manifest(self) -> Path:
-        """What the last build read and wrote (:mod:`.manifest`)."""
-        return self.root / "manifest.jsonl"
+    def catalog(self) -> Path:
+        """What the builds know of the archive and the site (:mod:`.catalog`)."""
+        return self.root / "catalog.sqlite"
+
+    @property
+    def lock(self) -> Path:
+        """Held by the build writing this cache (:mod:`.lock`): one writer at a time."""
+        return self.root / "lock"
 
     @property
     def fragments(self) -> Path:
@@ -165,31 +179,22 @@ class CachePaths:
     @property
     def building(self) -> Path:
         """Present while a build may be writing the site: made before its first write,
-        removed once its manifest is saved. Found at the start of a build, it says the last
-        one stopped in between (:attr:`BuildContext.trust_written`)."""
+        removed once its catalog is committed. Found at the start of a build, it says the
+        last one stopped in between (:attr:`BuildContext.trust_written`)."""
         return self.root / "building"
-
-    @property
-    def index_cache(self) -> Path:
-        """Index rows and the delegation tree (:mod:`.index`)."""
-        return self.root / "index-cache"
-
-    @property
-    def index_outputs(self) -> Path:
-        """The key and hash of each row shard and archive-wide page last written, so an
-        unchanged one is not even made again (:mod:`.stages.index`)."""
-        return self.root / "index-outputs.json"
-
-    @property
-    def archive_rows(self) -> Path:
-        """The rendered rows of the archive-wide Errors and Decisions pages, a file each
-        row shard (:class:`.archive.ArchiveCache`)."""
-        return self.root / "archive-rows"
 
     @property
     def search(self) -> Path:
         """The search's records and state (:class:`.search.store.SearchStore`)."""
         return self.root / "search"
+
+    @property
+    def legacy(self) -> list[Path]:
+        """What builds before the catalog kept here (removed by a build)."""
+        names = ("manifest.jsonl", "manifest.d", "index-cache", "index-cache-tree")
+        more = ("index-outputs.json", "archive-rows", "archive-cache.json")
+        pagefind = ("search.json", "search-tmp")
+        return [self.root / name for name in (*names, *more, *pagefind)]
 
 
 LEGACY_STATE = ("manifest.jsonl", "manifest.json", "index-rows.json", "index-cache", "search.json")
@@ -206,36 +211,19 @@ class Warm:
     code: str = ""
     """:func:`.staleness.code_key`, computed by the first build (the code does not change
     while a process runs)."""
-    manifest: tuple[str, tuple[int, int, int], Manifest] | None = None
-    """The manifest the last build wrote: its path, its file's stamp, the manifest. Handed
-    out once, while the file is still the one written (the build changes it)."""
+    generation: int = 0
+    """The catalog generation the last build of this caller committed (0: none yet):
+    :attr:`seen` is about that build only."""
     seen: set[str] | None = None
     """The session files a watcher saw change (created, written, moved, deleted) since the
     last build began, set before a build and taken by it; None when it cannot tell (its
-    first build, a periodic rescan, a folder watched anew). Used only when the last build's
-    manifest is the one kept here (:attr:`.manifest.Manifest.remembered`): then only these
-    files are stat'ed and the site's folders are trusted
-    (:func:`.staleness.untrusted_stamps`)."""
+    first build, a periodic rescan, a folder watched anew). Used only when the catalog is
+    the one this caller's last build committed (:attr:`generation`): then only these files
+    are stat'ed and the site's folders are trusted."""
     relist: bool = True
     """Set with :attr:`seen` by a watcher: False when no session file was created, deleted
-    or moved since the last build began, so the build takes the last build's listing
-    (:attr:`listing`) instead of listing the folder again."""
-    listing: tuple[list[str], frozenset[str]] | None = None
-    """The session files the last build listed: sorted, and as a set (kept by the scan)."""
-    census: Census | None = None
-    """Which files the last build published (:class:`.stages.plan.Census`), brought up to
-    date by the next build from the briefs that changed."""
-    shape: ShapeMemo | None = None
-    """The whole-archive tables of the last build's graph (:meth:`shape_memo`)."""
-
-    def shape_memo(self, key: str) -> ShapeMemo:
-        """The tables of a graph of shape ``key``: the last build's when its shape was
-        the same (an append), else new ones, kept for the next build."""
-        from .graph import ShapeMemo
-
-        if self.shape is None or self.shape.key != key:
-            self.shape = ShapeMemo(key)
-        return self.shape
+    or moved since the last build began, so the build takes the catalog's files as the
+    folder's instead of listing it again."""
 
     def renderer(self, theme: Theme, theme_key: str) -> HtmlRenderer:
         """The renderer of ``theme`` in the state ``theme_key``; a changed theme file gives
@@ -267,12 +255,9 @@ class BuildContext:
     """Processes at a time."""
     warm: Warm
     """What carries over to the next build of a long-running caller."""
-    lasting: bool = False
-    """True when a long-running caller gave :attr:`warm` (``site watch``): it is kept for
-    its next build, so whole-archive tables are worth making once and keeping there."""
     trust_written: bool = True
-    """False when the last build stopped after writing to the site and before saving its
-    manifest: a file whose recorded hash is the one about to be written may hold that
+    """False when the last build stopped after writing to the site and before committing
+    its catalog: a file whose recorded hash is the one about to be written may hold that
     build's bytes instead, so each file is compared with what is there before it is
     skipped (:func:`.stages.write.write_files`)."""
 
@@ -290,9 +275,10 @@ class BuildContext:
     def tunables(self) -> Tunables:
         return self.options.tunables
 
-    @classmethod
-    def open(cls, options: BuildOptions, warm: Warm | None = None) -> BuildContext:
-        """Check the folders, load the theme, compute the key."""
+    @staticmethod
+    def check(options: BuildOptions, cache: Path) -> None:
+        """Raise :class:`..archive.ArchiveError` when the folders of ``options`` (and the
+        cache folder ``cache``) cannot be built from and into."""
         folder, out = options.sessions_dir, options.out_dir
         if not folder.is_dir():
             raise ArchiveError(f"{folder}: the sessions folder does not exist")
@@ -300,16 +286,20 @@ class BuildContext:
             raise ArchiveError(f"{out}: refusing to write the site inside the sessions folder")
         if out.exists() and not out.is_dir():
             raise ArchiveError(f"{out}: not a folder (the site folder)")
-        cache = CachePaths.of(options).root
         if is_inside(cache, folder):
             raise ArchiveError(f"{cache}: refusing to keep the cache inside the sessions folder")
         if is_inside(cache, out):
             raise ArchiveError(
                 f"{cache}: the cache folder must not be inside the site folder (it is published)"
             )
+
+    @classmethod
+    def open(cls, options: BuildOptions, warm: Warm | None = None) -> BuildContext:
+        """Check the folders, load the theme, compute the key."""
+        cache = CachePaths.of(options).root
+        cls.check(options, cache)
         theme = Theme.load(options.theme)
         theme_key = staleness.theme_key(theme)
-        lasting = warm is not None
         warm = warm if warm is not None else Warm()
         warm.code = warm.code or staleness.code_key()
         return cls(
@@ -326,5 +316,4 @@ class BuildContext:
             cache=CachePaths(cache),
             workers=options.workers or os.cpu_count() or 1,
             warm=warm,
-            lasting=lasting,
         )

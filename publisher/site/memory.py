@@ -1,4 +1,4 @@
-"""Memory management of a build: glibc's mmap threshold, and the cyclic collector.
+"""Memory management of a build: glibc's mmap threshold.
 
 Keep long builds from holding memory they freed (glibc's allocator only).
 
@@ -10,18 +10,11 @@ sessions a worker's resident memory grows that way (measured at 2,000 sessions: 
 largest worker 81-87 MB, 70 MB with a fixed threshold; the build took as long). Fixing the
 threshold at its default start value turns the adjustment off. Elsewhere (musl, macOS,
 Windows) this does nothing.
-
-The manifest of a large archive decodes to some 100,000 objects that live until the build
-ends and form no cycles. Left in the cyclic collector's generations, they are walked again
-by every collection the rest of the build triggers (10-25 ms of a 125 ms append build at
-2,000 sessions). :class:`Freezer` moves them out of its reach (``gc.freeze``); reference counting still
-frees them, and it hands them back when the build ends.
 """
 
 from __future__ import annotations
 
 import ctypes
-import gc
 
 M_MMAP_THRESHOLD = -3
 """``mallopt`` parameter number (glibc's malloc.h)."""
@@ -41,27 +34,3 @@ def return_large_blocks() -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD) == 1)
-
-
-class Freezer:
-    """The collector's freeze over one build: :meth:`freeze` moves every object alive now
-    to the permanent generation, :meth:`thaw` hands them back when the build ends.
-
-    Objects an embedding program froze itself are left to it: nothing is done when some
-    are frozen already and not by this freezer."""
-
-    __slots__ = ("froze",)
-
-    def __init__(self) -> None:
-        self.froze = False
-        """True once this freezer has frozen (until :meth:`thaw`)."""
-
-    def freeze(self) -> None:
-        if self.froze or gc.get_freeze_count() == 0:
-            gc.freeze()
-            self.froze = True
-
-    def thaw(self) -> None:
-        if self.froze:
-            gc.unfreeze()
-            self.froze = False

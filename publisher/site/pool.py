@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from itertools import islice
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext
 from multiprocessing.process import BaseProcess
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .context import ProgressHook
 
@@ -89,6 +90,39 @@ def run_jobs(
     return results
 
 
+class Runner(Protocol):
+    """What runs a build's scan and render jobs: a :class:`Crew` of local processes, or a
+    Dask cluster's workers (:class:`.distributed.DaskCrew`); the stages see only this."""
+
+    workers: int
+    """How many jobs may run at once (a stage runs its jobs itself below two)."""
+
+    @property
+    def started(self) -> bool: ...
+
+    def start(
+        self,
+        initializer: Callable[..., None] | None = None,
+        initargs: Callable[[bool], tuple[Any, ...]] | None = None,
+    ) -> None: ...
+
+    def each(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None: ...
+
+    def stream(
+        self,
+        func: Callable[..., R],
+        jobs: Iterable[tuple[Any, ...]],
+        *,
+        total: int,
+        home: Callable[[int, tuple[Any, ...]], int | None] | None = None,
+        progress: ProgressHook | None,
+        stage: str,
+        on_result: Callable[[int, R, int], None],
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
 IN_FLIGHT = 2
 """Jobs a crew's worker is sent ahead of its results (its next job waits in its pipe)."""
 
@@ -108,12 +142,26 @@ def _start_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, 
 
 
 def _serve(
-    conn: Connection, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+    conn: Connection,
+    inherited: tuple[int, ...],
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
 ) -> None:
     """A crew worker's loop: ``(func, args)`` in, ``(ok, result or exception)`` out, in order,
-    until ``None`` or the pipe closes."""
+    until ``None``, the pipe closes or the build's process is gone. ``inherited``: the
+    descriptors a forked worker closes first (the build's lock on its cache: a worker
+    outliving a killed build must not hold it)."""
+    for fd in inherited:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     _start_worker(initializer, initargs)
+    parent = multiprocessing.parent_process()
+    # A forked worker also holds the build's end of its pipe, so a build killed with -9
+    # never closes it: the parent's sentinel says it is gone.
+    watched: list[Any] = [conn] if parent is None else [conn, parent.sentinel]
     while True:
+        if conn not in wait(watched):
+            return
         try:
             message = conn.recv()
         except (EOFError, OSError):
@@ -138,8 +186,10 @@ class Crew:
     the work stays spread (such a job then runs where it was not expected: slower, same
     result)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, inherited: tuple[int, ...] = ()) -> None:
         self.workers = workers
+        self.inherited = inherited
+        """Descriptors of the build's process that its forked workers close (its lock)."""
         self._processes: list[BaseProcess] = []
         self._conns: list[Connection] = []
 
@@ -170,7 +220,11 @@ class Crew:
         args = initargs(forked) if initargs is not None else ()
         for _ in range(max(1, self.workers)):
             parent, child = mp.Pipe()
-            process = mp.Process(target=_serve, args=(child, initializer, args), daemon=True)
+            process = mp.Process(
+                target=_serve,
+                args=(child, self.inherited if forked else (), initializer, args),
+                daemon=True,
+            )
             process.start()
             child.close()
             self._processes.append(process)
@@ -197,40 +251,95 @@ class Crew:
     ) -> tuple[list[R], list[int]]:
         """``func(*job)`` for every job over the started workers: each result, in job order,
         and the worker that ran it. ``home[i]``: the worker that should run job ``i`` (None:
-        any). ``on_result`` sees each result in job order as soon as it and those before it
-        are there."""
-        assert self._processes, "start the crew first"
-        count = len(self._conns)
-        own: list[deque[int]] = [deque() for _ in range(count)]
-        anyone: deque[int] = deque()
-        for i in range(len(jobs)):
-            h = home[i] if home is not None else None
-            (own[h] if h is not None and 0 <= h < count else anyone).append(i)
-        sent: list[deque[int]] = [deque() for _ in range(count)]
+        any). ``on_result`` sees each result in job order once it and those before it are
+        there (:meth:`stream` for a run that keeps no result)."""
         results: list[Any] = [None] * len(jobs)
         there = [False] * len(jobs)
         ran_on = [0] * len(jobs)
+        delivered = 0
 
-        def next_job(worker: int) -> int | None:
-            if own[worker]:
-                return own[worker].popleft()
-            if anyone:
-                return anyone.popleft()
-            other = max(range(count), key=lambda w: len(own[w]))
-            return own[other].pop() if own[other] else None  # their last: least likely soon
+        def take(i: int, value: R, worker: int) -> None:
+            nonlocal delivered
+            results[i], there[i], ran_on[i] = value, True, worker
+            while delivered < len(jobs) and there[delivered]:
+                if on_result:
+                    on_result(results[delivered])
+                delivered += 1
+
+        homes = list(home) if home is not None else None
+        self.stream(
+            func,
+            list(jobs),
+            total=len(jobs),
+            home=(lambda i, _: homes[i]) if homes is not None else None,
+            progress=progress,
+            stage=stage,
+            on_result=take,
+        )
+        return results, ran_on
+
+    def stream(
+        self,
+        func: Callable[..., R],
+        jobs: Iterable[tuple[Any, ...]],
+        *,
+        total: int,
+        home: Callable[[int, tuple[Any, ...]], int | None] | None = None,
+        progress: ProgressHook | None,
+        stage: str,
+        on_result: Callable[[int, R, int], None],
+    ) -> None:
+        """``func(*job)`` for every job of ``jobs`` (taken as workers need them: a few
+        ahead, never all at once) over the started workers; ``on_result(i, result, worker)``
+        sees each result as it comes back (not in job order), and no result is kept.
+        ``home(i, job)``: the worker that should run job ``i`` (None: any); a worker with none of
+        its own takes the others' last ones. ``total``: how many jobs there are (progress)."""
+        assert self._processes, "start the crew first"
+        count = len(self._conns)
+        source = iter(jobs)
+        own: list[deque[tuple[int, tuple[Any, ...]]]] = [deque() for _ in range(count)]
+        anyone: deque[tuple[int, tuple[Any, ...]]] = deque()
+        sent: list[deque[int]] = [deque() for _ in range(count)]
+        pulled = 0
+        exhausted = False
+        lookahead = WINDOW * count
+
+        def pull() -> bool:
+            nonlocal pulled, exhausted
+            if exhausted:
+                return False
+            job = next(source, None)
+            if job is None:
+                exhausted = True
+                return False
+            h = home(pulled, job) if home is not None else None
+            (own[h] if h is not None and 0 <= h < count else anyone).append((pulled, job))
+            pulled += 1
+            return True
+
+        def next_job(worker: int) -> tuple[int, tuple[Any, ...]] | None:
+            while True:
+                if own[worker]:
+                    return own[worker].popleft()
+                if anyone:
+                    return anyone.popleft()
+                if sum(map(len, own)) < lookahead and pull():
+                    continue
+                other = max(range(count), key=lambda w: len(own[w]))
+                return own[other].pop() if own[other] else None  # their last: least likely soon
 
         def feed(worker: int) -> None:
             while len(sent[worker]) < IN_FLIGHT:
-                i = next_job(worker)
-                if i is None:
+                item = next_job(worker)
+                if item is None:
                     return
+                i, job = item
                 sent[worker].append(i)
-                ran_on[i] = worker
-                self._send(self._conns[worker], func, jobs[i])
+                self._send(self._conns[worker], func, job)
 
         for worker in range(count):
             feed(worker)
-        delivered = 0
+        done = 0
         while any(sent):
             busy = {self._conns[w]: w for w in range(count) if sent[w]}
             for conn in wait(list(busy)):
@@ -239,15 +348,11 @@ class Crew:
                 i = sent[worker].popleft()
                 if not ok:
                     raise value
-                results[i], there[i] = value, True
                 feed(worker)
-            while delivered < len(jobs) and there[delivered]:
-                if on_result:
-                    on_result(results[delivered])
-                delivered += 1
+                on_result(i, value, worker)
+                done += 1
                 if progress:
-                    progress(stage, delivered, len(jobs))
-        return results, ran_on
+                    progress(stage, done, total)
 
     def _send(self, conn: Connection, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
         try:

@@ -65,15 +65,15 @@ class PageFacts:
         lineage, cycle = graph.lineage(session_name)
         children = []
         for name in graph.children(session_name):
-            brief = graph.all.get(name)
-            children.append((name, brief is not None, brief.role if brief else ""))
+            node = graph.node(name)
+            children.append((name, node is not None, node.role if node is not None else ""))
         refs = {}
         for ref in sorted(ref_candidates):
-            target = graph.refs.resolve(ref)
+            target = graph.resolve(ref)
             if target is not None:
                 refs[ref] = target
         return cls(
-            lineage=[(n, n in graph.all) for n in lineage],
+            lineage=[(n, graph.present(n)) for n in lineage],
             lineage_cycle=cycle,
             children=children,
             refs=refs,
@@ -140,6 +140,7 @@ def render_session_pages(
     limits: PageLimits | None = None,
     previous_run: PreviousRun | None = None,
     prices: Prices | None = None,
+    audit: Audit | None = None,
 ) -> None:
     """All pages of ``session`` (split when long) and the side files of long outputs.
 
@@ -150,7 +151,9 @@ def render_session_pages(
     relative to the site root, its bytes) as soon as it is made. ``limits``: how many turns
     and bytes of turns a page holds at most. ``previous_run``: the previous run of its
     series, when it has one: a comparison page is made against it. ``prices``: the table
-    its usage is priced with (the shipped one when None).
+    its usage is priced with (the shipped one when None). ``audit``: the session's
+    :class:`~publisher.audit.Audit` when the caller made it (the build's render gives the
+    search's record the same one).
     """
     limits = limits or PageLimits()
     base = urls.session_dir(session.session_name)
@@ -166,7 +169,7 @@ def render_session_pages(
     resolve_ref: RefResolver | None = link_ref if ref_targets else None
 
     marks = view.boundaries(session)
-    audit = Audit.of(session)
+    audit = audit or Audit.of(session)
     prices = prices or Prices()
     spends = [turn_spend(session, turn, prices) for turn in session.turns]
     times = places.turn_times(session, audit)

@@ -1,17 +1,18 @@
 """What the archive spent, day by day, by role and by model: the tokens and cost of the
 index's activity chart (issue 29).
 
-Made of each session's usage groups (:attr:`.graph.Summary.usage`), kept in its brief
-(:func:`contribution`) and added up by (day, role, model) in the index's overview
-(:func:`counts_of`, brought up to date from the sessions a build changed by :func:`since`),
-so a build does not read every session's summary to draw it. The days are those the chart
-shows (:mod:`.activity`); a session's tokens count on the UTC day of the turn that spent
-them (a run over midnight counts on both days).
+Made of each session's usage groups (:attr:`.summary.Summary.usage`), kept in its catalog
+row (``sources.spend``: :func:`contribution`) and added up by (day, role, model) in the
+index's overview (:class:`.index.Overview`: counted once, then brought up to date from the
+rows a build set or dropped, as they were and as they are, by :func:`count`), so a build
+does not read every session's summary to draw it. The days are those the chart shows
+(:mod:`.activity`); a session's tokens count on the UTC day of the turn that spent them (a
+run over midnight counts on both days).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..render import view
@@ -31,8 +32,8 @@ HEIGHT = 90
 
 
 def contribution(groups: Sequence[Group]) -> list[Any] | None:
-    """What one session adds (its brief's ``spend``): ``[day, model, tokens, pico-dollars,
-    unpriced tokens]`` a group; None when it records no usage."""
+    """What one session adds (its catalog row's ``spend``, as JSON): ``[day, model,
+    tokens, pico-dollars, unpriced tokens]`` a group; None when it records no usage."""
     if not groups:
         return None
     return [
@@ -41,40 +42,17 @@ def contribution(groups: Sequence[Group]) -> list[Any] | None:
     ]
 
 
-def _add(sums: dict[Key, list[int]], role: str, spend: Any, sign: int) -> None:
+def count(sums: dict[Key, tuple[int, int, int]], role: str, spend: Any, sign: int) -> None:
+    """Count one session's ``spend`` (its :func:`contribution`, as data) in (``sign`` 1) or
+    out (-1) of ``sums``, under its ``role``; a sum that falls to nothing goes."""
     for day, model, tokens, pico, unpriced in spend:
-        row = sums.setdefault((day, role, model), [0, 0, 0])
-        row[0] += sign * tokens
-        row[1] += sign * pico
-        row[2] += sign * unpriced
-
-
-def _settled(sums: dict[Key, list[int]]) -> Sums:
-    return {k: (t, p, u) for k, (t, p, u) in sorted(sums.items()) if t or p or u}
-
-
-def counts_of(briefs: Iterable[Any]) -> Sums:
-    """Every session's spend added up by (day, role, model), from their briefs."""
-    sums: dict[Key, list[int]] = {}
-    for brief in briefs:
-        if brief.spend:
-            _add(sums, brief.role, brief.spend, 1)
-    return _settled(sums)
-
-
-def since(
-    sums: Mapping[Key, tuple[int, int, int]], now: Iterable[Any], then: Iterable[Any]
-) -> Sums:
-    """``sums`` (the last build's) without the sessions as they were (``then``) and with
-    them as they are (``now``)."""
-    work = {k: list(v) for k, v in sums.items()}
-    for brief in then:
-        if brief.spend:
-            _add(work, brief.role, brief.spend, -1)
-    for brief in now:
-        if brief.spend:
-            _add(work, brief.role, brief.spend, 1)
-    return _settled(work)
+        key = (day, role, model)
+        t, p, u = sums.get(key, (0, 0, 0))
+        now = (t + sign * tokens, p + sign * pico, u + sign * unpriced)
+        if any(now):
+            sums[key] = now
+        else:
+            sums.pop(key, None)
 
 
 def spend_activity(

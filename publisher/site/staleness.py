@@ -42,10 +42,10 @@ an archive-wide page      :func:`outputs_key` of its sessions' row     one of th
                           note and its shards' names
 an archive-wide page's    :func:`outputs_key` of its sessions' row     a session of it
 row shard                 keys; a session's shard is a hash of its     changed, or the count
-(``events/*.js``)         name (:func:`.index.row_slot`)               doubled
+(``events/*.js``)         name (:func:`.urls.row_slot`)                doubled
 an index row shard        :func:`outputs_key` of its sessions'         a session of it
 (``rows/*.js``)           summary keys; a session's shard is a hash    changed, or the count
-                          of its name (:func:`.index.row_slot`)        doubled
+                          of its name (:func:`.urls.row_slot`)         doubled
 the activity chart        none: a pass over each session's             any summary changed
                           :func:`.activity.contribution` (kept in the
                           manifest), with the index page
@@ -74,10 +74,8 @@ each (:func:`untrusted_stamps`, :func:`disturbed_folders`), except a build that 
 watch`` started on events: it looks only at the files the events named and trusts the
 site's folders, and its rescan looks at everything (:attr:`.context.Warm.seen`).
 
-The index stage asks this module what changed since the last build by comparing briefs
-(:func:`brief_changes`), whether its caches are the last build's (:func:`journal_holds`),
-and which row shards and archive-wide rows a change touches (:func:`touched_slots`,
-:func:`events_touched`).
+What changed since the last build, as the index stage sees it, is asked of the catalog
+(:mod:`.catalog`: the rows this build set, against the last build's copies of them).
 
 Hashes of Python values use ``pickle`` (several times faster than JSON or ``repr``): equal
 values pickle alike here because they come from the same decoder in the same order, and
@@ -89,33 +87,30 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
-import operator
 import os
 import pickle
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import partial
-from itertools import chain, compress
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
+from .summary import SUMMARY_FIELDS
 
 if TYPE_CHECKING:
     from ..model import Turn
     from ..redact import Redactor
     from ..render.view import Boundary
     from ..theme import Theme
-    from .graph import Summary
-    from .manifest import Brief
+    from .summary import Summary
 
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 14
-"""Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
+STATE_FORMAT = 14
+"""Bumped when what a build keeps changes meaning (12: the manifest files; 13: the catalog,
+:mod:`.catalog`, whose own schema is checked too; 14: summaries and index rows with usage,
+issue 29): every page is rendered again."""
 SEARCH_FORMAT = 3
 """Bumped when the search index's layout changes: every bundle is written again."""
 
@@ -127,40 +122,21 @@ def stamp_trusted(old: tuple[int, int] | None, now: tuple[int, int], last_scan_n
     return old == now and now != (0, 0) and now[1] < last_scan_ns - RACY_NS
 
 
-def untrusted_stamps(
-    folder: str,
-    names: Iterable[str],
-    recorded: Mapping[str, Brief],
-    last_scan_ns: int,
-    seen: Collection[str] | None = None,
-) -> list[str]:
-    """The files of ``names`` (in ``folder``) that must be read: those whose stamp
-    :func:`stamp_trusted` does not trust against the one ``recorded`` (the last build's
-    briefs; a file without one is new). One ``stat`` a file, relative to the folder (no path
-    strings made): the scan's only cost per unchanged file.
+UNTRUSTED_SQL = (
+    "s.file_name IS NULL OR s.size != l.size OR s.mtime_ns != l.mtime_ns"
+    " OR l.mtime_ns >= :racy OR (l.size = 0 AND l.mtime_ns = 0)"
+)
+""":func:`stamp_trusted` as SQL, for every listed file at once (:meth:`.catalog.Catalog.
+mark_to_read`): ``l`` is the file's stamp now, ``s`` its row in the catalog (NULL: a new
+file), ``:racy`` the last scan's start minus :data:`RACY_NS`. A file it holds must be read."""
 
-    ``seen``: when a watcher tells which files changed since the last build (of its own)
-    began (:attr:`.context.Warm.seen`), only those and new files are looked at: the others
-    had no event, so they are as that build read them (a write after its read has an event
-    after its start). A file dropped by the OS's events waits for the watcher's rescan."""
-    if seen is not None:
-        names = [name for name in names if name in seen or name not in recorded]
-    untrusted: list[str] = []
-    last = last_scan_ns
-    with _stat_in(folder) as stat:
-        for name in names:
-            brief = recorded.get(name)
-            if brief is None:
-                untrusted.append(name)
-                continue
-            try:
-                st = stat(name)
-            except OSError:
-                untrusted.append(name)
-                continue
-            if not stamp_trusted((brief.size, brief.mtime_ns), (st.st_size, st.st_mtime_ns), last):
-                untrusted.append(name)
-    return untrusted
+
+def seen_names(names: Iterable[str], seen: Collection[str]) -> list[str]:
+    """The files of ``names`` a watcher's events named since its last build
+    (:attr:`.context.Warm.seen`): the only ones whose stamps such a build looks at (a write
+    after that build's read has an event after its start; a file dropped by the OS's
+    events waits for the watcher's rescan)."""
+    return sorted(name for name in names if name in seen)
 
 
 @contextlib.contextmanager
@@ -216,13 +192,13 @@ def build_key(
 ) -> str:
     """The key of everything a build keeps: when it changes, nothing is reused.
 
-    It covers the publisher (its version and :func:`code_key`), the manifest format, search
+    It covers the publisher (its version and :func:`code_key`), the state format, search
     on or off, the redaction values (hashed, never stored) and rule set (its digest:
     ``Redactor.identity``), ``theme`` (:func:`theme_key`) and the price table (``prices``:
     :attr:`publisher.usage.Prices.key`, the shipped table's version or a ``--prices`` file's
     digest: every figure of cost depends on it); ``code`` is :func:`code_key`."""
     digest = hashlib.sha256()
-    digest.update(f"{__version__}\0{code}\0{MANIFEST_FORMAT}\0{search}\0".encode())
+    digest.update(f"{__version__}\0{code}\0{STATE_FORMAT}\0{search}\0".encode())
     if redactor is not None:
         digest.update(redactor.identity())
     digest.update(theme.encode())
@@ -232,8 +208,6 @@ def build_key(
 
 def summary_key(summary: Summary) -> str:
     """The key of a session's index row: a hash of every field of its summary."""
-    from .graph import SUMMARY_FIELDS
-
     values = tuple(getattr(summary, name) for name in SUMMARY_FIELDS)
     return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
 
@@ -264,46 +238,23 @@ def outputs_key(*parts: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-def graph_shape(brief: Brief | None) -> tuple[object, ...] | None:
-    """What :func:`graph_key` hashes of one session, from its brief (None for a file that
-    does not load): its name, file, parent, declared sub-sessions, role, creation time and
-    delegate calls. Lists and tuples alike (a brief decoded from the manifest holds JSON
-    lists, one made this build its summary's tuples) are made tuples."""
-    if brief is None or not brief.loaded:
-        return None
-    subs, spawns = (brief.links[0], brief.links[1]) if brief.links else ((), ())
-    return (
-        brief.name,
-        brief.file_name,
-        brief.parent_id,
-        tuple(subs),
-        brief.role,
-        brief.created_at,
-        tuple(map(tuple, spawns)),
-    )
-
-
-def _shape_name(shape: tuple[object, ...] | None) -> str:
-    """The session name of a :func:`graph_shape` (its first value)."""
-    return str(shape[0]) if shape else ""
-
-
 def graph_unchanged(
     *,
     same_key: bool,
     last_graph: str,
     same_files: bool,
-    changes: Iterable[tuple[Brief | None, Brief | None]],
+    changes: Iterable[tuple[str | None, str | None]],
 ) -> bool:
     """True when the archive's :func:`graph_key` is the last build's (``last_graph``)
-    without computing it again over every brief: the build key and the folder's file
-    names are the same (``same_files``), and every file read again this build has the
-    shape it had (``changes``: its last brief and its brief now, :func:`graph_shape`).
-    Whether a file is published (a second file of a session name is not) depends only on
-    those, so the published sessions are the same too."""
+    without computing it again over every session: the build key and the folder's file
+    names are the same (``same_files``), and every file set or dropped this build has the
+    shape it had (``changes``: its graph shape then and now, None when it was or is not
+    published: :meth:`.catalog.Catalog.shape_changes`). Whether a file is published (a
+    second file of a session name is not) depends only on those, so the published
+    sessions are the same too."""
     if not (same_key and last_graph and same_files):
         return False
-    return all(graph_shape(old) == graph_shape(new) for old, new in changes)
+    return all(old == new for old, new in changes)
 
 
 def folder_stamp(path: str) -> tuple[int, int]:
@@ -369,20 +320,20 @@ def stale_candidates(
     return None
 
 
-def graph_key(briefs: Iterable[Brief], file_names: Sequence[str]) -> str:
-    """A hash of the archive's shape, everything the facts of any page depend on: names,
-    parents, sub-sessions, roles, creation times (the order of a role's series of runs), and
-    the folder's file names (``#id`` lookups), and where each delegate call is (the pages
-    of the sub-sessions it spawned link to it). Made of the published sessions' briefs
-    (:func:`graph_shape`): no state is decoded for it."""
-    shape = sorted(map(graph_shape, briefs), key=_shape_name)
-    # Pickled without its memo (``fast``): equal values give equal bytes however their
-    # strings are shared, and it is several times faster than JSON.
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=5)
-    pickler.fast = True
-    pickler.dump((shape, list(file_names)))
-    return hashlib.sha256(buffer.getbuffer()).hexdigest()
+def graph_key(shapes: Iterable[str], file_names: Iterable[str]) -> str:
+    """A hash of the archive's shape, everything the facts of any page depend on: each
+    published session's name, file, parent, role, creation time (the order of a role's
+    series of runs), declared sub-sessions and delegate calls (where each is: the pages of
+    the sub-sessions it spawned link to it), as the catalog keeps them (its ``shape``, JSON,
+    by session name), and the folder's file names (``#id`` lookups), by name. Streamed: no
+    table of every session is made for it."""
+    digest = hashlib.sha256()
+    for shape in shapes:
+        digest.update(shape.encode("ascii") + b"\n")  # (JSON: ASCII, no raw line break)
+    digest.update(b"\0")
+    for name in file_names:
+        digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
 
 
 def facts_key(
@@ -501,122 +452,3 @@ def session_stale(
         or ((not same_graph or below_changed) and facts_now() != facts_then)
         or not outputs_present()
     )
-
-
-# The index stage's rules (:mod:`.stages.index`): which sessions changed since the last
-# build as the index sees them, whether its caches describe the last build, and which of
-# its files those changes touch.
-
-
-@dataclass(slots=True, frozen=True)
-class BriefChanges:
-    """The sessions whose brief is not the last build's (:func:`brief_changes`)."""
-
-    new: Mapping[str, Brief]
-    """The sessions published now whose brief is not one of the last build's (new, or read
-    again), by session name (a few unchanged ones may be among them)."""
-    old: Mapping[str, Brief]
-    """The last build's briefs no session has now (changed or gone), by session name."""
-
-
-_LOADED = attrgetter("loaded")
-
-
-def brief_changes(before: Mapping[str, Brief], now: Mapping[str, Brief]) -> BriefChanges | None:
-    """What changed between the last build's briefs (``before``: the manifest's, by file
-    name) and this build's published ones (``now``: by session name), both in file name
-    order, found by bulk passes: an unchanged session's brief is the manifest's own object, so identity
-    tells. None when a session name was published from another file (the briefs do not
-    tell what changed then: nothing cached by name may be trusted)."""
-    current = list(now.values())
-    old = before.values()
-    loaded = list(compress(old, map(_LOADED, old)))
-    if len(loaded) == len(current):
-        # Both in file name order: an unchanged session's brief is at the same place.
-        same = list(map(operator.is_, current, loaded))
-        fresh = compress(current, map(operator.not_, same))
-        stale = compress(loaded, map(operator.not_, same))
-    else:  # files came or went: by identity
-        kept = set(map(id, loaded))
-        fresh = compress(current, map(operator.not_, map(kept.__contains__, map(id, current))))
-        ids = set(map(id, current))
-        stale = compress(loaded, map(operator.not_, map(ids.__contains__, map(id, loaded))))
-    new = {b.name: b for b in fresh}
-    gone: dict[str, Brief] = {}
-    for brief in stale:
-        if brief.name in gone or (brief.name in now and brief.name not in new):
-            return None
-        gone[brief.name] = brief
-    return BriefChanges(new=new, old=gone)
-
-
-JOURNAL_UNTRUSTED = "\0"
-"""A journal entry no manifest holds (a session without a name, of that digest): the
-journal of a build that did not know what changed, never to be trusted."""
-
-
-def change_journal(changes: BriefChanges | None) -> dict[str, str]:
-    """What the index cache notes of the build that made it: each session it changed, by
-    name → its summary digest then ("" when it was gone); an untrusted entry when what
-    changed was not known (:func:`journal_holds`)."""
-    if changes is None:
-        return {"": JOURNAL_UNTRUSTED}
-    new, old = changes.new, changes.old
-    return {n: new[n].digest if n in new else "" for n in new.keys() | old.keys()}
-
-
-def journal_holds(
-    journal: Mapping[str, str], now: Mapping[str, Brief], changes: BriefChanges
-) -> bool:
-    """True when each session the build that made the index cache changed (``journal``:
-    :func:`change_journal`) is so in the last build's manifest: it made the cache, not a
-    build that stopped before saving its state. ``now``: this build's briefs by session
-    name; ``changes``: since the last build."""
-    new, old = changes.new, changes.old
-    for name, digest in journal.items():
-        if name in old:
-            then = old[name].digest
-        elif name in new or name not in now:
-            then = ""
-        else:
-            then = now[name].digest
-        if then != digest:
-            return False
-    return True
-
-
-def touched_slots(
-    changes: BriefChanges,
-    count: int,
-    above: Callable[[str], Iterable[Brief]] | None = None,
-) -> set[int]:
-    """The row shards (of ``count``) a change touches: a session's shard is its slot's
-    (:attr:`.manifest.Brief.slot`), whatever its version, and those of the sessions above it
-    (``above``: the briefs of a session and of those above it, by name; a row counts the
-    failures of the sessions below it);
-    every other shard's sessions are the last build's, so its key is the one it had."""
-    changed = list(chain(changes.new.values(), changes.old.values()))
-    slots = {b.slot % count for b in changed}
-    if above is not None:
-        # A gone session's callers are found by the parent its last brief named.
-        names = {b.name for b in changed} | {b.parent_id for b in changed if b.parent_id}
-        for name in sorted(names):
-            slots.update(b.slot % count for b in above(name))
-    return slots
-
-
-_EVENTS_FIELDS = attrgetter("events_key", "kind", "role", "errors", "decisions", "redacted")
-"""What a session's rows on the archive-wide pages and their keys depend on, of its brief
-(:func:`.archive.render_archive_pages`)."""
-
-
-def events_touched(changes: BriefChanges) -> dict[str, tuple[Brief | None, Brief | None]]:
-    """The sessions whose rows on the Errors and Decisions pages may have changed, by name
-    → (last build's brief or None, this build's or None): new, gone, or changed in what
-    those rows depend on (:data:`_EVENTS_FIELDS`)."""
-    new, old = changes.new, changes.old
-    return {
-        n: (old.get(n), new.get(n))
-        for n in new.keys() | old.keys()
-        if n not in old or n not in new or _EVENTS_FIELDS(old[n]) != _EVENTS_FIELDS(new[n])
-    }

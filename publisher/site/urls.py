@@ -173,3 +173,41 @@ def single_file_ids(root: str, subs: Sequence[tuple[str, str]]) -> dict[str, str
         taken.add(prefix)
         out[name] = prefix
     return out
+
+
+# Script-tag row shards (the index's ``rows/*.js``, the archive pages' ``events/*.js``): each
+# session's rows are in the shard of its name's hash, so an append rewrites one shard.
+
+ROWS_FOLDER = "rows"
+"""The site folder of the index's row shards."""
+EVENTS_FOLDER = "events"
+"""The site folder of the archive-wide pages' row shards."""
+
+
+def row_slot(name: str) -> int:
+    """The number whose remainder by a shard count is the row shard of session ``name``: a
+    hash of its folder (slug), so :func:`.search.shard_of` of the folder is the same shard.
+    Stable across builds; kept in the catalog (its ``lane``) so a build does not hash every
+    session's name again."""
+    digest = hashlib.sha256(slug(name).encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def row_shard_count(sessions: int, per_shard: int, most: int) -> int:
+    """The number of row shards: the smallest power of two giving at most ``per_shard``
+    sessions a shard, capped at ``most`` (so an append rewrites one shard, and the count
+    changes only when the archive doubles). Always a power of two."""
+    count = 1
+    while count < most and sessions > count * per_shard:
+        count *= 2
+    return count
+
+
+def row_shard_path(index: int, count: int) -> str:
+    """The site path of the index's row shard ``index`` of ``count``."""
+    return f"{ROWS_FOLDER}/rows-{index:04d}-of-{count:04d}.js"
+
+
+def event_shard_path(page: str, index: int, count: int) -> str:
+    """The site path of row shard ``index`` of ``count`` of the archive page ``page``."""
+    return f"{EVENTS_FOLDER}/{page}-{index:04d}-of-{count:04d}.js"

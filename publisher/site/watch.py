@@ -52,6 +52,8 @@ from ..errors import describe
 from ..loader import is_session_file
 from ..theme import Theme
 from .build import BuildOptions, BuildReport, PendingSearch, Warm, build_site, finish_search
+from .context import CachePaths
+from .lock import holding
 
 ChangeHook = Callable[[list[str]], None]
 
@@ -291,6 +293,8 @@ class Watcher:
         )
         self.warm = Warm()
         """Compiled templates and the last manifest, kept from build to build."""
+        self.lock = CachePaths.of(options).lock
+        """The cache's lock file, held over each rebuild (:mod:`.lock`)."""
         self.sessions = sessions
         self.seen: set[str] | None = None
         """Session files with events since the last build began (None: unknown, so the
@@ -420,16 +424,27 @@ class Watcher:
         if not self.roots[0].path.is_dir():
             self.seen = None
             return  # said by _check_roots; built again once the folder is back
-        started = time.perf_counter()
         try:
-            report = build_site(self.options, self.warm)
+            # One writer at a time (:mod:`.lock`): held over the rebuild and its search
+            # update, released between rebuilds so that a ``site build`` may run.
+            with holding(self.lock, on_wait=self._waiting) as lock:
+                self._rebuild(seen, now, lock)
         except Exception as exc:  # a build error must never stop the watch
             message = describe(exc)
             if message != self.last_error:
                 _log(f"error: build failed: {message}; retrying")
             self.last_error = message
             self.retry_at = time.monotonic() + self.watch.retry_delay
-            return
+
+    def _waiting(self, holder: int | None) -> None:
+        who = f" (pid {holder})" if holder is not None else ""
+        _log(f"waiting for another build of this site{who} to finish")
+
+    def _rebuild(self, seen: set[str] | None, now: float, lock: int) -> None:
+        """One build and what follows it (the report, the search update), holding the
+        cache's ``lock``; a build error is raised."""
+        started = time.perf_counter()
+        report = build_site(self.options, self.warm, lock=lock)
         self.last_error = None
         elapsed = time.perf_counter() - started
         elapsed_ms = elapsed * 1000

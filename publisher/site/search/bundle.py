@@ -1,4 +1,5 @@
-"""The files of one bundle of sessions: a pure function of its sessions' records.
+"""The files of one bundle of sessions: a pure function of its sessions' records, made a
+record at a time.
 
 Sessions fall into ``K`` bundles by a stable hash of their folder (:func:`bundle_of`, the
 same hash as the index's row shards); ``K`` is a power of two that depends only on the
@@ -6,46 +7,76 @@ number of published sessions and the size of their files (:func:`bundle_count`).
 again: an append rewrites the bundle of its session, nothing else (but ``index.js``).
 
 Every file is a script that hands its data to the client: ``__polyglavSearch.add(bundle,
-kind, name, data)`` (a script tag cannot return a value; the client owns that global). Each
-file's name is a hash of its bytes, so a browser never mixes a cached old file with a new
-one, and a file that did not change keeps its name and is not written again. In
-``search/<bundle>/``:
+kind, name, data)`` (a script tag cannot return a value; the client owns that global). Every
+file of a bundle is named by one *version*: a hash of the index's key, the bundle and its
+records' bytes (:func:`bundle_version`), so a browser never mixes a cached old file with a
+new one, and the names are known before the files are made (each is written as soon as it
+is full, never the whole bundle held at once). In ``search/<bundle>/``:
 
-- ``t-<hash>.js``, the **term chunks**: the bundle's terms in the client's string order
-  (UTF-16 code units), each with how many turns hold it and its postings, cut into chunks
-  of about :attr:`..context.Tunables.search_chunk_bytes`; beside them the *aliases* (an
-  English word and its stem, for prefix search). A query loads, in each bundle, only the
-  chunks of its words;
-- ``d-<hash>.js``, the **document chunks**: the turns' texts (for excerpts and quoted
-  phrases), each chunk a run of turns of the bundle's sessions in order, with each session's
-  name, folder and page starts; loaded only for the results shown;
-- ``f-<hash>.js``, the **facets**: which sessions have each kind, role and last status and
-  which have failures of their own; loaded only when a filter is set;
-- ``m-<hash>.js``, the **meta**: the first term of each term chunk, the first turn of each
-  document chunk, the chunks' names and the facets' file; every bundle's is loaded before
-  the first query.
+- ``m-<version>.js``, the **meta**: the bundle's session and turn counts and where each
+  term chunk starts (the shortest beginning of its first term that sorts after the previous
+  chunk's last, space-separated); every bundle's is loaded before the first query;
+- ``t-<version>-<n>.js``, the **term chunks**: the bundle's terms in the client's string
+  order (UTF-16 code units), each with how many turns hold it and its postings, cut into
+  chunks of about :attr:`..context.Tunables.search_chunk_bytes`; beside them the
+  *aliases* (an English word and its stem, for prefix search). A query loads, in each
+  bundle, only the chunks of its words;
+- ``d-<version>-<n>.js``, the **document chunks**: the turns' texts (for excerpts and
+  quoted phrases), each chunk a run of turns of the bundle's sessions in order, with each
+  session's name, folder and page starts: at least
+  :attr:`..context.Tunables.search_doc_bytes` and :data:`DOC_TURNS` turns a chunk (a
+  results screen loads a few turns' worth a result, whether turns are small or large), at
+  most :data:`DOC_MOST` bytes; loaded only for the results shown;
+- ``s-<version>.js``, the **document starts**: each document chunk's first turn; loaded
+  with a bundle's first result shown;
+- ``f-<version>.js``, the **facets**: which sessions have each kind, role and last status
+  and which have failures of their own; loaded only when a filter is set.
 
 **Postings** are a string of base-64 digits: for each session holding the term, the
-difference of its number from the previous one's, how many of its turns hold the term,
-then for each such turn the difference of its position from the previous one's and its
-impact (:func:`.extract.impact`, 1..31, one digit). A number is written in digits of 5
-bits, least significant first, each but the last with 32 added.
+difference of its number from the previous one's, doubled, plus one when more than one of
+its turns holds the term (then how many, less two), then for each such turn its position in
+the session times 32 plus its impact (:func:`.extract.impact`, 1..31). A number is written
+in digits of 5 bits, least significant first, each but the last with 32 added: a session
+holding the term in one turn usually costs two or three digits (a session a few after the
+previous one, a turn among its first 32).
+
+**Memory**: the records are read one at a time; the postings of the terms go to sorted runs
+of at most ``run_entries`` (term, session) entries, spilled to a scratch file when a
+bundle has more, and merged in order; a document chunk is written once full. What a
+bundle's process holds does not grow with the bundle.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import IO
 
 from .extract import SessionRecord
 from .numbers import DIGITS, decode_numbers, encode_number, encode_numbers
 
-__all__ = ["DIGITS", "BundleFiles", "build_bundle", "decode_numbers", "encode_numbers"]
+__all__ = [
+    "DIGITS",
+    "BundleFiles",
+    "build_bundle",
+    "bundle_files",
+    "decode_numbers",
+    "encode_numbers",
+]
 
 GLOBAL = "__polyglavSearch"
 """The client's global every index file calls."""
+FORMAT = 2
+"""The layout of the bundles' files (``index.js`` says it; the client checks it)."""
+DOC_TURNS = 4
+"""A document chunk holds at least this many turns (and ``doc_bytes``)..."""
+DOC_MOST = 64_000
+"""... and at most this many bytes (but a turn alone, however long)."""
+RUN_ENTRIES = 200_000
+"""(Term, session) postings held in memory before a sorted run is spilled (about 40 MB)."""
 
 
 def bundle_count(
@@ -81,21 +112,267 @@ def script(bundle: str, kind: str, name: str, data: object, payload: str | None 
     """One index file: the call that hands ``data`` (as JSON: ``payload`` when given) to
     the client."""
     if payload is None:
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        payload = _json(data)
     call = f"{GLOBAL}.add({json.dumps(bundle)},{json.dumps(kind)},{json.dumps(name)},{payload});\n"
     return call.encode("utf-8")
 
 
-def named(bundle: str, kind: str, data: object) -> tuple[str, bytes]:
-    """A file's name (its kind and a hash of what it holds) and bytes."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    name = f"{kind}-{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:12]}"
-    return name, script(bundle, kind, name, data, payload)
+def _json(data: object) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def bundle_version(key: str, ident: str, chunk_bytes: int, doc_bytes: int) -> hashlib._Hash:
+    """The hash that names a bundle's files, before its records' bytes are added to it
+    (``update``, in the bundle's order; :func:`version_name` gives the name)."""
+    digest = hashlib.sha256()
+    digest.update(f"{FORMAT}\0{key}\0{ident}\0{chunk_bytes}\0{doc_bytes}\0".encode())
+    return digest
+
+
+def version_name(digest: hashlib._Hash) -> str:
+    """The version of :func:`bundle_version` once every record is in it."""
+    return digest.hexdigest()[:12]
+
+
+@dataclass(slots=True)
+class BundleMade:
+    """What :func:`build_bundle` made."""
+
+    meta: str
+    """The meta file's name (without ``.js``)."""
+    documents: int
+    """How many turns the bundle holds."""
+    files: list[str]
+    """Every file it made (``<name>.js``)."""
+
+
+def build_bundle(
+    ident: str,
+    version: str,
+    records: Iterable[SessionRecord],
+    emit: Callable[[str, bytes], None],
+    *,
+    chunk_bytes: int,
+    doc_bytes: int,
+    scratch: Callable[[], IO[bytes]] | None = None,
+    run_entries: int = RUN_ENTRIES,
+) -> BundleMade:
+    """Make the files of bundle ``ident`` (named by ``version``: :func:`bundle_version`) of
+    ``records``, in the bundle's order (by folder), each handed to ``emit`` (its file name,
+    its bytes) as soon as it is made. ``scratch`` opens a file for the sorted runs of a
+    bundle of more than ``run_entries`` postings (in memory without it)."""
+    made: list[str] = []
+
+    def add(kind: str, name: str, payload: str) -> str:
+        emit(f"{name}.js", script(ident, kind, name, None, payload))
+        made.append(f"{name}.js")
+        return name
+
+    runs = _Runs(run_entries, scratch)
+    docs = _Documents(doc_bytes, lambda n, payload: add("d", f"d-{version}-{n}", payload))
+    facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
+    with_failures: list[int] = []
+    sessions = 0
+    last_slug = ""
+    for number, record in enumerate(records):
+        if number and record.slug <= last_slug:
+            raise ValueError(f"bundle {ident}: records out of order ({record.slug})")
+        last_slug = record.slug
+        sessions += 1
+        runs.add_record(number, record)
+        docs.add_record(number, record)
+        facets["kind"].setdefault(record.kind, []).append(number)
+        facets["role"].setdefault(record.role, []).append(number)
+        facets["status"].setdefault(record.status, []).append(number)
+        if record.failures:
+            with_failures.append(number)
+    documents, starts = docs.finish()
+
+    firsts: list[str] = []
+    chunk: list[str] = []
+    size = 0
+    last = ""
+    for term, entry in runs.entries():
+        payload = _json(entry)
+        if chunk and size + len(payload) > chunk_bytes:
+            add("t", f"t-{version}-{len(firsts) - 1}", "[" + ",".join(chunk) + "]")
+            chunk, size = [], 0
+        if not chunk:
+            firsts.append(_separator(last, term) if firsts else "")
+        chunk.append(payload)
+        size += len(payload) + 1
+        last = term
+    if chunk:
+        add("t", f"t-{version}-{len(firsts) - 1}", "[" + ",".join(chunk) + "]")
+
+    add("s", f"s-{version}", _json(encode_numbers(starts)))
+    facet_data: dict[str, object] = {
+        name: {value: _deltas(numbers) for value, numbers in sorted(values.items())}
+        for name, values in facets.items()
+    }
+    facet_data["failures"] = _deltas(with_failures)
+    add("f", f"f-{version}", _json(facet_data))
+    meta = {
+        "sessions": sessions,
+        "documents": documents,
+        "version": version,
+        "terms": " ".join(firsts[1:]),
+        "termChunks": len(firsts),
+    }
+    name = add("m", f"m-{version}", _json(meta))
+    return BundleMade(name, documents, made)
+
+
+class _Runs:
+    """The (term, session) postings of a bundle, sorted by term (the client's order) then
+    session: in memory, or in sorted runs spilled to scratch files and merged."""
+
+    __slots__ = ("_entries", "_files", "_limit", "_scratch")
+
+    def __init__(self, limit: int, scratch: Callable[[], IO[bytes]] | None) -> None:
+        self._entries: list[tuple[bytes, int, str, int, str]] = []
+        """(sort key, session number or -1 for an alias, term, turns, postings or stem)."""
+        self._files: list[IO[bytes]] = []
+        self._limit = limit
+        self._scratch = scratch
+
+    def add_record(self, number: int, record: SessionRecord) -> None:
+        entries = self._entries
+        for term, (count, postings) in record.postings.items():
+            entries.append((js_order(term), number, term, count, postings))
+        for word, stem in record.aliases.items():
+            entries.append((js_order(word), -1, word, 0, stem))
+        if self._scratch is not None and len(entries) >= self._limit:
+            self._spill()
+
+    def _spill(self) -> None:
+        self._entries.sort()
+        handle = self._scratch() if self._scratch is not None else None
+        assert handle is not None
+        lines = [f"{t}\t{n}\t{c}\t{p}\n" for _, n, t, c, p in self._entries]
+        for start in range(0, len(lines), 4096):
+            handle.write("".join(lines[start : start + 4096]).encode("utf-8"))
+        handle.seek(0)
+        self._files.append(handle)
+        self._entries = []
+
+    @staticmethod
+    def _read(handle: IO[bytes]) -> Iterator[tuple[bytes, int, str, int, str]]:
+        with handle:
+            for line in handle:
+                term, number, count, payload = line.decode("utf-8").rstrip("\n").split("\t")
+                yield js_order(term), int(number), term, int(count), payload
+
+    def entries(self) -> Iterator[tuple[str, list[object]]]:
+        """The bundle's entries in order, each with its term: ``[term, turns, postings]``
+        for a term, ``[word, stem]`` for an alias that is no term."""
+        self._entries.sort()
+        merged: Iterable[tuple[bytes, int, str, int, str]] = (
+            heapq.merge(*(self._read(f) for f in self._files), iter(self._entries))
+            if self._files
+            else self._entries
+        )
+        term = ""
+        stem: str | None = None
+        out: list[str] = []
+        frequency = previous = 0
+        for _, number, text, count, payload in merged:
+            if text != term:
+                if out:
+                    yield term, [term, frequency, "".join(out)]
+                elif stem is not None:
+                    yield term, [term, stem]
+                term, stem, out, frequency, previous = text, None, [], 0, 0
+            if number < 0:
+                stem = payload
+                continue
+            if count == 1:
+                encode_number((number - previous) * 2, out)
+            else:
+                encode_number((number - previous) * 2 + 1, out)
+                encode_number(count - 2, out)
+            out.append(payload)
+            previous = number
+            frequency += count
+        if out:
+            yield term, [term, frequency, "".join(out)]
+        elif stem is not None:
+            yield term, [term, stem]
+        self._entries = []
+
+
+class _Documents:
+    """The document chunks of a bundle, each written once full."""
+
+    __slots__ = ("_emit", "_last", "_least", "_segments", "_size", "_turns", "documents", "starts")
+
+    def __init__(self, least: int, emit: Callable[[int, str], object]) -> None:
+        self._least = least
+        self._emit = emit
+        self._segments: list[tuple[str, list[str]]] = []
+        """The chunk being filled: each session's segment head and its documents."""
+        self._size = 0
+        self._turns = 0
+        self._last = 0
+        """The session of the last chunk's first turn."""
+        self.documents = 0
+        self.starts: list[int] = []
+        """For each chunk, its first turn: its session's number after the previous
+        chunk's, and its position."""
+
+    def add_record(self, number: int, record: SessionRecord) -> None:
+        head = f"[{number},{_json(record.name)},{_json(record.slug)},{_json(record.pages)},"
+        started = False
+        for position, doc in enumerate(record.docs):
+            self.documents += 1
+            full = self._turns >= DOC_TURNS and self._size >= self._least
+            if self._segments and (full or self._size + len(doc) > DOC_MOST):
+                self._flush()
+            if not self._segments:
+                self.starts += [number - self._last, position]
+                self._last = number
+            if not self._segments or not started:
+                self._segments.append((f"{head}{position},[", []))
+                started = True
+            self._segments[-1][1].append(doc)
+            self._size += len(doc) + 1
+            self._turns += 1
+
+    def _flush(self) -> None:
+        if self._segments:
+            body = ",".join(f"{h}{','.join(d)}]]" for h, d in self._segments)
+            self._emit(len(self.starts) // 2 - 1, f"[{body}]")
+        self._segments, self._size, self._turns = [], 0, 0
+
+    def finish(self) -> tuple[int, list[int]]:
+        """Write the last chunk; the turn count and the chunks' starts."""
+        self._flush()
+        return self.documents, self.starts
+
+
+def bundle_files(
+    ident: str, records: Iterable[SessionRecord], chunk_bytes: int, doc_bytes: int, key: str = ""
+) -> BundleFiles:
+    """The files of a bundle of ``records`` (in any order) in memory: for tests and tools."""
+    ordered = sorted(records, key=lambda r: r.slug)
+    digest = bundle_version(key, ident, chunk_bytes, doc_bytes)
+    for record in ordered:
+        digest.update(record.to_bytes())
+    files: dict[str, bytes] = {}
+    made = build_bundle(
+        ident,
+        version_name(digest),
+        ordered,
+        files.__setitem__,
+        chunk_bytes=chunk_bytes,
+        doc_bytes=doc_bytes,
+    )
+    return BundleFiles(files, made.meta, made.documents)
 
 
 @dataclass(slots=True)
 class BundleFiles:
-    """What :func:`build_bundle` made."""
+    """A bundle's files in memory (:func:`bundle_files`)."""
 
     files: dict[str, bytes]
     """File name (in the bundle's folder) → bytes."""
@@ -105,133 +382,7 @@ class BundleFiles:
     """How many turns the bundle holds."""
 
 
-def build_bundle(
-    ident: str, records: Sequence[SessionRecord], chunk_bytes: int, doc_bytes: int
-) -> BundleFiles:
-    """The files of bundle ``ident`` of ``records`` (in any order: sorted here by folder)."""
-    records = sorted(records, key=lambda r: r.slug)
-    files: dict[str, bytes] = {}
-
-    def add(kind: str, data: object) -> str:
-        name, body = named(ident, kind, data)
-        files[f"{name}.js"] = body
-        return name
-
-    def add_series(kind: str, chunks: list[list[object]]) -> str:
-        """Write chunks named by one hash of them all and their number (the meta file names
-        the hash once, not a hash a chunk); the hash."""
-        payloads = [json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in chunks]
-        digest = hashlib.sha256("\n".join(payloads).encode("utf-8")).hexdigest()[:12]
-        for number, (chunk, payload) in enumerate(zip(chunks, payloads, strict=True)):
-            name = f"{kind}-{digest}-{number}"
-            files[f"{name}.js"] = script(ident, kind, name, chunk, payload)
-        return digest
-
-    # Terms: merged over sessions, then encoded in the client's order.
-    merged: dict[str, list[tuple[int, int, str]]] = {}
-    aliases: dict[str, str] = {}
-    for number, record in enumerate(records):
-        for term, (count, turns) in record.postings.items():
-            merged.setdefault(term, []).append((number, count, turns))
-        aliases.update(record.aliases)
-    entries: list[tuple[bytes, list[object]]] = []
-    for term, sessions in merged.items():
-        out: list[str] = []
-        previous, frequency = 0, 0
-        for number, count, turns in sessions:
-            encode_number(number - previous, out)
-            encode_number(count, out)
-            out.append(turns)
-            previous = number
-            frequency += count
-        entries.append((js_order(term), [term, frequency, "".join(out)]))
-    for word, stem in aliases.items():
-        if word not in merged:
-            entries.append((js_order(word), [word, stem]))
-    entries.sort(key=lambda e: e[0])
-    firsts: list[str] = []
-    term_chunks: list[list[object]] = []
-    chunk: list[object] = []
-    size = 0
-    last = ""
-    for _, entry in entries:
-        weight = sum(len(str(x)) for x in entry) + 8
-        if chunk and size + weight > chunk_bytes:
-            term_chunks.append(chunk)
-            chunk, size = [], 0
-        if not chunk:
-            firsts.append(_separator(last, str(entry[0])) if firsts else "")
-        chunk.append(entry)
-        last = str(entry[0])
-        size += weight
-    if chunk:
-        term_chunks.append(chunk)
-    terms_version = add_series("t", term_chunks)
-
-    # Documents: runs of turns, in session order, each chunk about doc_bytes.
-    doc_starts: list[int] = []
-    doc_chunks: list[list[object]] = []
-    segments: list[list[object]] = []
-    size = 0
-    documents = 0
-    started = 0
-
-    def flush() -> None:
-        nonlocal segments, size
-        if segments:
-            doc_chunks.append(list(segments))
-            segments, size = [], 0
-
-    for number, record in enumerate(records):
-        for position, (anchor, fields) in enumerate(record.docs):
-            documents += 1
-            doc = [anchor, [[f.kind, f.suffix, f.text] for f in fields]]
-            weight = len(anchor) + sum(len(f.text) + 8 for f in fields) + 8
-            if segments and size + weight > doc_bytes:
-                flush()
-            if not segments or segments[-1][0] != number:
-                if not segments:
-                    doc_starts += [number - started, position]
-                    started = number
-                segments.append([number, record.name, record.slug, record.pages, position, []])
-            docs = segments[-1][5]
-            assert isinstance(docs, list)
-            docs.append(doc)
-            size += weight
-    flush()
-    docs_version = add_series("d", doc_chunks)
-
-    # Facets: the sessions of each value of each filter.
-    facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
-    with_failures: list[int] = []
-    for number, record in enumerate(records):
-        facets["kind"].setdefault(record.kind, []).append(number)
-        facets["role"].setdefault(record.role, []).append(number)
-        facets["status"].setdefault(record.status, []).append(number)
-        if record.failures:
-            with_failures.append(number)
-    facet_data: dict[str, object] = {
-        name: {value: _deltas(numbers) for value, numbers in sorted(values.items())}
-        for name, values in facets.items()
-    }
-    facet_data["failures"] = _deltas(with_failures)
-    facet_file = add("f", facet_data)
-    meta = add(
-        "m",
-        {
-            "sessions": len(records),
-            "documents": documents,
-            "terms": firsts,
-            "termChunks": terms_version,
-            "docStarts": encode_numbers(doc_starts),
-            "docChunks": docs_version,
-            "facets": facet_file,
-        },
-    )
-    return BundleFiles(files, meta, documents)
-
-
-def _deltas(numbers: Sequence[int]) -> str:
+def _deltas(numbers: Iterable[int]) -> str:
     """Increasing numbers as their differences (the first from 0), in the postings' digits."""
     out: list[str] = []
     previous = 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 
 from ...audit import Audit
@@ -34,10 +34,10 @@ from ...render.html import indexed_output
 from ...render.text import json_text
 from .. import urls
 from ..urls import PageLimits
-from .numbers import DIGITS, encode_number
+from .numbers import encode_numbers
 from .terms import TermCounter
 
-RECORD_FORMAT = 2
+RECORD_FORMAT = 3
 """Bumped when a record's layout or what is indexed changes (part of the search key)."""
 
 WEIGHTS = {
@@ -53,6 +53,8 @@ WEIGHTS = {
 }
 """Field kinds and how much an occurrence of a term in each counts (BM25F-like). The client
 reads these from the index (to pick an excerpt's field); they are defined here only."""
+HALVES = {kind: round(weight * 2) for kind, weight in WEIGHTS.items()}
+""":data:`WEIGHTS` in halves (whole numbers: a term's weighted count is counted exactly)."""
 
 K1 = 1.2
 B = 0.75
@@ -153,62 +155,80 @@ class SessionRecord:
     failures: int
     pages: list[int]
     """:func:`..urls.page_starts`: which page holds each turn."""
-    docs: list[tuple[str, list[Field]]]
-    """Each turn's anchor and indexed texts, in file order (a turn's position is its
-    document number in the session)."""
+    docs: list[str]
+    """Each turn's document, in file order (a turn's position is its document number in
+    the session), as the JSON a document chunk holds: ``[anchor, [[kind, suffix, text],
+    …]]`` (:func:`document`; :func:`fields_of` reads it). Made once by the render's
+    worker, copied as it is into the bundle's chunks."""
     postings: dict[str, tuple[int, str]]
-    """Term → how many turns hold it, and those turns (position, impact) encoded as its
-    postings in a bundle hold them (:func:`index_documents`): the bundle only prefixes the
-    session's number, so the per-turn work is done by the render's workers."""
+    """Term → how many turns hold it, and those turns encoded as its postings in a bundle
+    hold them (:func:`index_documents`): the bundle only prefixes the session's number, so
+    the per-turn work is done by the render's workers."""
     aliases: dict[str, str]
     """An English word → its stem, where they differ: the client's prefix search finds
     ``runn`` in ``running`` (indexed as ``run``)."""
 
     def to_bytes(self) -> bytes:
-        """The record as the cache keeps it (JSON)."""
-        docs = [
-            [anchor, [[f.kind, f.suffix, f.text] for f in fields]] for anchor, fields in self.docs
-        ]
-        data = [RECORD_FORMAT, self.name, self.slug, self.kind, self.role, self.status,
-                self.failures, self.pages, docs, self.postings, self.aliases]  # fmt: skip
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "surrogatepass"
-        )
+        """The record as the cache keeps it: a line of JSON (all but the documents), then
+        a line a document."""
+        head = [RECORD_FORMAT, self.name, self.slug, self.kind, self.role, self.status,
+                self.failures, self.pages, len(self.docs), self.aliases, self.postings]  # fmt: skip
+        lines = [json.dumps(head, ensure_ascii=False, separators=(",", ":")), *self.docs]
+        return "\n".join(lines).encode("utf-8", "surrogatepass")
 
     @classmethod
     def from_bytes(cls, data: bytes) -> SessionRecord | None:
         """A record :meth:`to_bytes` wrote, or None when ``data`` is not one."""
         try:
-            v = json.loads(data.decode("utf-8", "surrogatepass"))
+            lines = data.decode("utf-8", "surrogatepass").split("\n")
+            v = json.loads(lines[0])
             if not isinstance(v, list) or len(v) != 11 or v[0] != RECORD_FORMAT:
                 return None
-            docs = [(str(a), [Field(str(k), str(s), str(t)) for k, s, t in f]) for a, f in v[8]]
+            docs = lines[1:]
+            if len(docs) != v[8] or not all(d.startswith("[") for d in docs):
+                return None
             return cls(str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), int(v[6]),
-                       [int(x) for x in v[7]], docs,
-                       {str(t): (int(p[0]), str(p[1])) for t, p in v[9].items()}, dict(v[10]))  # fmt: skip
-        except (ValueError, TypeError, AttributeError):
+                       [int(x) for x in v[7]], docs, {str(t): (int(p[0]), str(p[1]))
+                       for t, p in v[10].items()}, {str(k): str(x) for k, x in v[9].items()})  # fmt: skip
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError):
             return None
 
 
+def document(anchor: str, fields: list[Field]) -> str:
+    """A turn's document as a record and a document chunk hold it (JSON)."""
+    data = [anchor, [[f.kind, f.suffix, f.text] for f in fields]]
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def fields_of(doc: str) -> tuple[str, list[Field]]:
+    """A document's anchor and fields (:func:`document` read back)."""
+    anchor, fields = json.loads(doc)
+    return str(anchor), [Field(str(k), str(s), str(t)) for k, s, t in fields]
+
+
 def session_record(
-    session: Session, limits: PageLimits | None = None, counter: TermCounter | None = None
+    session: Session,
+    limits: PageLimits | None = None,
+    counter: TermCounter | None = None,
+    audit: Audit | None = None,
 ) -> SessionRecord:
     """The record of a prepared session (``limits``: how its pages are cut, as the render
     cuts them; ``counter``: a term counter kept across sessions, so common words are split
-    and stemmed once)."""
+    and stemmed once; ``audit``: the session's :class:`..audit.Audit` when the caller has
+    it, as the render does)."""
     counter = counter or TermCounter()
-    audit = Audit.of(session)
-    docs: list[tuple[str, list[Field]]] = []
-    weights = []
+    audit = audit or Audit.of(session)
+    docs: list[str] = []
+    weighted: list[list[tuple[int, str]]] = []
     for position, anchor in enumerate(view.turn_anchors(session)):
         fields = turn_fields(session, audit, position)
-        docs.append((anchor, fields))
-        weights.append([(WEIGHTS[f.kind], f.text) for f in fields])
-    postings, aliases = index_documents(weights, counter)
+        docs.append(document(anchor, fields))
+        weighted.append([(HALVES[f.kind], f.text) for f in fields])
+    postings, aliases = index_documents(weighted, counter)
     return SessionRecord(
         name=_clean(session.session_name),
         slug=urls.slug(session.session_name),
-        kind=session.kind,
+        kind=_clean(session.kind),
         role=_clean(session.role),
         status=view.outcome_of(session.last_status),
         failures=Tally.of(session_findings(session, audit=audit)).failures,
@@ -220,90 +240,52 @@ def session_record(
 
 
 def index_documents(
-    documents: list[list[tuple[float, str]]], counter: TermCounter
+    documents: list[list[tuple[int, str]]], counter: TermCounter
 ) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
-    """The postings of a session's documents (each a list of (weight, text)): term → how
-    many turns hold it and those turns encoded as a bundle holds them (for each, the
-    difference of its position from the previous one's and its impact:
-    :mod:`.bundle`), and the aliases of its English words.
+    """The postings of a session's documents (each a list of (weight in halves:
+    :data:`HALVES`, text)): term → how many turns hold it and those turns encoded as a
+    bundle holds them (for each, its position times 32 plus its impact: :mod:`.bundle`),
+    and the aliases of its English words.
 
-    Counted by raw word first (the byte split, C-level ``Counter``), texts of one weight
-    joined: a raw word's terms are found once a session, not once a turn, and the raw words
-    of one term (``run``, ``running``) are merged at the end, their weighted counts summed
-    before the impact is computed (:func:`impact`, remembered by count and length)."""
-    by_word: dict[bytes, list[float]] = {}
-    lengths: list[int] = []
+    The work of a word is done in C: the texts of one weight are joined and split as bytes
+    (:class:`.terms.TermCounter`), their words mapped to terms by one ``map`` over the
+    memo, counted by ``Counter.update`` once per half of their weight (a prompt's words
+    six times, an output's twice: the weighted count, in halves), and each term's posting
+    of the turn appended to its list by ``map``: Python runs once a turn and once a
+    distinct count, not once a word. A turn's posting is one number, its position times 32
+    plus its impact (:func:`impact` of the weighted count and the turn's length in words):
+    the same string for every term of the same count in the turn."""
+    counter.start()
+    lists: defaultdict[str, list[str]] = defaultdict(list)
+    get_list = lists.__getitem__
+    append = list.append
+    seen: set[bytes] = set()
+    impacts: dict[tuple[int, int], int] = {}
     for position, fields in enumerate(documents):
-        groups: dict[float, list[str]] = {}
-        for weight, text in fields:
-            groups.setdefault(weight, []).append(text)
-        weighted: dict[bytes, float] = {}
+        groups: dict[int, list[str]] = {}
+        for halves, text in fields:
+            groups.setdefault(halves, []).append(text)
+        counts: Counter[str] = Counter()
         length = 0
-        for weight, texts in groups.items():
+        for halves, texts in groups.items():
             raw = counter.raw_words("\n".join(texts))
             length += len(raw)
-            get = weighted.get
-            for word, n in Counter(raw).items():
-                weighted[word] = get(word, 0.0) + n * weight
-        lengths.append(length)
-        for word, count in weighted.items():
-            found = by_word.get(word)
-            if found is None:
-                by_word[word] = [position, count]
-            else:
-                found.append(position)
-                found.append(count)
-    merged: dict[str, list[float]] = {}
-    aliases: dict[str, str] = {}
-    for word, flat in by_word.items():
-        terms = counter.terms_of(word)
-        pair = counter.alias(word)
-        if pair is not None:
-            aliases[pair[0]] = pair[1]
-        if len(terms) == 1:
-            term = terms[0]
-            old = merged.get(term)
-            merged[term] = flat if old is None else _merge(old, flat, 1)
+            seen.update(raw)
+            found = counter.terms(raw)
+            for _ in range(halves):
+                counts.update(found)
+        counts.pop("", None)
+        if not counts:
             continue
-        for term, times in Counter(terms).items():
-            old = merged.get(term)
-            mine = flat if times == 1 else _merge([], flat, times)
-            merged[term] = list(mine) if old is None else _merge(old, mine, 1)
-    cache: dict[tuple[float, int], int] = {}
-    postings: dict[str, tuple[int, str]] = {}
-    for term, flat in merged.items():
-        out: list[str] = []
-        last = 0
-        for i in range(0, len(flat), 2):
-            position = int(flat[i])
-            key = (flat[i + 1], lengths[position])
-            quantized = cache.get(key)
+        table = {}
+        for halves in set(counts.values()):
+            quantized = impacts.get((halves, length))
             if quantized is None:
-                quantized = cache[key] = impact(*key)
-            encode_number(position - last, out)
-            out.append(DIGITS[quantized])
-            last = position
-        postings[term] = (len(flat) // 2, "".join(out))
-    return postings, aliases
-
-
-def _merge(a: list[float], b: list[float], times: int) -> list[float]:
-    """Two flat ``[position, count, …]`` lists, ordered by position, as one; counts at the
-    same position summed (``b``'s multiplied by ``times``)."""
-    out: list[float] = []
-    i = j = 0
-    while i < len(a) or j < len(b):
-        if j >= len(b) or (i < len(a) and a[i] < b[j]):
-            out += (a[i], a[i + 1])
-            i += 2
-        elif i >= len(a) or b[j] < a[i]:
-            out += (b[j], b[j + 1] * times)
-            j += 2
-        else:
-            out += (a[i], a[i + 1] + b[j + 1] * times)
-            i += 2
-            j += 2
-    return out
+                quantized = impacts[halves, length] = impact(halves / 2, length)
+            table[halves] = encode_numbers([position * 32 + quantized])
+        deque(map(append, map(get_list, counts), map(table.__getitem__, counts.values())), maxlen=0)
+    postings = {term: (len(items), "".join(items)) for term, items in lists.items()}
+    return postings, counter.aliases(seen)
 
 
 def idf(documents: int, frequency: int) -> float:

@@ -20,8 +20,10 @@ import contextlib
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ...write import atomic_write
 from .extract import SessionRecord
@@ -76,14 +78,23 @@ class SearchStore:
         self.records.mkdir(parents=True, exist_ok=True)
         atomic_write(self._record_path(record.slug), [record.to_bytes()])
 
-    def record(self, slug: str) -> SessionRecord | None:
-        """The record kept for the session in folder ``slug``, or None."""
+    def record_bytes(self, slug: str) -> bytes | None:
+        """The bytes of the record kept for the session in folder ``slug``, or None."""
         try:
-            data = self._record_path(slug).read_bytes()
+            return self._record_path(slug).read_bytes()
         except OSError:
             return None
-        record = SessionRecord.from_bytes(data)
+
+    def record(self, slug: str) -> SessionRecord | None:
+        """The record kept for the session in folder ``slug``, or None."""
+        data = self.record_bytes(slug)
+        record = SessionRecord.from_bytes(data) if data is not None else None
         return record if record is not None and record.slug == slug else None
+
+    def scratch(self) -> IO[bytes]:
+        """A scratch file in the cache folder (gone once closed): a bundle's sorted runs."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryFile(dir=self.root)
 
     def drop_records(self, slugs: list[str]) -> None:
         """Forget the records of sessions no longer published."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable
 
 from snowballstemmer import stemmer  # type: ignore[import-untyped]
@@ -186,25 +185,39 @@ def text_terms(text: str) -> list[str]:
 
 
 class TermCounter:
-    """Counts the terms of texts fast: split as bytes, each distinct raw word's terms
-    found once (:meth:`terms_of`, remembered up to :data:`_MEMO_LIMIT` raw words)."""
+    """Turns texts into terms fast: split as bytes, each distinct raw word's terms found
+    once and remembered (up to :data:`_MEMO_LIMIT` raw words, forgotten between sessions
+    only: :meth:`start`), then every word of a text mapped to its term by one C-level
+    ``map`` over the memo."""
 
-    __slots__ = ("_aliases", "_memo")
+    __slots__ = ("_aliases", "_multi", "_single")
 
     def __init__(self) -> None:
-        self._memo: dict[bytes, tuple[str, ...]] = {}
+        self._single: dict[bytes, str] = {}
+        """Raw words of exactly one term → it; of none (too long, or only symbols) → ""."""
+        self._multi: dict[bytes, tuple[str, ...]] = {}
+        """Raw words of several terms: CJK runs, NFKC's expansions."""
         self._aliases: dict[bytes, tuple[str, str]] = {}
         """Raw English words whose stem differs from them: (word, stem)."""
+
+    def start(self) -> None:
+        """Called before each session: forgets the memo when it is full (never within a
+        session, so what a session's record holds does not depend on the sessions this
+        process indexed before it)."""
+        if len(self._single) + len(self._multi) >= _MEMO_LIMIT:
+            self._single.clear()
+            self._multi.clear()
+            self._aliases.clear()
 
     def terms_of(self, raw: bytes) -> tuple[str, ...]:
         """The terms of one raw word of the byte split (lower-cased ASCII, or a run
         holding non-ASCII characters)."""
-        found = self._memo.get(raw)
+        one = self._single.get(raw)
+        if one is not None:
+            return (one,) if one else ()
+        found = self._multi.get(raw)
         if found is not None:
             return found
-        if len(self._memo) >= _MEMO_LIMIT:
-            self._memo.clear()
-            self._aliases.clear()
         if raw.isascii():
             word = raw.decode("ascii")
             if len(word) > MAX_WORD:
@@ -218,39 +231,44 @@ class TermCounter:
         else:
             text = raw.decode("utf-8", "surrogatepass")
             found = tuple(t for w in WORD_RE.findall(text) for t in word_terms(w))
-        self._memo[raw] = found
+        if len(found) == 1:
+            self._single[raw] = found[0]
+        elif not found:
+            self._single[raw] = ""
+        else:
+            self._multi[raw] = found
         return found
 
     @staticmethod
     def raw_words(text: str) -> list[bytes]:
-        """The raw words of ``text`` (the byte split; :meth:`terms_of` gives their terms)."""
+        """The raw words of ``text`` (the byte split; :meth:`terms` gives their terms)."""
         return text.encode("utf-8", "surrogatepass").translate(_TABLE).split()
 
-    def alias(self, raw: bytes) -> tuple[str, str] | None:
-        """(word, stem) when the raw word, seen by :meth:`terms_of`, is an English word
-        whose stem differs from it."""
-        return self._aliases.get(raw)
+    def terms(self, raw: list[bytes]) -> list[str]:
+        """The terms of raw words, in order; "" for a word of none (the caller drops it:
+        the list is as long as ``raw`` unless a word has several terms)."""
+        single = self._single
+        try:
+            return list(map(single.__getitem__, raw))
+        except KeyError:
+            pass
+        multi = self._multi
+        for word in set(raw).difference(single):
+            if word not in multi:
+                self.terms_of(word)
+        if not multi or multi.keys().isdisjoint(raw):
+            return list(map(single.__getitem__, raw))
+        out: list[str] = []
+        for word in raw:
+            one = single.get(word)
+            if one is None:
+                out.extend(multi[word])
+            elif one:
+                out.append(one)
+        return out
 
-    def add(
-        self,
-        text: str,
-        weight: float,
-        into: dict[str, float],
-        aliases: dict[str, str] | None = None,
-    ) -> int:
-        """Add the terms of ``text`` to ``into`` (term → weighted count), each occurrence
-        weighing ``weight``, and to ``aliases`` its English words whose stem differs from
-        them (word → stem); returns how many words it holds."""
-        raw = text.encode("utf-8", "surrogatepass").translate(_TABLE).split()
-        terms_of = self.terms_of
-        counts = Counter(raw)
-        for word, n in counts.items():
-            for term in terms_of(word):
-                into[term] = into.get(term, 0.0) + n * weight
-        if aliases is not None:
-            known = self._aliases
-            for word in counts:
-                pair = known.get(word)
-                if pair is not None:
-                    aliases[pair[0]] = pair[1]
-        return len(raw)
+    def aliases(self, words: set[bytes]) -> dict[str, str]:
+        """Of raw words seen by :meth:`terms`, the English words whose stem differs from
+        them: word → stem."""
+        known = self._aliases
+        return dict(sorted(known[w] for w in words.intersection(known)))

@@ -1,338 +1,223 @@
-"""Stage 5, index: the archive's ``index.html``, ``errors.html`` and ``decisions.html``
-(and their row shards, ``rows/*.js`` and ``events/*.js``).
+"""Stage 5, index: the archive's ``index.html``, ``errors.html`` and ``decisions.html``, their
+row shards (``rows/*.js`` and ``events/*.js``) and ``tree.html``.
 
-Made of the published sessions' summaries and the failures, never of a session file: rows
-are cached by summary key and the delegation tree by graph key (:mod:`..index`), so an
-append renders one row. A row shard or an archive-wide page whose
-:func:`..staleness.outputs_key` is the last build's is not even made again.
-
-A no-op or an append costs what changed, not a pass over every session: the sessions whose
-brief is not the last build's are found by bulk comparisons
-(:func:`..staleness.brief_changes`), and when the index cache is the last build's
-(:func:`..staleness.journal_holds`) only their row shards are made
-again, the first rows, filters and chart counts are updated from them
-(:meth:`..index.Overview.since`), and so are the archive-wide pages
-(:func:`..archive.update_archive_pages`) when their rows changed at all
-(docs/architecture.md, "The index stage").
+Made of the catalog, never of a session file, and streamed from its queries: the first
+rows, filters, counts and activity chart are indexed or grouped queries, a row shard is its
+sessions' kept rows joined (:mod:`..index`, :mod:`..archive`). So that an append costs what
+it changes rather than a pass over every session, only the row shards holding a session
+this build set or dropped are made again (:meth:`..catalog.Catalog.touched_lanes`; the
+others keep the file the last build wrote, checked present), and the delegation tree only
+when the archive's shape changed (:func:`..staleness.graph_key`). Everything is made again
+when the build key or the index's options changed, when the catalog is new, or after a
+build that stopped before committing (its files may not be the catalog's).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import operator
-from collections import Counter
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from ...model import LoadFailure
-from ...redact import describe_counts
 from ...render.contexts import TreePage
 from ...render.text import encode_display
-from ...write import atomic_write
-from ..archive import (
-    EVENTS_FOLDER,
-    PAGES,
-    ArchiveCache,
-    PageState,
-    render_archive_pages,
-    update_archive_pages,
-)
+from .. import urls
+from ..archive import PAGES, render_archive_pages
+from ..catalog import Catalog
 from ..context import BuildContext
 from ..graph import Graph
 from ..index import (
     TREE_PAGE,
-    IndexCache,
     delegation_tree,
+    overview_of,
+    redaction_note,
     render_index,
-    rolled_up,
-    row_key,
-    row_shard_count,
-    row_shard_groups,
-    row_shard_path,
     shard_bytes,
-    shard_members,
-)
-from ..manifest import Brief, Manifest
-from ..staleness import (
-    BriefChanges,
-    brief_changes,
-    change_journal,
-    events_touched,
-    journal_holds,
-    outputs_key,
-    touched_slots,
+    shard_rows,
 )
 from .write import write_files
 
-if TYPE_CHECKING:
-    from .plan import Census
+
+def options_of(ctx: BuildContext, search: bool) -> str:
+    """The options the index files are made with (kept in the catalog: when they change,
+    every index file is made again)."""
+    t = ctx.tunables
+    return f"{ctx.key}:{search}:{t.index_first_rows}:{t.rows_per_shard}:{t.max_row_shards}"
 
 
 def index(
     ctx: BuildContext,
-    previous: Manifest,
-    graph: Graph,
+    catalog: Catalog,
     graph_key: str,
     failures: list[LoadFailure],
     search: bool,
-    census: Census | None = None,
+    *,
     watched: bool = False,
-) -> tuple[dict[str, str], int]:
-    """Stage 5: write ``index.html`` and the archive-wide pages; their hashes by path, and
-    the files written. ``census``: the plan's, which may know what changed since the last
-    build (:attr:`.plan.Census.changes`). ``watched``: a build told by a watcher what
-    changed (:attr:`.scan.Scan.watched`) trusts that the files it made last time are still
-    there, as it trusts the sessions' folders (its rescan checks them).
-
-    Every session is seen through its brief (:class:`..manifest.Brief`: the keys and shard
-    slot computed when its summary was made); a summary is read only for a row to render
-    (a new row of the first screen, the sessions of a row shard that changed)."""
-    briefs = graph.all
-    values = briefs.values()
-    same_key = previous.key == ctx.key
-    cache = IndexCache.load(ctx.cache.index_cache) if same_key else IndexCache()
-    redacted = sum(map(_REDACTED, values)) if ctx.options.redactor is not None else None
+) -> tuple[dict[str, str], int, int]:
+    """Stage 5: write the index files; their hashes by path (those made and those kept),
+    the files written, and how many sessions are published. ``watched``: a build told by a watcher what changed
+    (:attr:`.scan.Scan.watched`) trusts that the files it made last time are still there,
+    as it trusts the sessions' folders (its rescan checks them)."""
     tunables = ctx.tunables
     first_rows = tunables.index_first_rows
-    settings = [first_rows, tunables.rows_per_shard, tunables.max_row_shards]
-    # After a build that stopped before saving its state, no file is known to be as made.
-    made = _load_made(ctx.cache.index_outputs) if same_key and ctx.trust_written else {}
-    if not same_key:
-        changes = None
-    elif census is not None and census.changes is not None and census.briefs is briefs:
-        changes = census.changes
+    options = options_of(ctx, search)
+    full = (
+        catalog.fresh
+        or catalog.meta.key != ctx.key
+        or catalog.meta.index != options
+        or not ctx.trust_written
+    )
+    files = _Files(ctx, catalog.outputs_of(""), trust_site=watched)
+    graph = Graph(catalog)  # (the published sessions after the render)
+    overview = overview_of(catalog, full=full)
+    redacted = overview.redacted if ctx.options.redactor is not None else None
+    count = (
+        urls.row_shard_count(overview.total, tunables.rows_per_shard, tunables.max_row_shards)
+        if overview.total > first_rows
+        else 0
+    )
+    shards = [urls.row_shard_path(i, count) for i in range(count)]
+    todo = _todo(files, shards, None if full else _lanes(_touched(catalog, graph), count))
+    for i in range(count):
+        if i in todo:
+            files.emit(shards[i], shard_bytes(i, shard_rows(catalog, graph, i, count)))
+    tree_html = ""
+    if shards:
+        if full or catalog.meta.graph != graph_key or not files.keeps(TREE_PAGE):
+            tree = ctx.renderer.template(TREE_PAGE).render(
+                page=TreePage(tree_html=Markup(_tree(ctx, graph, graph_key)), total=overview.total)
+            )
+            files.emit(TREE_PAGE, encode_display(str(tree)))
     else:
-        changes = brief_changes(previous.briefs, briefs)
-    new, old = (changes.new, changes.old) if changes is not None else ({}, {})
-    # The caches describe the last build's sessions (the manifest's) when they were made
-    # under its graph and tunables, and what they noted as changed is as the manifest has it.
-    valid = (
-        changes is not None
-        and cache.overview is not None
-        and cache.graph == previous.graph != ""
-        and cache.tunables == settings
-        and journal_holds(cache.journal, briefs, changes)
-    )
-    files = _Files(ctx, previous.extra_outputs, made, trust_site=watched)
-    unchanged, emit = files.unchanged, files.emit
-    shards: list[str] = []
-    if len(briefs) > first_rows:
-        count = row_shard_count(len(briefs), tunables.rows_per_shard, tunables.max_row_shards)
-        shards = [row_shard_path(i, count) for i in range(count)]
-        touched = (
-            touched_slots(
-                changes,
-                count,
-                lambda name: [
-                    b for a in sorted({name, *graph.ancestors(name)}) if (b := briefs.get(a))
-                ],
-            )
-            if valid and changes is not None
-            else None
-        )
-        todo = [
-            rel
-            for i, rel in enumerate(shards)
-            if touched is None
-            or i in touched
-            or rel not in made
-            or not unchanged(rel, made[rel][0])
-        ]
-        # Each shard's members: from one grouping of every session when many shards are
-        # made or the grouping is kept for the next build (``site watch``), else from a
-        # bulk pass each (an append of ``site build``).
-        members = graph.memo.row_groups.get(count)
-        if members is None and (len(todo) > _FEW_SHARDS or ctx.lasting):
-            members = _shard_names(graph, tunables.rows_per_shard, count)
-        for rel in todo:
-            i = shards.index(rel)
-            group = (
-                [briefs[name] for name in members[i]]
-                if members is not None
-                else shard_members(values, i, count)
-            )
-            rows = [(b, rolled_up(graph, b.name)) for b in group]
-            if not unchanged(rel, outputs_key([rel], (row_key(_DIGEST(b), o) for b, o in rows))):
-                emit(rel, shard_bytes(rel, [(graph.summaries[b.name], o) for b, o in rows]))
-    kept = cache.overview if valid else None
-    overview = kept.since(values, new, old, first_rows) if kept is not None else None
-    page, fresh = render_index(
+        tree_html = _tree(ctx, graph, graph_key)
+    page = render_index(
         ctx.renderer,
-        graph,
-        failures,
-        ctx.folder,
-        search,
-        redacted,
-        cache,
-        graph_key,
-        None,
-        first_rows,
-        shards,
+        catalog,
         overview,
+        failures,
+        source_label=ctx.folder.name,
+        search=search,
+        redacted=redacted,
+        first_rows=first_rows,
+        shards=shards,
+        tree_html=tree_html,
+        graph=graph,
     )
-    fresh.tunables = settings
-    fresh.journal = change_journal(changes) if same_key else {}
-    emit("index.html", encode_display(page))
+    files.emit("index.html", encode_display(page))
     del page
-    if shards and not unchanged(TREE_PAGE, outputs_key(["tree"], [fresh.graph])):
-        tree_html = cache.tree(fresh.graph)
-        if tree_html is None:
-            tree_html = ctx.renderer.render_index_tree(delegation_tree(graph))
-            fresh.set_tree(fresh.graph, tree_html)
-        tree = ctx.renderer.template(TREE_PAGE).render(
-            page=TreePage(tree_html=Markup(tree_html), total=len(briefs))
-        )
-        emit(TREE_PAGE, encode_display(str(tree)))
-        del tree, tree_html  # the archive pages come next (the tree's text is in ``fresh``)
-    _archive_pages(ctx, graph, files, cache, fresh, _Changes(changes, valid, same_key), redacted)
-    if fresh.made_tree() or (
-        fresh.graph,
-        fresh.rows.keys(),
-        fresh.overview,
-        fresh.tunables,
-        fresh.pages,
-        fresh.journal,
-    ) != (
-        cache.graph,
-        cache.rows.keys(),
-        cache.overview,
-        cache.tunables,
-        cache.pages,
-        cache.journal,
-    ):
-        fresh.save(ctx.cache.index_cache)
-    return files.finish()
 
+    # The archive-wide pages: made again when a session's rows on them may have changed,
+    # or what every page shows (the filters, the redaction note) did.
+    kinds, roles = sorted(overview.kinds), sorted(overview.roles)
+    shown = json.dumps([kinds, roles, redaction_note(redacted)])
+    same_shown = catalog.kept("filters", options) == shown
+    touched = {page: set(catalog.touched_event_lanes(page)) for page in PAGES}
+    pages = [
+        page
+        for page in PAGES
+        if full or touched[page] or not same_shown or not files.keeps(f"{page}.html")
+    ]
 
-def _archive_pages(
-    ctx: BuildContext,
-    graph: Graph,
-    files: _Files,
-    cache: IndexCache,
-    fresh: IndexCache,
-    changes: _Changes,
-    redacted: int | None,
-) -> None:
-    """The archive-wide pages and their row shards: nothing made when no session's rows on
-    them changed (each file the last build made has the key it had), made from the changed
-    sessions' rows when the index cache is the last build's (:func:`..archive.update_archive_pages`),
-    else from every session's (:func:`..archive.render_archive_pages`). Their states go in
-    ``fresh``."""
-    tunables = ctx.tunables
-    valid, made = changes.valid, files.made
-    touched = events_touched(changes.since) if changes.since is not None else {}
-    states = cache.pages if valid else {}
-    archive_files = [rel for rel in made if rel.startswith(f"{EVENTS_FOLDER}/") or rel in _PAGES]
-    if valid and not touched and set(_PAGES) <= set(archive_files):
-        if all(files.unchanged(rel, made[rel][0]) for rel in archive_files):
-            fresh.pages = dict(states)
-            return
-        for rel in archive_files:  # made again below: their keys are computed there
-            files.forget(rel)
+    def event_shards(page: str, count: int) -> Collection[int] | None:
+        if full:
+            return None
+        paths = [urls.event_shard_path(page, i, count) for i in range(count)]
+        return _todo(files, paths, _lanes(touched[page], count))
 
-    def emit_archive(rel: str, html: str) -> None:
-        files.known.pop(rel, None)
-        files.emit(rel, encode_display(html))
-
-    redaction = (
-        None if redacted is None else describe_counts(Counter(secrets=redacted)).split(" (")[0]
-    )
-    if valid and set(PAGES) <= states.keys() and fresh.overview is not None:
-        updated = update_archive_pages(
-            ctx.renderer,
-            graph,
-            states,
-            touched,
-            kinds=fresh.overview.kinds,
-            roles=fresh.overview.roles,
-            first_rows=tunables.index_first_rows,
-            per_shard=tunables.rows_per_shard,
-            most_shards=tunables.max_row_shards,
-            redaction=redaction,
-            last=files.last,
-            kept=files.kept,
-            unchanged=files.unchanged,
-            emit=emit_archive,
-        )
-        if updated is not None:
-            fresh.pages = updated
-            return
-    made_pages: dict[str, PageState] = {}
-    made_archive = render_archive_pages(
+    render_archive_pages(
         ctx.renderer,
-        graph,
-        ArchiveCache(ctx.cache.archive_rows, readable=changes.same_key),
-        first_rows=tunables.index_first_rows,
+        catalog,
+        overview.pages,
+        kinds=kinds,
+        roles=roles,
+        first_rows=first_rows,
         per_shard=tunables.rows_per_shard,
         most_shards=tunables.max_row_shards,
-        redaction=redaction,
-        unchanged=files.unchanged,
-        emit=emit_archive,
-        states=made_pages,
+        redaction=redaction_note(redacted),
+        pages=pages,
+        shards=event_shards,
+        emit=lambda rel, text: files.emit(rel, encode_display(text)),
     )
-    assert not made_archive  # each was written as it was made
-    # A page not made again is as the last build made it: its state carries over.
-    fresh.pages = {
-        page: made_pages.get(page) or states[page]
-        for page in PAGES
-        if page in made_pages or page in states
+    if not same_shown:
+        catalog.keep("filters", options, shown)
+    return (*files.finish(), overview.total)
+
+
+def _tree(ctx: BuildContext, graph: Graph, graph_key: str) -> str:
+    """The delegation tree's HTML, kept in the catalog under the graph key."""
+    html = graph.catalog.kept("tree", graph_key)
+    if html is None:
+        html = ctx.renderer.render_index_tree(delegation_tree(graph))
+        graph.catalog.keep("tree", graph_key, html)
+    return html
+
+
+def _touched(catalog: Catalog, graph: Graph) -> set[int]:
+    """The lanes of the sessions this build set or dropped, and of the sessions above them
+    (a row counts the failures of the sessions below it: :func:`..index.rolled_up`); a
+    gone session's callers are found by the parent its last row named."""
+    lanes = set(catalog.touched_lanes())
+    names: set[str] = set()
+    for name, parent in catalog.touched_names():
+        names.add(name)
+        if parent:
+            names.add(parent)
+    above = set(names)
+    for name in sorted(names):
+        above |= graph.ancestors(name)
+    return lanes | catalog.lanes_of(sorted(above))
+
+
+def _lanes(lanes: Iterable[int], count: int) -> set[int]:
+    """The shards (of ``count``) holding the sessions of ``lanes``."""
+    return {lane % count for lane in lanes} if count else set()
+
+
+_SHARD_RE = re.compile(r"-of-(\d{4})\.js\Z")
+
+
+def _todo(files: _Files, paths: list[str], touched: set[int] | None) -> set[int]:
+    """The shards among ``paths`` to make: ``touched`` (None: every one), every one when the
+    last build made another count of them, and any whose file is not as it was made."""
+    if touched is None or not paths:
+        return set(range(len(paths)))
+    prefix = paths[0].rsplit("-", 3)[0]
+    last = {
+        rel
+        for rel in files.recorded
+        if rel.startswith(prefix + "-") and _SHARD_RE.search(rel) is not None
     }
-    with contextlib.suppress(OSError):  # the one-file cache of earlier versions
-        (ctx.cache.root / "archive-cache.json").unlink()
-
-
-@dataclass(slots=True)
-class _Changes:
-    """What changed since the last build, as the index stage sees it."""
-
-    since: BriefChanges | None
-    """:func:`..staleness.brief_changes` (None: not known, or another build key)."""
-    valid: bool
-    """The index cache is the last build's: it may be updated from these alone."""
-    same_key: bool
-    """The build key is the last build's (its caches may be read at all)."""
+    if last != set(paths):
+        return set(range(len(paths)))
+    return {i for i, rel in enumerate(paths) if i in touched or not files.keeps(rel)}
 
 
 @dataclass(slots=True)
 class _Files:
     """The stage's files: each written as soon as it is made (a full build does not hold
-    every row shard's bytes at once), and the key each was made from, noted for the next
-    build (:attr:`..context.CachePaths.index_outputs`)."""
+    every row shard's bytes at once), and those kept as the last build made them."""
 
     ctx: BuildContext
     recorded: Mapping[str, str]
-    """The last build's files of no source → sha256 (the manifest's)."""
-    made: dict[str, list[str]]
-    """The key and hash of each file made of cached pieces last time."""
-    now: dict[str, list[str]] = field(default_factory=dict)
-    """The key (and, once known, hash) of each file made this time."""
-    known: dict[str, str] = field(default_factory=dict)
-    """Files found as the last build made them (not made again) → sha256."""
-    produced: dict[str, str] = field(default_factory=dict)
-    """Files written this time → sha256."""
-    written: int = 0
-    """How many of them had new bytes."""
+    """The last build's files of no source → sha256 (the catalog's)."""
     trust_site: bool = False
     """A file made last time is taken to be still there (no ``stat``: ``site watch``)."""
+    produced: dict[str, str] = field(default_factory=dict)
+    """Files written (or found as they are) this time → sha256."""
+    written: int = 0
+    """How many of them had new bytes."""
 
-    def unchanged(self, rel: str, key: str) -> bool:
-        """True when ``rel`` was made from ``key`` last time and is still as written."""
-        self.now[rel] = [key, ""]
-        digest = self.recorded.get(rel, "")
-        if (
-            self.made.get(rel) == [key, digest]
-            and digest
-            and (self.trust_site or (self.ctx.out / rel).is_file())
-        ):
-            self.known[rel] = digest
-            return True
-        return False
+    def keeps(self, rel: str) -> bool:
+        """True when ``rel`` is as the last build made it (present, its hash recorded):
+        it is kept as it is."""
+        digest = self.recorded.get(rel)
+        if digest is None or not (self.trust_site or (self.ctx.out / rel).is_file()):
+            return False
+        self.produced.setdefault(rel, digest)
+        return True
 
     def emit(self, rel: str, data: bytes) -> None:
         """Write one file now."""
@@ -340,74 +225,6 @@ class _Files:
         self.produced.update(hashes)
         self.written += count
 
-    def forget(self, rel: str) -> None:
-        """``rel`` is made again after all: its key is computed again."""
-        self.now.pop(rel, None)
-        self.known.pop(rel, None)
-
-    def last(self, rel: str) -> bytes | None:
-        """The file the last build wrote, when it is still as written."""
-        try:
-            data = (self.ctx.out / rel).read_bytes()
-        except OSError:
-            return None
-        digest = self.recorded.get(rel)
-        return data if digest and hashlib.sha256(data).hexdigest() == digest else None
-
-    def kept(self, rel: str) -> str | None:
-        """The key a file was made from last time, when it is still as written."""
-        key, digest = self.made.get(rel, ["", ""])
-        same = digest and self.recorded.get(rel) == digest
-        return key if same and (self.ctx.out / rel).is_file() else None
-
     def finish(self) -> tuple[dict[str, str], int]:
-        """Note the key and hash of each file made of cached pieces; the stage's hashes by
-        path and the files written."""
-        now, produced = self.now, self.produced
-        for rel, digest in produced.items():
-            if rel in now:
-                now[rel][1] = digest
-        produced.update(self.known)
-        for rel, digest in self.known.items():
-            now[rel][1] = digest
-        if now != self.made:
-            atomic_write(
-                self.ctx.cache.index_outputs,
-                [json.dumps(now, sort_keys=True, separators=(",", ":")).encode()],
-            )
-        return produced, self.written
-
-
-_FEW_SHARDS = 4
-"""Up to how many row shards are made again each from its own pass over the sessions
-(more: one grouping of every session)."""
-_PAGES = ("errors.html", "decisions.html")
-_DIGEST = operator.itemgetter(Brief._fields.index("digest"))
-_REDACTED = operator.itemgetter(Brief._fields.index("redacted"))
-
-
-def _load_made(path: Path) -> dict[str, list[str]]:
-    """The key and hash of each file made from cached pieces last time ({} when unreadable)."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {
-        str(k): v
-        for k, v in data.items()
-        if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
-    }
-
-
-def _shard_names(graph: Graph, per_shard: int, count: int) -> list[list[str]]:
-    """The session names of each row shard (:func:`..index.row_shard_groups`), made in one
-    pass the first time and kept with the graph's shape (:class:`..graph.ShapeMemo`): an
-    append under ``site watch`` looks up its shard's members, not every session's slot."""
-    memo = graph.memo
-    names = memo.row_groups.get(count)
-    if names is None:
-        groups = row_shard_groups(list(graph.all.values()), per_shard, count)
-        names = memo.row_groups[count] = [[b.name for b in group] for group in groups.values()]
-    return names
+        """The stage's files (those kept as they are included) and the files written."""
+        return self.produced, self.written

@@ -2,8 +2,8 @@
 
 Each session is a pure function of its file, the theme and the facts its pages show
 (:func:`..render.render_session_pages`), so sessions render in the build's worker
-processes (:class:`..pool.Crew`). What a worker needs is one :class:`RenderSetup`, sent to
-each worker once; a job carries a file name and what the archive's graph says of it
+processes (:class:`..pool.Crew`, or a Dask cluster's: :mod:`..distributed`). What a worker
+needs is one :class:`RenderSetup`, sent to each worker once; a job carries a file name and what the archive's graph says of it
 (:class:`GraphFacts`, made here: workers get no graph). A session the scan prepared and
 kept is rendered where it is kept (in this process, or in the crew worker that scanned it,
 :mod:`.worker`) and not read again. A session that fails to load or to render is reported,
@@ -23,11 +23,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import overload
 
+from ...audit import Audit
 from ...loader import SessionLoadError
 from ...prepare import Prepared, prepare_file
 from ...redact import RedactionRecord, Redactor
@@ -36,18 +36,39 @@ from ...theme import Theme
 from ...usage import Prices
 from ...write import WriteError, is_inside, prepare_target, write_if_changed
 from .. import urls
+from ..catalog import Catalog, CatalogDamaged
 from ..context import BuildContext
 from ..fragments import SUFFIX as FRAGMENT_SUFFIX
 from ..fragments import FragmentFile, FragmentWriter
-from ..manifest import ManifestDamaged
-from ..pool import Crew
+from ..graph import Graph
+from ..pool import Runner
 from ..render import PageFacts, PageLimits, PreviousRun, render_session_pages
 from ..search.extract import session_record
 from ..search.store import SearchStore
 from ..search.terms import TermCounter
 from . import worker
-from .plan import Plan, RenderJob
-from .scan import Scan, start_crew
+from .plan import Plan
+from .scan import PRICE_HINT_FILES, Holds, Scan, start_crew
+
+
+@dataclass(frozen=True, slots=True)
+class RenderJob:
+    """One session to render."""
+
+    file_name: str
+    """Its file in the sessions folder."""
+    previous_outputs: dict[str, str]
+    """What its last render produced (path → sha256): files with the same bytes are not
+    written again."""
+    reuse_fragments: bool = True
+    """False when the build key changed (another theme, other code): the last build's turn
+    fragments were made by other templates and are not read."""
+    trust_written: bool = True
+    """:attr:`..context.BuildContext.trust_written`: False when a page with the hash of
+    :attr:`previous_outputs` may hold other bytes (compared before it is skipped)."""
+    size: int = 0
+    """Its file's size when scanned (what keeping the session after its render costs:
+    :attr:`..context.Tunables.keep_runs_bytes`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +176,7 @@ class SessionRenderer:
             return self._render(job, told, records)
         except SessionLoadError as exc:
             return Rendered(job.file_name, {}, "", 0, exc.reason)
-        except (WriteError, ManifestDamaged):
+        except (WriteError, CatalogDamaged):
             # The output is the problem (read-only, disk full), or the cache (the build
             # starts again without it): stop the build.
             raise
@@ -228,6 +249,7 @@ class SessionRenderer:
             if facts.series[0]
             else None
         )
+        audit = Audit.of(session)  # the pages' and the search record's
         fragment_file = setup.fragments / f"{urls.slug(session.session_name)}{FRAGMENT_SUFFIX}"
         # The old fragments are read one at a time, the new ones spooled to the next cache
         # file as they are rendered.
@@ -259,6 +281,7 @@ class SessionRenderer:
                 limits=setup.limits,
                 previous_run=previous_run,
                 prices=self.prices,
+                audit=audit,
             )
         except BaseException as exc:
             spool.abort()
@@ -274,7 +297,7 @@ class SessionRenderer:
             if cache is not None:
                 cache.close()
         if self.search is not None:
-            self.search.put_record(session_record(session, setup.limits, self.terms))
+            self.search.put_record(session_record(session, setup.limits, self.terms, audit))
         self._keep_run(session.session_name, job.size, prepared, told.next_file)
         del session, prepared, previous_run
         with contextlib.suppress(WriteError):
@@ -282,17 +305,30 @@ class SessionRenderer:
         return Rendered(job.file_name, dict(sorted(outputs.items())), facts.key(), written, None)
 
 
+@dataclass(slots=True)
+class RenderReport:
+    """What the render stage did (each session's result is in the catalog)."""
+
+    rendered: int = 0
+    """Sessions rendered (or tried)."""
+    written: int = 0
+    """Site files written (bytes changed)."""
+    failed: int = 0
+    """Sessions whose render failed (listed as not loading, or held)."""
+
+
 def render(
     ctx: BuildContext,
+    catalog: Catalog,
     planned: Plan,
     scanned: Scan,
-    crew: Crew,
+    crew: Runner,
     on_rendered: Callable[[Rendered], None] | None = None,
-) -> list[Rendered]:
+) -> RenderReport:
     """Stage 3 (see the module docstring). ``crew``: the build's worker processes (started
-    by the scan, or here when a pool pays). ``on_rendered`` sees each session's result as
-    soon as its files are written (the search stage indexes finished shards meanwhile)."""
-    jobs = planned.jobs
+    by the scan, or here when a pool pays). Each session's result is written into the
+    catalog as it comes back (:func:`record`); ``on_rendered`` sees it too, as soon as its
+    files are written."""
     setup = RenderSetup(
         theme=ctx.theme,
         folder=ctx.folder,
@@ -304,68 +340,95 @@ def render(
         prices=ctx.options.prices,
         search=ctx.cache.search if ctx.options.search else None,
     )
-    tasks = Tasks(planned, scanned.records)
-    kept = {
-        job.file_name: scanned.kept[job.file_name] for job in jobs if job.file_name in scanned.kept
-    }
+    report = RenderReport()
+    count = planned.jobs
+    if not count:
+        return report
+    kept = {name: prepared for name, prepared in scanned.kept.items() if catalog.is_job(name)}
     progress = ctx.options.progress
-    few = len(jobs) <= ctx.tunables.in_process_render and (
-        sum(job.size for job in jobs) <= ctx.tunables.keep_scanned_bytes
+
+    def take(result: Rendered) -> None:
+        record(catalog, scanned.holds, result, report)
+        if on_rendered:
+            on_rendered(result)
+
+    tasks = Tasks(ctx, catalog, planned, scanned.records)
+    few = count <= ctx.tunables.in_process_render and (
+        catalog.job_bytes() <= ctx.tunables.keep_scanned_bytes
     )
-    if ctx.workers <= 1 or len(jobs) < 2 or few:
+    if crew.workers <= 1 or count < 2 or few:
         local = SessionRenderer(
             setup, ctx.renderer, worker.Kept(0, sessions={n: (p, 0) for n, p in kept.items()})
         )
-        results = []
         for done, task in enumerate(tasks, start=1):
-            results.append(local(*task))
-            if on_rendered:
-                on_rendered(results[-1])
+            take(local(*task))
             if progress:
-                progress("render", done, len(jobs))
-        return results
+                progress("render", done, count)
+        return report
     if not crew.started:
-        start_crew(ctx, crew, kept, [job.file_name for job in jobs])
-    crew.each(_start_worker, (setup, [job.file_name for job in jobs]))
-    results, _ = crew.run(
+        start_crew(ctx, crew, kept, catalog.spread("jobs", PRICE_HINT_FILES))
+    homes = scanned.homes
+    crew.each(_start_worker, (setup, sorted(n for n in {*homes, *kept} if catalog.is_job(n))))
+    crew.stream(
         _render_in_worker,
         tasks,
-        home=[scanned.homes.get(job.file_name) for job in jobs],
+        total=count,
+        home=lambda _, task: homes.get(task[0].file_name),
         progress=progress,
         stage="render",
-        on_result=on_rendered,
+        on_result=lambda _, result, __: take(result),
     )
-    return results
+    return report
 
 
-class Tasks(Sequence[tuple[RenderJob, GraphFacts, Records]]):
-    """The render's tasks: each planned job with what the graph says of its session and
-    the records of the files it may read again, made when the task is sent (the plan's
-    graph facts of every session are not held at once: about 10 MB at 20,000
-    sessions)."""
+def record(catalog: Catalog, holds: Holds, result: Rendered, report: RenderReport) -> None:
+    """Write one session's render into the catalog: its files and facts key, or, when it
+    failed, the session listed as not loading (or held at its last good state, when that
+    is asked: :class:`.scan.Holds`)."""
+    report.rendered += 1
+    if result.error is None:
+        report.written += result.written
+        catalog.rendered(result.file_name, result.outputs, result.facts_key)
+        return
+    report.failed += 1
+    was = catalog.was_brief(result.file_name)
+    had_pages = was is not None and was.loaded and catalog.has_outputs(result.file_name)
+    size = was.size if was is not None else 0
+    if holds.hold(result.file_name, result.error, size, had_pages=had_pages):
+        catalog.restore(result.file_name)
+        return
+    # Changed between scan and render, or a renderer failure: list it, go on.
+    catalog.render_failed(result.file_name, result.error)
 
-    def __init__(self, planned: Plan, records: dict[str, RedactionRecord]) -> None:
+
+class Tasks:
+    """The render's tasks, made as they are sent: each session to render (the catalog's
+    ``jobs``, by file name) with what the graph says of it (:class:`GraphFacts`) and, with
+    redaction on, the records of the files it may read again (:class:`Records`). Neither
+    the jobs nor the graph facts of every session are held at once."""
+
+    def __init__(
+        self,
+        ctx: BuildContext,
+        catalog: Catalog,
+        planned: Plan,
+        records: dict[str, RedactionRecord],
+    ) -> None:
+        self.ctx = ctx
+        self.catalog = catalog
         self.planned = planned
         self.records = records
 
-    @overload
-    def __getitem__(self, index: int) -> tuple[RenderJob, GraphFacts, Records]: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[tuple[RenderJob, GraphFacts, Records]]: ...
-    def __getitem__(
-        self, index: int | slice
-    ) -> tuple[RenderJob, GraphFacts, Records] | Sequence[tuple[RenderJob, GraphFacts, Records]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        job = self.planned.jobs[index]
-        told = graph_facts(self.planned, job.file_name)
-        records = NO_RECORDS
-        if self.records:
-            records = Records(self.records.get(job.file_name), self.records.get(told.previous_file))
-        return job, told, records
-
-    def __len__(self) -> int:
-        return len(self.planned.jobs)
+    def __iter__(self) -> Iterator[tuple[RenderJob, GraphFacts, Records]]:
+        catalog, planned, found = self.catalog, self.planned, self.records
+        for file_name, size in catalog.jobs():
+            previous = catalog.outputs_of(file_name) if planned.same_key else {}
+            job = RenderJob(file_name, previous, planned.same_key, self.ctx.trust_written, size)
+            told = graph_facts(planned.graph, file_name)
+            records = NO_RECORDS
+            if found:
+                records = Records(found.get(file_name), found.get(told.previous_file))
+            yield job, told, records
 
 
 CHANGED = "changed while the site was built (read again by the next build)"
@@ -373,17 +436,24 @@ CHANGED = "changed while the site was built (read again by the next build)"
 references than the scan found, is not rendered this build."""
 
 
-def graph_facts(planned: Plan, file_name: str) -> GraphFacts:
-    """What the plan's graph says of the session in ``file_name`` (published), made of the
-    briefs as the plan's facts keys are (no state decoded)."""
-    graph = planned.graph
-    name = planned.sources.brief(file_name).name
-    candidates = graph.ref_candidates(name)
+def graph_facts(graph: Graph, file_name: str) -> GraphFacts:
+    """What the graph says of the session in ``file_name`` (published), asked of the
+    catalog as the plan's facts keys are."""
+    node = graph.catalog.node_of_file(file_name)
+    assert node is not None, file_name
+    name = node.name
+    candidates = set(node.refs)
     facts = PageFacts.from_graph(graph, name, candidates)
     before, after = facts.series
-    previous_file = graph.all[before].file_name if before else ""
-    next_file = graph.all[after].file_name if after else ""
-    return GraphFacts(name, frozenset(candidates), facts, previous_file, next_file)
+    previous = graph.node(before) if before else None
+    following = graph.node(after) if after else None
+    return GraphFacts(
+        name,
+        frozenset(candidates),
+        facts,
+        previous.file_name if previous is not None else "",
+        following.file_name if following is not None else "",
+    )
 
 
 _worker: SessionRenderer | None = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -21,15 +22,15 @@ from pathlib import Path
 from ...prepare import prepare_file
 from ...redact import Redactor
 from ...write import WriteError, is_inside, prepare_target, write_if_changed
-from .. import urls
+from ..catalog import Catalog
 from ..context import BuildContext, ProgressHook
 from ..pool import run_jobs
+from ..search.bundle import FORMAT as BUNDLE_FORMAT
 from ..search.bundle import bundle_count, bundle_id, bundle_of, script
 from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
 from ..search.store import BundleState, SearchState, SearchStore
 from ..staleness import bundle_members, search_key, search_stale
 from ..urls import PageLimits
-from .plan import Census
 
 FOLDER = "search"
 """The index's folder in the site."""
@@ -86,11 +87,12 @@ def search_store(ctx: BuildContext) -> SearchStore:
     return SearchStore(ctx.cache.search)
 
 
-def search(
-    ctx: BuildContext, listed: Census, rendered: set[str]
-) -> tuple[str, PendingSearch | None]:
+def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | None]:
     """Stage 6: what the build report says of search, and the work left when deferred.
-    ``listed``: what is published; ``rendered``: the session names rendered by this build."""
+    What is published, and which sessions this build rendered, are asked of the catalog
+    (not yet committed): a bundle's sessions are listed only when it is written again or
+    when a session came into it or left it (:meth:`..catalog.Catalog.touched_lanes`), so
+    an append lists one bundle, not the archive."""
     store = search_store(ctx)
     remove_legacy(ctx.out)
     if not ctx.options.search:
@@ -98,31 +100,42 @@ def search(
         store.clear()
         return "off", None
     tunables = ctx.tunables
+    sessions, size = catalog.published_totals()
     count = bundle_count(
-        len(listed.briefs),
-        sum(brief.size for brief in listed.briefs.values()),
+        sessions,
+        size,
         tunables.sessions_per_bundle,
         tunables.bundle_bytes,
         tunables.max_bundles,
     )
     key = search_key(ctx.key, RECORD_FORMAT, tunables.search_chunk_bytes, tunables.search_doc_bytes)
-    names: dict[int, list[str]] = {}
-    for name, brief in listed.briefs.items():
-        names.setdefault(bundle_of(brief.slot, count), []).append(name)
-    hit = {bundle_of(listed.briefs[n].slot, count) for n in rendered if n in listed.briefs}
     state = store.load()
     same_key = state.key == key and state.count == count
+    # The bundles whose sessions may not be those the state recorded: every one, unless
+    # the catalog is the one the state was saved beside (same build key, rows reused).
+    reused = same_key and catalog.meta.key == ctx.key and not catalog.fresh
+    touched = (
+        {bundle_of(lane, count) for lane in catalog.touched_lanes()}
+        if reused
+        else set(range(count))
+    )
+    occupied = set(catalog.published_lanes(count))
+    hit = {bundle_of(lane, count) for lane in catalog.rendered_lanes()}
     pending = set(state.pending) if same_key else set()
     site = ctx.out / FOLDER
     jobs: list[BundleJob] = []
     bundles: list[str] = []
     gone = False
-    for index in sorted(names):
+    for index in sorted(occupied):
         ident = bundle_id(index, count)
         bundles.append(ident)
-        members = names[index]
-        digest = bundle_members(members)
         old = state.bundles.get(ident) if same_key else None
+        members: list[tuple[str, str]] | None = None
+        if index in touched or old is None:
+            members = catalog.bundle_members(index, count)
+            digest = bundle_members(folder for folder, _ in members)
+        else:
+            digest = old.members  # no session came or went
         gone = gone or (old is not None and old.members != digest)
         meta = site / ident / f"{old.meta}.js" if old is not None else None
         if search_stale(
@@ -133,12 +146,15 @@ def search(
             pending=ident in pending,
             meta_present=partial(_is_file, meta),
         ):
-            folders = sorted((urls.slug(n), listed.published[n]) for n in members)
-            jobs.append(BundleJob(ident, tuple(folders), digest))
+            if members is None:  # (the digest recorded with it is of what is written)
+                members = catalog.bundle_members(index, count)
+                digest = bundle_members(folder for folder, _ in members)
+            jobs.append(BundleJob(ident, tuple(sorted(members)), digest))
     if not same_key:
         state = SearchState(key=key, count=count)
     for ident in list(state.bundles):
         if ident not in bundles:
+            gone = True
             del state.bundles[ident]
     state.pending = [job.ident for job in jobs]
     work = PendingSearch(
@@ -154,9 +170,7 @@ def search(
         doc_bytes=tunables.search_doc_bytes,
         workers=ctx.workers,
         gone=gone or not same_key,
-        published=frozenset(urls.slug(n) for n in listed.briefs)
-        if gone or not same_key
-        else frozenset(),
+        published=frozenset(catalog.published_folders()) if gone or not same_key else frozenset(),
     )
     if ctx.options.defer_search:
         store.save(state)  # what is left to write, should the caller stop first
@@ -172,8 +186,8 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
     if site.is_symlink() or (site.exists() and not site.is_dir()):
         site.unlink()  # a planted link or file: the folder is ours
     jobs = [
-        (job, work.store.root, work.folder, work.redactor, work.limits, work.chunk_bytes,
-         work.doc_bytes, out)
+        (job, state.key, work.store.root, work.folder, work.redactor, work.limits,
+         work.chunk_bytes, work.doc_bytes, out)
         for job in work.jobs
     ]  # fmt: skip
     results = run_jobs(_write_bundle, jobs, workers=work.workers, progress=progress, stage="search")
@@ -181,7 +195,7 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
         state.bundles[job.ident] = BundleState(job.digest, meta, documents)
     listing = [[ident, state.bundles[ident].meta] for ident in work.bundles]
     data = {
-        "format": 1,
+        "format": BUNDLE_FORMAT,
         "documents": sum(state.bundles[ident].documents for ident in work.bundles),
         "weights": WEIGHTS,
         "bundles": listing,
@@ -208,8 +222,17 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
     return f"built {len(work.jobs)}/{len(work.bundles)} bundles"
 
 
+class _Damaged(Exception):
+    """A record read once could not be read again (its file changed or broke)."""
+
+    def __init__(self, slug: str) -> None:
+        super().__init__(slug)
+        self.slug = slug
+
+
 def _write_bundle(
     job: BundleJob,
+    key: str,
     store_root: Path,
     folder: Path,
     redactor: Redactor | None,
@@ -219,28 +242,69 @@ def _write_bundle(
     out: Path,
 ) -> tuple[str, int]:
     """Write one bundle's files (those whose bytes changed), remove its others; its meta
-    file's name and its turn count."""
-    from ..search.bundle import build_bundle
+    file's name and its turn count.
+
+    Two passes over the records, one at a time: the first hashes their bytes (the version
+    that names the bundle's files; a record the cache lost is made again from its session
+    file), the second makes the files (:func:`..search.bundle.build_bundle`), each written
+    as soon as it is made. A record that does not read in the second pass is made again and
+    the bundle started over (once a record: one that fails again is left out)."""
+    from ..search.bundle import build_bundle, bundle_version, version_name
 
     store = SearchStore(store_root)
-    records = []
-    for slug, file_name in job.members:
-        record = store.record(slug)
-        if record is None:
-            record = _record_again(folder, file_name, redactor, limits)
-            if record is None:
-                continue  # no longer loads: its session is gone from the next build's index
-            store.put_record(record)
-        records.append(record)
-    made = build_bundle(job.ident, records, chunk_bytes, doc_bytes)
-    del records
     rel = f"{FOLDER}/{job.ident}"
-    for name, data in sorted(made.files.items(), key=lambda item: item[0].startswith("m-")):
-        write_if_changed(prepare_target(out, f"{rel}/{name}"), data)
+    target = prepare_target(out, f"{rel}/{INDEX}.js").parent
+    damaged: set[str] = set()  # did not read in the second pass: made again from their files
+    tried: set[str] = set()  # made again once already
+    given_up: set[str] = set()  # did not read even when made again: left out (the loop ends)
+    while True:
+        digest = bundle_version(key, job.ident, chunk_bytes, doc_bytes)
+        present: list[str] = []
+        for slug, file_name in job.members:
+            if slug in given_up:
+                continue
+            data = None if slug in damaged else store.record_bytes(slug)
+            if data is None:
+                record = _record_again(folder, file_name, redactor, limits)
+                if record is None or record.slug != slug:
+                    continue  # no longer loads: its session is gone from the next build's index
+                store.put_record(record)
+                data = record.to_bytes()
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+            present.append(slug)
+        tried |= damaged
+        damaged = set()
+
+        def records(slugs: list[str] = present) -> Iterator[SessionRecord]:
+            for slug in slugs:
+                record = store.record(slug)
+                if record is None:
+                    raise _Damaged(slug)
+                yield record
+
+        def emit(name: str, data: bytes) -> None:
+            write_if_changed(target / name, data)
+
+        try:
+            made = build_bundle(
+                job.ident,
+                version_name(digest),
+                records(),
+                emit,
+                chunk_bytes=chunk_bytes,
+                doc_bytes=doc_bytes,
+                scratch=store.scratch,
+            )
+        except _Damaged as exc:
+            (given_up if exc.slug in tried else damaged).add(exc.slug)
+            continue
+        break
+    keep = set(made.files)
     with contextlib.suppress(FileNotFoundError):
-        for entry in os.listdir(out / rel):
-            if entry not in made.files:
-                remove_tree(out / rel / entry, out)
+        for entry in os.listdir(target):
+            if entry not in keep:
+                remove_tree(target / entry, out)
     return made.meta, made.documents
 
 

@@ -1,77 +1,87 @@
-"""The build state: loaded before the scan, saved as the last stage.
+"""The build state: the catalog opened before the scan, committed as the last stage.
 
-The manifest (:mod:`..manifest`) is in the cache folder. One made for another site folder
-(a cache folder shared by mistake) is not used: a lost or foreign state costs a full
-build, never a wrong page.
+The catalog (:mod:`..catalog`) is in the cache folder. One made for another site folder (a
+cache folder shared by mistake), of another schema or damaged is not used: a lost or
+foreign state costs a full build, never a wrong page.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+import shutil
+import sqlite3
 from pathlib import Path
 
-from ... import __version__
+from ..catalog import Catalog, Meta
 from ..context import BuildContext
-from ..index import row_shard_count
-from ..manifest import Manifest, Sources, save_manifest
-from ..memory import Freezer
 
 
 def site_id(out: Path) -> str:
-    """How a manifest names the site folder it describes."""
+    """How a catalog names the site folder it describes."""
     return os.path.abspath(out)
 
 
-def load_state(ctx: BuildContext, freezer: Freezer | None = None) -> Manifest:
-    """The last build's manifest for this site folder, or an empty one (its objects frozen
-    by ``freezer`` before the collector sees them)."""
-    manifest = Manifest.load(ctx.cache.manifest, ctx.warm, freezer.freeze if freezer else None)
-    return manifest if manifest.site == site_id(ctx.out) else Manifest()
-
-
-def shard_count(ctx: BuildContext, sessions: int) -> int:
-    """How many shard files the manifest of ``sessions`` published sessions has: as many as
-    the index has row shards (a session's shard is its row shard: an append's are one
-    file)."""
-    return row_shard_count(sessions, ctx.tunables.rows_per_shard, ctx.tunables.max_row_shards)
+def open_state(ctx: BuildContext) -> Catalog:
+    """The catalog of this site folder (a new one when there is none usable), its build
+    transaction begun. What builds before the catalog kept in the cache is removed."""
+    for legacy in ctx.cache.legacy:
+        if legacy.is_dir() and not legacy.is_symlink():
+            shutil.rmtree(legacy, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                legacy.unlink()
+    catalog = Catalog.open(
+        ctx.cache.catalog, site=site_id(ctx.out), sessions=os.path.abspath(ctx.folder)
+    )
+    catalog.begin()
+    return catalog
 
 
 def save_state(
-    ctx: BuildContext,
-    previous: Manifest,
-    *,
-    graph_key: str,
-    scanned_at_ns: int,
-    sources: Sources,
-    extra_outputs: Mapping[str, str],
-    loaded: int,
+    ctx: BuildContext, catalog: Catalog, *, graph_key: str, scanned_at_ns: int, index: str
 ) -> None:
-    """Write this build's manifest (the shards and lines of unchanged sources reused).
-    ``loaded``: how many of the sources load (their sessions are published)."""
-    briefs = sources.briefs()
-    save_manifest(
-        ctx.cache.manifest,
-        previous,
-        key=ctx.key,
-        site=site_id(ctx.out),
-        graph=graph_key,
-        scanned_at_ns=scanned_at_ns,
-        publisher=__version__,
-        sources=sources,
-        extra_outputs=extra_outputs,
-        briefs=briefs,
-        fresh=sources.fresh,
-        shard_count=shard_count(ctx, loaded),
-        # Kept decoded for the next build of a long-running caller only (a CLI's ends).
-        warm=ctx.warm if ctx.lasting else None,
-        same_names=sources.same_names,
+    """Commit this build: its rows, and what the next build compares with (the build key,
+    the graph key, when its scan began, the index's options)."""
+    catalog.commit(
+        Meta(
+            key=ctx.key,
+            graph=graph_key,
+            scanned_at_ns=scanned_at_ns,
+            generation=catalog.gen,
+            index=index,
+            sessions=os.path.abspath(ctx.folder),
+            redacted=ctx.options.redactor is not None,
+            files=catalog.count_files(),
+            code=ctx.warm.code,
+        )
     )
 
 
 def saved_outputs(path: Path) -> dict[str, str]:
-    """Every file of the site (path → sha256), as the manifest saved at ``path`` records
-    them (every shard decoded): what a build's report lists when asked after the build
-    (:attr:`..build.BuildReport.outputs`). Not from the build's own states: those it did not
-    use were to be read from the last build's shard files, which its save may have replaced."""
-    return Manifest.load(path).outputs
+    """Every file of the site (path → sha256), as the catalog at ``path`` records them:
+    what a build's report lists when asked after the build
+    (:attr:`..build.BuildReport.outputs`)."""
+    return _read(path, "SELECT path, sha256 FROM outputs ORDER BY path", ())
+
+
+def saved_changes(path: Path, generation: int) -> list[str]:
+    """The site files whose bytes build ``generation`` changed, made or removed, sorted, as
+    the catalog at ``path`` records them ([] when a later build committed since)."""
+    found = _read(
+        path,
+        "SELECT path, '' FROM outputs WHERE changed = ?1 AND (SELECT value FROM meta"
+        " WHERE name = 'generation') = ?2 UNION SELECT path, '' FROM removed"
+        " WHERE (SELECT value FROM meta WHERE name = 'generation') = ?2",
+        (generation, str(generation)),
+    )
+    return sorted(found)
+
+
+def _read(path: Path, sql: str, params: tuple[object, ...]) -> dict[str, str]:
+    """The (key, value) rows of a read-only query of the catalog at ``path``."""
+    try:
+        found = Catalog.rows(path, sql, params)
+    except sqlite3.Error:
+        return {}
+    return {str(k): str(v) for k, v in found}

@@ -103,3 +103,12 @@ def start(
 def here() -> WorkerState | None:
     """This process's worker state; None outside a crew's worker."""
     return _state
+
+
+def forget() -> None:
+    """Drop this process's worker state and the sessions it kept (a Dask worker outlives
+    the build that set it up: :mod:`..distributed`)."""
+    global _state
+    if _state is not None:
+        _state.kept.retain(())
+    _state = None

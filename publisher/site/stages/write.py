@@ -5,7 +5,8 @@ Outputs of the last build that this one did not produce (a deleted or renamed se
 page a shorter session no longer has) are removed, with the fragment files of sessions
 that are gone. When the cache was lost, the last build's outputs are unknown: a site
 folder that holds a site of ours (its ``index.html`` says so) is swept of session pages
-and assets this build did not produce, so a lost cache costs time, never stale pages.
+and assets this build did not produce, so a lost cache costs time, never stale pages; so
+is the site of a build that stopped before committing its catalog (killed, a crash).
 State files that earlier versions kept in ``<out>/.polyglav/`` are removed from the site.
 """
 
@@ -14,15 +15,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ...write import is_inside, prepare_target, write_if_changed
 from .. import urls
+from ..catalog import Catalog
 from ..context import LEGACY_STATE, BuildContext
 from ..fragments import SUFFIX as FRAGMENT_SUFFIX
-from ..manifest import Manifest, Sources
 from .render import remove_empty_parents
 
 GENERATOR_MARK = b'<meta name="generator" content="polyglav-publisher'
@@ -30,6 +32,8 @@ GENERATOR_MARK = b'<meta name="generator" content="polyglav-publisher'
 OWN_FOLDERS = ("sessions", "assets", "rows", "events")
 """The folders of the site that hold only what a build writes (besides ``search/``, which
 the search stage keeps in step itself)."""
+TEMP_RE = re.compile(r"\A\..+\.[0-9a-f]{8}\.tmp\Z")
+"""A temporary file of :func:`publisher.write.open_temp` (left by a write cut short)."""
 
 
 def write_files(
@@ -59,41 +63,18 @@ def assets(ctx: BuildContext) -> dict[str, bytes]:
     return {f"assets/{rel}": path.read_bytes() for rel, path in ctx.theme.assets().items()}
 
 
-def last_outputs(previous: Manifest, sources: Sources) -> dict[str, str]:
-    """The last build's files that this build may have changed or made stale (path →
-    sha256): those of the sources set this build and of the gone ones, and its files of no
-    source. An unchanged source produced what it produced last time (its state is the last
-    build's), and no two sessions share a page (their folders are their names'). Made once,
-    before the manifest is saved (its shard files are then replaced)."""
-    last = dict(previous.extra_outputs)
-    # When this build's states are read over the last build's (the same key), the shards
-    # decoded stay decoded: ``site watch`` keeps their unchanged members for its next build
-    # (:func:`..manifest.save_manifest`), as any use of a state leaves them.
-    reused = sources.base is previous.sources
-    for _, outputs in previous.sources.outputs_of(_touched(previous, sources), keep=reused):
-        last.update(outputs)
-    return last
-
-
-def _touched(previous: Manifest, sources: Sources) -> list[str]:
-    """The last build's sources set this build or gone (the others are unchanged)."""
-    old, known = previous.briefs, sources.known
-    # (the last build's names kept by ``site watch``: none is gone, no pass to find out)
-    gone = [] if sources.same_names else sorted(old.keys() - known)
-    return [name for name in sources.fresh if name in old] + gone
-
-
-def must_sweep(ctx: BuildContext, previous: Manifest) -> bool:
+def must_sweep(ctx: BuildContext, catalog: Catalog) -> bool:
     """Whether :func:`remove_stale` must sweep the site, asked before the build writes
-    there: no manifest says what the site holds, and the folder holds a site of ours (its
-    index page has our mark) or one a build of ours stopped writing (the cache's
-    :attr:`..context.CachePaths.building` mark: ``ctx.trust_written`` is False). A folder
-    of someone else's keeps its files, and a first build does not list every folder it made
-    (0.4 s at 20,000 sessions)."""
-    if previous.sources.briefs or previous.extra_outputs:
-        return False
+    there: the last build stopped before committing its catalog (the cache's
+    :attr:`..context.CachePaths.building` mark: ``ctx.trust_written`` is False), so the site
+    may hold files the catalog does not know (its pages, a temporary file of a write cut
+    short); or no catalog says what the site holds and the folder holds a site of ours (its
+    index page has our mark). A folder of someone else's keeps its files, and a first build
+    does not list every folder it made (0.4 s at 20,000 sessions)."""
     if not ctx.trust_written:
         return True
+    if not catalog.fresh:
+        return False
     try:
         with open(ctx.out / "index.html", "rb") as handle:
             return GENERATOR_MARK in handle.read(4096)
@@ -101,39 +82,21 @@ def must_sweep(ctx: BuildContext, previous: Manifest) -> bool:
         return False
 
 
-def remove_stale(
-    ctx: BuildContext,
-    previous: Manifest,
-    sources: Sources,
-    extra: Mapping[str, str],
-    published: Collection[str],
-    last: Mapping[str, str],
-    *,
-    sweep: bool,
-) -> int:
-    """Remove what the last build published and this one does not (``last``:
-    :func:`last_outputs`), and the fragment files of sessions no longer published
-    (``published``: session names); the number of files removed from the site.
-    ``sweep``: :func:`must_sweep`, asked before the build wrote."""
+def remove_stale(ctx: BuildContext, catalog: Catalog, *, sweep: bool) -> int:
+    """Remove what the last build published and this one does not
+    (:meth:`..catalog.Catalog.stale_outputs`), and the fragment files of sessions no longer
+    published; the number of files removed from the site. ``sweep``: :func:`must_sweep`,
+    asked before the build wrote (then every file of our folders the catalog does not
+    list is removed too)."""
     out = ctx.out
     removed = 0
-    old = previous.sources
-    touched = _touched(previous, sources)
-    old_outputs = set(last)
-    kept = set(extra)
-    for name in sources.fresh:
-        kept.update(sources[name].outputs)
-    for rel in sorted(old_outputs - kept):
+    for rel in catalog.stale_outputs():
         removed += _remove(out, out / rel)
+        catalog.drop_output(rel)
     if sweep:
-        produced = {
-            rel for name in sources if name not in sources.fresh for rel in sources[name].outputs
-        }
-        produced |= kept  # (every state set this build's outputs)
-        removed += _sweep(out, produced)
-    # A session name no longer published was published by a file set this build or gone.
-    old_names = {old.briefs[n].name for n in touched if old.briefs[n].loaded}
-    for name in sorted(name for name in old_names if name not in published):
+        removed += _sweep(out, catalog.has_output)
+        _sweep_temporary(ctx.cache.fragments)
+    for name in catalog.unpublished_names():
         with contextlib.suppress(OSError):
             (ctx.cache.fragments / f"{urls.slug(name)}{FRAGMENT_SUFFIX}").unlink()
     _remove_legacy_state(out)
@@ -148,10 +111,15 @@ def _remove(out: Path, target: Path) -> int:
     return 0
 
 
-def _sweep(out: Path, produced: set[str]) -> int:
-    """Remove files under :data:`OWN_FOLDERS` that ``produced`` does not name (the folder
-    holds a site of ours: :func:`must_sweep`)."""
+def _sweep(out: Path, produced: Callable[[str], bool]) -> int:
+    """Remove files under :data:`OWN_FOLDERS` that ``produced`` does not name, and our
+    temporary files left at the site's top by a write cut short (the folder holds a site
+    of ours: :func:`must_sweep`)."""
     removed = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(out):
+            if TEMP_RE.match(entry.name) and entry.is_file(follow_symlinks=False):
+                removed += _remove(out, Path(entry.path))
     for folder in OWN_FOLDERS:
         root = out / folder
         if root.is_symlink() or not root.is_dir():
@@ -162,9 +130,19 @@ def _sweep(out: Path, produced: set[str]) -> int:
             prefix = Path(here).relative_to(out).as_posix()
             links = [name for name in folders if os.path.islink(os.path.join(here, name))]
             for name in sorted(files + links, reverse=True):
-                if f"{prefix}/{name}" not in produced:
+                if not produced(f"{prefix}/{name}"):
                     removed += _remove(out, Path(here, name))
     return removed
+
+
+def _sweep_temporary(folder: Path) -> None:
+    """Remove the temporary files a build cut short left in a folder of the cache (a
+    fragment file it was spooling)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if TEMP_RE.match(entry.name) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _remove_legacy_state(out: Path) -> None:

@@ -171,9 +171,12 @@
   function open() {
     if (!index) {
       index = load("", "index").then(function (data) {
-        if (!data || data.format !== 1 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
+        if (!data || data.format !== 2 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
         return Promise.all(data.bundles.map(function (b) {
-          return load(b[0], b[1]).then(function (meta) { return { id: b[0], meta: meta }; });
+          return load(b[0], b[1]).then(function (meta) {
+            meta.firsts = [""].concat(meta.terms ? String(meta.terms).split(" ") : []);
+            return { id: b[0], meta: meta };
+          });
         })).then(function (bundles) { return { data: data, bundles: bundles }; });
       });
       index.catch(function () { index = null; });
@@ -194,13 +197,17 @@
     }
     return out;
   }
-  /* Calls fn(session, position, impact) for each turn of a term's postings. */
+  /* Calls fn(session, position, impact) for each turn of a term's postings: for each
+   * session, its number after the previous one's, doubled, plus one when several of its
+   * turns hold the term (then how many, less two); then each turn's position in the
+   * session times 32 plus its impact (publisher/site/search/bundle.py). */
   function eachPosting(text, fn) {
     var n = numbers(text), i = 0, session = 0;
     while (i < n.length) {
-      session += n[i++];
-      var count = n[i++], position = 0;
-      for (var k = 0; k < count; k++) { position += n[i++]; fn(session, position, n[i++]); }
+      var head = n[i++];
+      session += Math.floor(head / 2);
+      var count = head % 2 ? n[i++] + 2 : 1;
+      for (var k = 0; k < count; k++) { var w = n[i++]; fn(session, Math.floor(w / 32), w % 32); }
     }
   }
   /* The index of the chunk holding key: the last whose first term is <= key. */
@@ -254,7 +261,7 @@
   /* The entries of each clause in one bundle: loads the chunks needed (two rounds: a
    * prefix may find an alias whose stem is in another chunk). */
   function bundleEntries(bundle, clauses) {
-    var meta = bundle.meta, firsts = meta.terms || [];
+    var meta = bundle.meta, firsts = meta.firsts;
     function chunksFor(c) {
       var from = chunkOf(firsts, c.prefix !== null && c.prefix < c.term ? c.prefix : c.term);
       var to = chunkOf(firsts, c.term);
@@ -265,7 +272,7 @@
       return out;
     }
     function loadChunks(list) {
-      return Promise.all(list.map(function (i) { return load(bundle.id, "t-" + meta.termChunks + "-" + i); }));
+      return Promise.all(list.map(function (i) { return load(bundle.id, "t-" + meta.version + "-" + i); }));
     }
     var wanted = [];
     clauses.forEach(function (c) { chunksFor(c).forEach(function (i) { if (wanted.indexOf(i) < 0) { wanted.push(i); } }); });
@@ -307,7 +314,7 @@
     if (!parsed.clauses.length) { return Promise.resolve({ parsed: parsed, results: [], sessions: 0 }); }
     return open().then(function (idx) {
       return Promise.all(idx.bundles.map(function (b) {
-        return Promise.all([bundleEntries(b, parsed.clauses), filters.active ? load(b.id, b.meta.facets) : null]);
+        return Promise.all([bundleEntries(b, parsed.clauses), filters.active ? load(b.id, "f-" + b.meta.version) : null]);
       })).then(function (loaded) {
         var total = idx.data.documents || 1, df = Object.create(null);
         loaded.forEach(function (l) { l[0].forEach(function (list) { list.forEach(function (e) { df[e[0]] = (df[e[0]] || 0) + e[1]; }); }); });
@@ -359,17 +366,20 @@
     });
   }
 
-  /* The document chunk of a turn, loaded; the turn's session and texts. */
+  /* The document chunk of a turn, loaded (after its bundle's document starts); the turn's
+   * session and texts. */
   function documentOf(result) {
-    var meta = result.bundle.meta, found = 0, session = 0;
-    if (!meta.starts) { meta.starts = numbers(meta.docStarts || ""); }
-    var starts = meta.starts;
-    /* Each chunk's first turn: its session's number after the previous chunk's, its position. */
-    for (var i = 0; i + 1 < starts.length; i += 2) {
-      session += starts[i];
-      if (session < result.session || (session === result.session && starts[i + 1] <= result.position)) { found = i / 2; } else { break; }
-    }
-    return load(result.bundle.id, "d-" + meta.docChunks + "-" + found).then(function (segments) {
+    var meta = result.bundle.meta;
+    return load(result.bundle.id, "s-" + meta.version).then(function (encoded) {
+      if (!meta.starts) { meta.starts = numbers(String(encoded)); }
+      var starts = meta.starts, found = 0, session = 0;
+      /* Each chunk's first turn: its session's number after the previous chunk's, its position. */
+      for (var i = 0; i + 1 < starts.length; i += 2) {
+        session += starts[i];
+        if (session < result.session || (session === result.session && starts[i + 1] <= result.position)) { found = i / 2; } else { break; }
+      }
+      return load(result.bundle.id, "d-" + meta.version + "-" + found);
+    }).then(function (segments) {
       for (var j = 0; j < segments.length; j++) {
         var seg = segments[j];
         if (seg[0] !== result.session) { continue; }
@@ -522,7 +532,9 @@
     }
 
     function show(state, mine) {
-      var slice = state.results.slice(state.shown, state.shown + PAGE * 4);
+      /* The texts of the results to show: a screen's, or four screens' when a phrase may
+       * drop candidates (checked against the texts). */
+      var slice = state.results.slice(state.shown, state.shown + (state.parsed.phrases.length ? PAGE * 4 : PAGE));
       var weights = state.weights;
       return Promise.all(slice.map(documentOf)).then(function (docs) {
         if (mine !== seq) { return; }
