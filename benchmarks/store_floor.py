@@ -9,7 +9,7 @@ read the stamps back in file name order, compare them with one ``stat`` of each 
 folder, and ask the store for the index's first screen. This measures exactly that, over a
 SQLite copy of a built archive's briefs, in a fresh interpreter (best of ``--repeat``). It
 is a lower bound of such a design (the census, graph and index queries of what changed are
-not made), and the design itself is not built: see the README's Performance section.
+not made), and the design itself is not built: see docs/performance.md.
 
 Usage (a work folder holding ``sessions/``, ``site/`` and ``cache/`` of a built archive, as
 ``scale.py`` leaves them)::
