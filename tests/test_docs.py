@@ -199,3 +199,25 @@ def test_the_screenshots_show_what_the_samples_publish(tmp_path: Path) -> None:
     )
     for name in shots.image_names():
         assert (ROOT / "docs" / "screenshots" / name).stat().st_size > 5_000, name
+
+
+@pytest.mark.unit
+def test_the_readmes_examples_are_what_the_samples_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``$ polyglav …`` example of the README prints what it shows (stdout, then
+    stderr), run on this checkout."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from publisher.cli import app
+
+    monkeypatch.chdir(ROOT)  # the examples name sample_sessions/ from the checkout
+    tokens = _markdown().parse((ROOT / "README.md").read_text(encoding="utf-8"))
+    examples = [t.content for t in tokens if t.type == "fence" and t.content.startswith("$ ")]
+    assert len(examples) >= 2
+    for example in examples:
+        command, *shown = example.splitlines()
+        argv = shlex.split(command.removeprefix("$ "))
+        assert argv[0] == "polyglav", command
+        result = CliRunner().invoke(app, argv[1:])
+        assert (result.stdout + result.stderr).splitlines() == shown, command
