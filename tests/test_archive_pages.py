@@ -1,4 +1,4 @@
-"""The archive-wide Errors and Decisions pages: attribution, order, incremental rows."""
+"""The archive-wide Failures and Decisions pages: attribution, order, incremental rows."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from publisher import gate
 from publisher.loader import read_session
 from publisher.site.archive import ArchiveCache
-from publisher.site.graph import decision_events, error_events
+from publisher.site.graph import decision_events, failure_events
 from tests.helpers import (
     SAMPLES,
     build,
@@ -37,10 +37,13 @@ def test_attribution_is_the_gates() -> None:
         found = {(f.kind, f.turn) for f in gate.session_findings(session, ("denied", "declined"))}
         mine = {(d[2], d[6]) for d in decision_events(session) if d[2] in ("denied", "declined")}
         assert mine == found, path
-        errors = [
-            f.turn for f in gate.session_findings(session, ("error",)) if "status" not in f.message
+        # The Failures page lists what the gate finds, each where the gate says.
+        failed = [
+            (f.kind, f.turn, f.message)
+            for f in gate.session_findings(session)
+            if f.kind in gate.FAILURE_KINDS
         ]
-        assert sorted(e[2] for e in error_events(session)) == sorted(errors), path
+        assert [(e[4], e[2], e[6]) for e in failure_events(session)] == failed, path
 
 
 def timed_turn(index: int, minute: int, *parts: dict[str, object]) -> dict[str, object]:
@@ -94,7 +97,7 @@ def test_append_touches_only_what_it_changes(tmp_path: Path) -> None:
     build(sessions, out, cache_dir=cache)
     errors = (out / "errors.html").read_text()
     assert errors.index("late &lt;b&gt;") < errors.index("boom 2")
-    assert '<option value="=E_NEW">E_NEW (1)</option>' in errors
+    assert "<code>E_NEW</code>" in errors and '<option value="=error">error (' in errors
     lead = '<p class="lead">3 decisions in 3 sessions. 1 refusal (1 denied, 0 declined) comes first'
     assert lead in decisions
     # A decision changed: the lead's and the filter's counts follow.
@@ -132,7 +135,7 @@ def test_activity_chart_counts_runs_and_errors(tmp_path: Path) -> None:
     assert a is not None
     assert (a.first, a.last) == ("2026-08-17", "2026-08-19")
     assert a.outcomes == ["ok", "error", "empty", "other"]
-    assert [(d.day, d.counts, d.total, d.errors) for d in a.days] == [
+    assert [(d.day, d.counts, d.total, d.failures) for d in a.days] == [
         ("2026-08-17", [1, 1, 0, 0], 2, 2),
         ("2026-08-18", [0, 0, 0, 0], 0, 0),
         ("2026-08-19", [0, 0, 1, 1], 2, 2),
@@ -258,7 +261,7 @@ def test_sharded_archive_pages_rewrite_a_bounded_number_of_files(tmp_path: Path)
     assert len(events) == 2 and "errors.html" in events, changed
     shard = next(rel for rel in events if rel.startswith("events/"))
     assert "late" in (out / shard).read_text()
-    assert '<option value="=E9">E9 (1)</option>' in (out / "errors.html").read_text()
+    assert '<option value="=error">error (' in (out / "errors.html").read_text()
     decisions = (out / "decisions.html").read_text()
     assert "8 decisions in 8 sessions. 4 refusals (4 denied, 0 declined) come first" in decisions
     assert after == fresh_digest(sessions, tmp_path / "fresh", tunables=tunables)
@@ -440,10 +443,13 @@ def test_the_tree_page_of_a_large_archive_holds_only_its_families(tmp_path: Path
     assert "run003</code>" in page and "helper</code>" in page
     assert page.count("<li>") == 2
     assert "11 other sessions neither delegate nor were delegated to" in page
-    # No decision, no error: the archive pages say so once, with no count of nothing.
-    for name, said in (("decisions", "permission decision"), ("errors", "error")):
+    # No decision, no failure: the archive pages say so once, with no count of nothing.
+    for name, said in (
+        ("decisions", "<p>No session recorded a permission decision.</p>"),
+        ("errors", "<p>Nothing failed: no failed call, error, refusal, cut or interrupted turn"),
+    ):
         html = (out / f"{name}.html").read_text()
-        assert f"<p>No session recorded a{'n' if said == 'error' else ''} {said}.</p>" in html
+        assert said in html
         assert 'class="lead"' not in html
 
 
@@ -503,7 +509,7 @@ def test_counts_in_prose_are_grouped_by_thousands() -> None:
         "The 3 most recent of 20,000 sessions.",
         "Load all 20,000 sessions",
         "The delegation tree of the 20,000 sessions",
-        "1,234 runs and 1,001 errors from 2026-08-17",
+        "1,234 runs and 1,001 failures from 2026-08-17",
         "Last status: 18,700 ok, 1,300 error.",
     ):
         assert text in page, text

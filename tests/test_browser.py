@@ -111,13 +111,17 @@ def test_index_sorts_and_filters(page: Page, base_url: str) -> None:
     page.goto(base_url + "index.html")
     rows = page.locator("#session-table tbody tr")
     assert rows.count() == 5
+    # Sub-sessions are behind the toggle, and shown when their kind or role is picked.
+    assert page.locator("#session-table tbody tr:not([hidden])").count() == 3
     page.select_option("#filter-kind", "sub")
     assert page.locator("#session-table tbody tr:not([hidden])").count() == 2
     page.select_option("#filter-kind", "")
-    page.check("#filter-errors")
+    page.check("#filter-subs")
+    assert page.locator("#session-table tbody tr:not([hidden])").count() == 5
+    page.check("#filter-failures")
     visible = page.locator("#session-table tbody tr:not([hidden])")
     assert sorted(visible.evaluate_all("rs => rs.map(r => r.dataset.kind)")) == ["job", "ses"]
-    page.uncheck("#filter-errors")
+    page.uncheck("#filter-failures")
     page.locator('th[data-key="turns"] button').click()
     page.locator('th[data-key="turns"] button').click()  # descending
     first = rows.first.locator("td").nth(1).inner_text()
@@ -133,6 +137,8 @@ def test_index_filters_work_from_file_url(page: Page, site: Path) -> None:
     page.select_option("#filter-status", "error")
     assert page.locator("#session-table tbody tr:not([hidden])").count() == 1
     page.select_option("#filter-status", "ok")
+    assert page.locator("#session-table tbody tr:not([hidden])").count() == 1
+    page.check("#filter-subs")  # the sub-session that ended ok
     assert page.locator("#session-table tbody tr:not([hidden])").count() == 2
 
 

@@ -207,3 +207,67 @@ def test_on_a_phone_the_overview_is_on_the_first_screen(
     assert top < 844 - 120, top  # its heading and first facts are in view
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     page.context.close()
+
+
+def test_the_index_counts_failures_with_sub_sessions_behind_a_toggle(
+    browser: Browser, site: str
+) -> None:
+    page = _page(browser)
+    page.goto(site + "index.html")
+    rows = page.locator("#session-table tbody tr")
+    subs = page.locator("#session-table tbody tr[data-sub]")
+    assert subs.count() > 0
+    # Sub-sessions hidden at first; their failures are in their root's row.
+    assert all(not subs.nth(i).is_visible() for i in range(subs.count()))
+    cell = page.locator(f"#session-table tr:has(a[href*='{ROOT_S}']) td.c-failures")
+    assert "below" in cell.inner_text()
+    total = int(cell.get_attribute("data-value") or "0")
+    own_and_below = cell.locator("a").get_attribute("title") or ""
+    assert "more in its" in own_and_below
+    page.check("#filter-subs")
+    assert all(subs.nth(i).is_visible() for i in range(subs.count()))
+    # With failures only: every row shown has some, every row hidden has none.
+    page.check("#filter-failures")
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        assert row.is_visible() == (int(row.get_attribute("data-failures") or "0") > 0)
+    assert total > 0
+    # A row is at most three lines (name, title or prompt, facts) on a desktop.
+    page.uncheck("#filter-failures")
+    heights = page.eval_on_selector_all(
+        "#session-table tbody tr:not([hidden])",
+        "rs => rs.map(r => r.getBoundingClientRect().height)",
+    )
+    assert heights and max(heights) < 90, heights
+    page.context.close()
+
+
+def test_without_scripts_sub_sessions_stay_behind_the_toggle(browser: Browser, site: str) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, java_script_enabled=False
+    )
+    page = context.new_page()
+    page.goto(site + "index.html")
+    subs = page.locator("#session-table tbody tr[data-sub]")
+    assert subs.count() > 0 and not subs.first.is_visible()
+    page.check("#filter-subs")
+    assert subs.first.is_visible()
+    context.close()
+
+
+def test_the_failures_page_leads_to_each_failed_call(browser: Browser, site: str) -> None:
+    page = _page(browser)
+    page.goto(site + "errors.html")
+    assert page.locator("h1").inner_text() == "Failures"
+    row = page.locator(f"#event-table tr:has(a[href*='{LONG}'])")
+    assert row.count() == 1
+    assert row.locator(".finding").inner_text() == "failed call"
+    assert "Bash" in row.inner_text() and "boom" in row.inner_text()
+    # The filter by what failed.
+    options = page.locator("select[data-filter='value'] option").evaluate_all(
+        "os => os.map(o => o.textContent)"
+    )
+    assert any(o.startswith("failed call (") for o in options), options
+    row.locator("td[data-label='Where'] a").click()
+    assert page.evaluate("location.hash") == "#turn-1.3"
+    page.context.close()

@@ -235,7 +235,7 @@ def test_the_filters_apply_to_results(page: Page) -> None:
     page.select_option("#filter-status", "error")
     assert [h for h, _ in search(page, "zqapart ")] == [f"sessions/{C}/index.html#turn-1.1"]
     page.select_option("#filter-status", "")
-    page.check("#filter-errors")
+    page.check("#filter-failures")
     assert [h for h, _ in search(page, "zqapart ")] == [f"sessions/{C}/index.html#turn-1.1"]
     # An error placed in a turn is indexed there.
     assert [h for h, _ in search(page, "zqfailure ")] == [f"sessions/{C}/index.html#turn-1-error-1"]

@@ -299,3 +299,78 @@ def test_every_message_call_and_output_of_the_real_samples_is_imported_as_writte
                 checked += 1
     assert checked >= 10, checked
     assert inherited >= 3, inherited
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def test_pasted_and_returned_images_are_shown_in_place(tmp_path: Path) -> None:
+    """Codex writes a pasted screenshot as an ``input_image`` of the prompt and an image a
+    tool returned (``view_image``) as one of its output's items, each a ``data:`` URL (the
+    OpenAI Responses API's content items; no public rollout holding one was found, so this
+    log is made in that shape). Both become images in the turn; an image by web address
+    and the interleaving of text and images stay as written."""
+    ts = "2025-10-29T00:59:38.317Z"
+    url = f"data:image/png;base64,{PNG}"
+    records = [
+        {"timestamp": ts, "type": "session_meta", "payload": {"id": "img", "cwd": "/w"}},
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_image", "image_url": url, "detail": "high"},
+                    {"type": "input_text", "text": "what is wrong on this screen?"},
+                    {"type": "input_image", "image_url": "https://example.test/a.png"},
+                ],
+            },
+        },
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "view_image",
+                "arguments": json.dumps({"path": "/w/shot.png"}),
+                "call_id": "c1",
+            },
+        },
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [
+                    {"type": "input_text", "text": "shot.png"},
+                    {"type": "input_image", "image_url": url},
+                ],
+            },
+        },
+    ]
+    project = tmp_path / "p"
+    write_jsonl(tmp_path / "src" / "rollout-x.jsonl", records)
+    status, err = run_import("codex", tmp_path / "src", project=project)
+    assert status == 0, err
+    (session,) = loaded(project).values()
+    parts = session.turns[0].parts
+    from publisher.model import ImagePart
+
+    images = [p for p in parts if isinstance(p, ImagePart)]
+    assert len(images) == 1 and images[0].image.media_type == "image/png"
+    assert images[0].image.data == PNG
+    # The web address and the order of the items are kept with the prompt, as written.
+    raw = json.dumps([p.__dict__ if hasattr(p, "__dict__") else str(p) for p in parts], default=str)
+    assert "https://example.test/a.png" in raw
+    call = next(p for p in parts if isinstance(p, ToolPart))
+    assert call.output == "shot.png" and len(call.images) == 1
+    assert call.images[0].data == PNG and PNG not in json.dumps(call.extra, default=str)
+    assert_renders(project, tmp_path)
+    site = tmp_path / "site"
+    from tests.helpers import build
+
+    build(project / ".polyglav" / "sessions", site)
+    page = next(site.glob("sessions/*/index.html")).read_text()
+    assert page.count("<img ") == 2 and "base64" not in page

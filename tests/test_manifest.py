@@ -391,7 +391,7 @@ def test_states_pickle_by_value_and_back_equal() -> None:
 
 def test_summaries_from_the_pool_share_their_few_valued_texts() -> None:
     """Two sessions' summaries unpickled in the build's process hold one copy of each text
-    that takes few values (role, kind, status, decisions, tools, error codes), not one copy
+    that takes few values (role, kind, status, decisions, tools, error codes, failure kinds), not one copy
     each: at 20,000 sessions that is about 14 MB of a full build's memory. Texts of one
     session (its name, its prompt) stay its own."""
     import pickle
@@ -401,12 +401,12 @@ def test_summaries_from_the_pool_share_their_few_valued_texts() -> None:
         # Each built at run time: equal texts, distinct objects (as in two worker results).
         role = "".join(["night", "ly"])
         event = ("2026", "t", "".join(["den", "ied"]), "".join(["ba", "sh"]), "run", "/p", "1", "")
-        error = ("2026", "t", "1", "", "".join(["time", "out"]), f"message {i}")
+        error = ("2026", "t", "1", "", "".join(["tool-", "error"]), "".join(["ba", "sh"]), f"m {i}")
         summary = Summary(name=f"s{i}", file_name=f"s{i}.json", session_id="", kind="job",
                           role=role, version="1", created_at="", updated_at="", parent_id="",
                           sub_sessions=(), turns=1, tool_calls=0, errors=1, last_status="ok",
                           first_prompt=f"prompt {i}", decisions=(("".join(["den", "ied"]), 1),),
-                          error_events=(error,), decision_events=(event,))  # fmt: skip
+                          failure_events=(error,), decision_events=(event,))  # fmt: skip
         summaries.append(pickle.loads(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL)))
         assert summaries[-1] == summary
     first, second = summaries
@@ -414,7 +414,8 @@ def test_summaries_from_the_pool_share_their_few_valued_texts() -> None:
     assert first.decisions[0][0] is second.decisions[0][0]
     assert first.decision_events[0][2] is second.decision_events[0][2]
     assert first.decision_events[0][3] is second.decision_events[0][3]
-    assert first.error_events[0][4] is second.error_events[0][4]
+    assert first.failure_events[0][4] is second.failure_events[0][4]
+    assert first.failure_events[0][5] is second.failure_events[0][5]
     assert first.first_prompt is not second.first_prompt
 
 
@@ -429,7 +430,7 @@ def test_a_shard_written_again_keeps_its_unchanged_lines_byte_for_byte(tmp_path:
         summary("d"),
         role="night\u2028ly",
         first_prompt="<script>\x00\x1b[31m\udfff\U0001f600</script>",
-        error_events=(("2026", "t", "1", "turn-1", "E\ud800", 'bad "quote" \\ \n'),),
+        failure_events=(("2026", "t", "1", "turn-1", "error", "E\ud800", 'bad "quote" \\ \n'),),
         decision_events=(("2026", "t", "denied", "bash", "run", "/p\u00e9", "1.1", "turn-1.1"),),
     )
     states = {

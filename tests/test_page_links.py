@@ -81,7 +81,7 @@ def test_page_starts_by_turns_and_size(tmp_path: Path, write_session: Writer) ->
             assert sum(weights[first : end + 1]) > small.bytes
     summary = Summary.of(session)
     assert [(s[0], s[3]) for s in summary.spawns] == [(CHILD, "page-2.html#turn-200.3")]
-    assert summary.error_events[0][3] == "page-2.html#turn-200"
+    assert summary.failure_events[0][3] == "page-2.html#turn-200"
     assert summary.decision_events[0][7] == "page-2.html#turn-200.3"
 
 

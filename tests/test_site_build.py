@@ -130,13 +130,16 @@ def test_index_lists_every_file(site: Path) -> None:
     assert "legacy flat-messages format" in html
     assert "written before the session_name/session_id fields" in html
     rows = re.findall(
-        r'<tr data-kind="(\w+)" data-role="([^"]*)" data-status="[^"]*" data-errors="(\d+)">', html
+        r'<tr data-kind="(\w+)" data-role="([^"]*)" data-status="[^"]*" data-failures="(\d+)"', html
     )
+    # Failures as `polyglav check --fail-on` every failure kind counts them (job: 2 errors
+    # and a failed call; ses: 2 errors, a failed call, a denial, a refusal, a cut and an
+    # interrupted turn).
     assert sorted(rows) == sorted(
         [
-            ("job", "nightly-ci", "2"),
+            ("job", "nightly-ci", "3"),
             ("named", "writer", "0"),
-            ("ses", "", "2"),
+            ("ses", "", "7"),
             ("sub", "reviewer", "0"),
             ("sub", "security", "0"),
         ]

@@ -373,6 +373,45 @@ def _texts(content: JSON) -> list[tuple[str, dict[str, JSON]]]:
     return out
 
 
+_DATA_URL_RE = re.compile(r"data:(image/[A-Za-z0-9.+-]+);base64,(.*)", re.DOTALL)
+
+
+def _image(item: JSON) -> dict[str, JSON] | None:
+    """An ``input_image`` content item holding its data (a ``data:image/...;base64,`` URL) as
+    the format's image fields (``media_type``, ``data``; what else the item holds in
+    ``block``), None for any other item (an image by web address stays as written)."""
+    if not isinstance(item, dict) or item.get("type") != "input_image":
+        return None
+    url = item.get("image_url")
+    found = _DATA_URL_RE.fullmatch(url) if isinstance(url, str) else None
+    if found is None:
+        return None
+    image: dict[str, JSON] = {"media_type": found.group(1), "data": found.group(2)}
+    rest: dict[str, JSON] = {k: v for k, v in item.items() if k not in ("type", "image_url")}
+    if rest:
+        image["block"] = rest
+    return image
+
+
+def _images(content: JSON) -> list[dict[str, JSON]]:
+    """The images of a message's or an output's content items, in order."""
+    if not isinstance(content, list):
+        return []
+    return [image for item in content if (image := _image(item)) is not None]
+
+
+def _without_images(content: JSON) -> JSON:
+    """``content`` as written, each item :func:`_images` took out named by its number among
+    them (``{"type": "input_image", "images": 0}``: the base64 is never kept twice)."""
+    if not isinstance(content, list):
+        return content
+    numbers = iter(range(len(content)))
+    return [
+        item if _image(item) is None else {"type": "input_image", "images": next(numbers)}
+        for item in content
+    ]
+
+
 def _output_text(output: JSON) -> tuple[str, bool]:
     """The text of a call's output, and whether that text is the whole of it."""
     if isinstance(output, str):
@@ -388,7 +427,7 @@ def _output_text(output: JSON) -> tuple[str, bool]:
     ):
         return output["content"], False
     texts = _texts(output)
-    if texts and isinstance(output, list) and len(texts) == len(output):
+    if texts and isinstance(output, list) and len(texts) + len(_images(output)) == len(output):
         return "\n".join(t for t, _ in texts), False
     return json.dumps(output, ensure_ascii=False), False
 
@@ -667,11 +706,16 @@ class Converter:
         texts = _texts(payload.get("content"))
         rest = {k: v for k, v in payload.items() if k not in ("type", "role", "content")}
         content = payload.get("content")
+        images = _images(content) if role == "user" else []
         if not isinstance(content, (str, list)) or (
-            isinstance(content, list) and len(texts) != len(content)
+            isinstance(content, list) and len(texts) + len(images) != len(content)
         ):
-            rest["content"] = content  # images and anything else, as written
-        if not texts:
+            rest["content"] = _without_images(content)  # anything else, as written
+        elif isinstance(content, list) and images:
+            order = ["image" if _image(item) is not None else "text" for item in content]
+            if order != sorted(order, reverse=True):  # not all text first: the order as written
+                rest["content_order"] = order
+        if not texts and not images:
             texts = [("", {})]
         first: dict[str, JSON] | None = None
         for text, fields in texts:
@@ -696,6 +740,12 @@ class Converter:
                     fields = {"role": role, **fields}
             if fields:
                 part["codex"] = fields
+            first = first or part
+        for image in images:  # a prompt's pasted images, after its text
+            if first is None:
+                turn = self.b.start_turn(ts)
+                self._apply_context(turn)
+            part = self.b.part("image", ts, **image)
             first = first or part
         if first is not None and rest:
             first.setdefault("codex", {}).update(rest)
@@ -801,6 +851,11 @@ class Converter:
                 rest["output"] = output
             said = outcome(text)
         part["output"] = text
+        shown = _images(output)
+        if shown:  # an image the tool returned (view_image, a screenshot), shown in place
+            part["images"] = shown
+            if "output" in rest:
+                rest["output"] = _without_images(rest["output"])
         if isinstance(output, dict) and output.get("success") is False:
             part["is_error"] = True
         self._judge(part, said, ts)

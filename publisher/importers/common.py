@@ -26,7 +26,7 @@ from ..write import WriteError, atomic_write
 #: JSON value as produced by :func:`json.loads`.
 JSON = Any
 
-IMPORTER_VERSION = 4
+IMPORTER_VERSION = 5
 """Bumped when a mapping changes, so that sources imported by an older mapping are
 imported again although their stamps did not change."""
 

@@ -470,6 +470,15 @@ class IndexRow:
     """Status of the last turn."""
     first_prompt: str
     """First line of the first prompt, as plain text."""
+    failures: int = 0
+    """Its own failures (failed calls, errors, refusals, cut and interrupted turns:
+    :attr:`publisher.gate.Tally.failures`)."""
+    failures_below: int = 0
+    """The failures of the sessions below it (its sub-sessions, theirs...)."""
+    failure_note: str = ""
+    """Its failures said in a line, by kind, with those below it (the cell's title)."""
+    sub: bool = False
+    """It is a sub-session (it names a parent): hidden while the index shows roots only."""
     file_name: str = ""
     """Its file name, when it is not ``<name>.json`` (else empty)."""
     origin: str = ""
@@ -547,7 +556,7 @@ class IndexPage:
 
 @dataclass(slots=True, frozen=True)
 class EventRow:
-    """One error or permission decision on the archive's Errors or Decisions page, for
+    """One failure or permission decision on the archive's Failures or Decisions page, for
     ``errors_row.html`` and ``decisions_row.html``."""
 
     session: str
@@ -565,10 +574,13 @@ class EventRow:
     """Its timestamp as written."""
     turn: str
     """The turn (``N``) or tool call (``N.M``) it is attributed to, or empty."""
+    failure: str = ""
+    """What kind of failure it is, as pages name it (``failed call``, ``error``,
+    ``denied``, ``interrupted``...: :data:`.view.FINDING_LABELS`)."""
     code: str = ""
-    """An error's code."""
+    """What failed: an error's code, a failed call's or a refused tool's name."""
     message: str = ""
-    """An error's message (cut)."""
+    """A failure's one-line message (cut)."""
     decision: str = ""
     """A permission's decision."""
     tool: str = ""
@@ -632,11 +644,11 @@ class ActivityBar:
     """Their width."""
     segments: list[ActivitySegment]
     """The runs bar, stacked by outcome."""
-    errors: int
-    """Errors recorded that day."""
-    errors_y: float
-    """Top of the errors bar."""
-    errors_height: float
+    failures: int
+    """Failures recorded that day (:attr:`..site.graph.Summary.failure_events`)."""
+    failures_y: float
+    """Top of the failures bar."""
+    failures_height: float
     """Its height."""
 
 
@@ -650,13 +662,13 @@ class ActivityDay:
     """Runs by outcome, in :attr:`Activity.outcomes`' order."""
     total: int
     """Runs that day."""
-    errors: int
-    """Errors that day."""
+    failures: int
+    """Failures that day."""
 
 
 @dataclass(slots=True, frozen=True)
 class Activity:
-    """Runs per day by outcome and errors per day, for ``index_activity.html``."""
+    """Runs per day by outcome and failures per day, for ``index_activity.html``."""
 
     first: str
     """The first day shown."""
@@ -670,20 +682,25 @@ class Activity:
     """The chart's bars, oldest first."""
     top_runs: int
     """The most runs of a day (the runs axis' top)."""
-    top_errors: int
-    """The most errors of a day (0: no errors in these days)."""
+    top_failures: int
+    """The most failures of a day (0: no failures in these days)."""
     runs: int
     """Runs in these days."""
-    errors: int
-    """Errors in these days."""
+    failures: int
+    """Failures in these days."""
     undated: int
     """Sessions without a readable time (not in the chart)."""
+    earlier: int
+    """Sessions of days before :attr:`first` (not in the chart: the window is the archive's
+    last :data:`..site.activity.DAYS` days at most)."""
+    since: str
+    """The first day of any session (``YYYY-MM-DD``; :attr:`first` when none is earlier)."""
     width: int
     """The SVG's width."""
     runs_height: int
     """Height of the runs chart."""
-    errors_height: int
-    """Height of the errors chart."""
+    failures_height: int
+    """Height of the failures chart."""
 
 
 @dataclass(slots=True, frozen=True)

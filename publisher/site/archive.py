@@ -1,13 +1,15 @@
-"""The archive-wide pages: every error (``errors.html``) and every permission decision
-(``decisions.html``) of every session, and the cache that keeps them cheap to refresh.
+"""The archive-wide pages: every failure (``errors.html``, the Failures page: failed calls,
+errors, refusals, cut and interrupted turns, as :func:`publisher.gate.session_findings`
+finds them) and every permission decision (``decisions.html``) of every session, and the
+cache that keeps them cheap to refresh.
 
 A session's rows on both pages are a function of its :class:`~.graph.Summary` alone
-(its ``error_events`` and ``decision_events``, attributed to turns and tool calls by
+(its ``failure_events`` and ``decision_events``, attributed to turns and tool calls by
 :mod:`publisher.audit` when the session was scanned), so they are cached by
 :func:`.staleness.archive_rows_key`: an append renders the rows of the session it changed,
 and the pages are the cached rows merged in order.
 
-Order: errors newest first; decisions refusals first (denied, declined), then every other
+Order: failures newest first; decisions refusals first (denied, declined), then every other
 decision, each group newest first. Events without a readable time come last.
 """
 
@@ -29,6 +31,7 @@ from markupsafe import Markup
 from ..audit import REFUSED
 from ..render.contexts import ArchivePage, EventRow
 from ..render.html import HtmlRenderer
+from ..render.view import FINDING_LABELS
 from ..write import atomic_write
 from . import urls
 from .graph import Graph, Summary
@@ -37,6 +40,9 @@ from .staleness import outputs_key
 
 PAGES = ("errors", "decisions")
 """The archive-wide pages (``<name>.html``, rows by ``<name>_row.html``)."""
+
+_UNPLACED = {"error": "errors", "denied": "permissions", "declined": "permissions"}
+"""The section of a session page that lists a failure no turn holds, by kind."""
 
 Row = tuple[str, str]
 """(sort key, row HTML): rows sort by key, ascending."""
@@ -117,11 +123,19 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
     }
     keys = {p: [key for key, _ in event_marks(summary, p)] for p in PAGES}
     errors = []
-    for key, (_, time, turn, anchor, code, message) in zip(
-        keys["errors"], summary.error_events, strict=True
+    for key, (_, time, turn, anchor, kind, what, message) in zip(
+        keys["errors"], summary.failure_events, strict=True
     ):
-        url = f"{folder}/{anchor}" if anchor else f"{page}#errors"
-        row = EventRow(url=url, time=time, turn=turn, code=code, message=message, **common)
+        url = f"{folder}/{anchor}" if anchor else f"{page}#{_UNPLACED.get(kind, 'overview')}"
+        row = EventRow(
+            url=url,
+            time=time,
+            turn=turn,
+            failure=FINDING_LABELS.get(kind, kind),
+            code=what,
+            message=message,
+            **common,
+        )
         errors.append((key, row))
     decisions = []
     for key, event in zip(keys["decisions"], summary.decision_events, strict=True):
@@ -142,14 +156,15 @@ def event_rows(summary: Summary) -> dict[str, list[tuple[str, EventRow]]]:
 
 
 def event_marks(summary: Summary, page: str) -> list[tuple[str, str]]:
-    """The sort key and filter value (an error's code, a decision) of each row a session
-    gives ``page``, in the order of :func:`event_rows`, without making the rows: errors
-    newest first; decisions refusals first (denied, then declined), then newest first."""
+    """The sort key and filter value (what failed: ``failed call``, ``error``...; a
+    decision) of each row a session gives ``page``, in the order of :func:`event_rows`,
+    without making the rows: failures newest first; decisions refusals first (denied, then
+    declined), then newest first."""
     name = summary.name
     if page == "errors":
         return [
-            (f"{_descending(event[0])}\0{name}\0{n:09d}", event[4])
-            for n, event in enumerate(summary.error_events)
+            (f"{_descending(event[0])}\0{name}\0{n:09d}", FINDING_LABELS.get(event[4], event[4]))
+            for n, event in enumerate(summary.failure_events)
         ]
     marks = []
     for n, event in enumerate(summary.decision_events):
@@ -186,7 +201,7 @@ def event_shard_groups(
 
 
 def _value(page: str, row: EventRow) -> str:
-    return row.code if page == "errors" else row.decision
+    return row.failure if page == "errors" else row.decision
 
 
 def render_archive_pages(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from sys import intern
 from typing import TYPE_CHECKING, Any
 
-from ..audit import Audit, Delegation, Spawn, delegations, match_delegations
-from ..model import Session
+from ..audit import REFUSED, Audit, Delegation, Spawn, delegations, match_delegations
+from ..model import Session, ToolPart
 from ..outcome import Outcome
 from ..refs import RefIndex
 from ..render import view
@@ -22,6 +22,7 @@ from .staleness import graph_key
 from .urls import PageLimits, page_starts, turn_href
 
 if TYPE_CHECKING:
+    from ..gate import Finding
     from .manifest import Brief
 
 
@@ -67,10 +68,14 @@ class Summary:
     origin: str = ""
     """Where an imported session came from (its ``imported_from``: agent and source), or
     empty for a native session."""
-    error_events: tuple[tuple[str, str, str, str, str, str], ...] = field(default=())
-    """Its errors for the archive's Errors page, in file order: (UTC sort time, time as
-    written, turn index or "", link to the turn in the session's folder on the page that
-    holds it (``page-2.html#turn-200``) or "", code, message)."""
+    failure_events: tuple[tuple[str, str, str, str, str, str, str], ...] = field(default=())
+    """Its failures for the archive's Failures page (``errors.html``): each finding of
+    :func:`publisher.gate.session_findings` that says something went wrong (failed calls,
+    errors, refusals, cut and interrupted turns: the ones :attr:`failures` counts), in the
+    findings' order: (UTC sort time, time as written, where (``N`` or ``N.M``, or ""), link
+    to the turn or call in the session's folder on the page that holds it
+    (``page-2.html#turn-200.3``) or "", kind (:data:`publisher.gate.KINDS`), what failed (an
+    error's code, a call's or a refused tool's name), the finding's one-line message)."""
     decision_events: tuple[tuple[str, str, str, str, str, str, str, str], ...] = field(default=())
     """Its permission decisions for the Decisions page, in file order: (UTC sort time, time
     as written, decision, tool, action, path, turn position label ``N`` or ``N.M`` or "",
@@ -98,6 +103,7 @@ class Summary:
         from ..render.view import prompt_of
 
         audit = Audit.of(session)  # errors and decisions placed once, for every list
+        findings = session_findings(session, audit=audit)
         first = session.title or (
             first_line(prompt_of(session.turns[0]), 400) if session.turns else ""
         )
@@ -123,9 +129,9 @@ class Summary:
             decisions=tuple(sorted(decisions.items())),
             redacted=redacted,
             origin=origin_of(session),
-            error_events=error_events(session, audit, where),
+            failure_events=failure_events(session, findings, where),
             decision_events=decision_events(session, audit, where),
-            failures=tuple(Tally.of(session_findings(session, audit=audit)).by_kind.items()),
+            failures=tuple(Tally.of(findings).by_kind.items()),
             changes=tuple(
                 (c.path, c.action, where.href(c.position, f".{c.number}"))
                 for c in changes_of(session)
@@ -211,25 +217,53 @@ def spawns_of(
     )
 
 
-def error_events(
-    session: Session, audit: Audit | None = None, where: TurnLinks | None = None
-) -> tuple[tuple[str, str, str, str, str, str], ...]:
-    """:attr:`Summary.error_events` of a session (placed by :mod:`publisher.audit`;
-    ``audit``: the session's, when the caller has it; ``where``: its turns' links)."""
-    audit = audit or Audit.of(session)
+def failure_events(
+    session: Session,
+    findings: Iterable[Finding] | None = None,
+    where: TurnLinks | None = None,
+) -> tuple[tuple[str, str, str, str, str, str, str], ...]:
+    """:attr:`Summary.failure_events` of a session (``findings``: its
+    :func:`publisher.gate.session_findings`, when the caller has them; ``where``: its
+    turns' links). A failure's time is its error entry's or permission decision's, its
+    call's, or its turn's (its end, else its start)."""
+    from ..gate import FAILURE_KINDS, session_findings
+
+    if findings is None:
+        findings = session_findings(session)
     where = where or TurnLinks.of(session)
     out = []
-    for error, place in zip(session.errors, audit.errors, strict=True):
-        position = place.position
-        turn = "" if position is None else str(session.turns[position].index)
+    for finding in findings:
+        kind = finding.kind
+        if kind not in FAILURE_KINDS:
+            continue
+        position, number = finding.position, finding.part
+        turn = None if position is None else session.turns[position]
+        stamp, what = "", ""
+        if finding.entry is not None and kind == "error":
+            entry = session.errors[finding.entry - 1]
+            stamp, what = entry.timestamp, str(entry.code)
+        elif finding.entry is not None and kind in REFUSED:
+            permission = session.permissions[finding.entry - 1]
+            stamp, what = permission.timestamp, permission.tool
+        elif turn is not None and number is not None and 0 < number <= len(turn.parts):
+            part = turn.parts[number - 1]
+            stamp = part.timestamp
+            if isinstance(part, ToolPart):
+                what = part.name
+        if not stamp and turn is not None:
+            stamp = turn.ended_at or turn.started_at
+        href = ""
+        if position is not None:
+            href = where.href(position, "" if number is None else f".{number}")
         out.append(
             (
-                _sort_time(error.timestamp),
-                error.timestamp,
-                turn,
-                "" if position is None else where.href(position),
-                str(error.code),
-                _cut(error.message),
+                _sort_time(stamp),
+                stamp,
+                finding.turn,
+                href,
+                kind,
+                _cut(what, 200),
+                finding.message,
             )
         )
     return tuple(out)
@@ -284,9 +318,9 @@ _SUB_SESSIONS = SUMMARY_FIELDS.index("sub_sessions")
 _SHARED = [
     SUMMARY_FIELDS.index(name) for name in ("kind", "role", "version", "last_status", "origin")
 ]
-_DECISIONS, _ERROR_EVENTS, _DECISION_EVENTS, _SPAWNS, _FAILURES, _CHANGES = (
+_DECISIONS, _FAILURE_EVENTS, _DECISION_EVENTS, _SPAWNS, _FAILURES, _CHANGES = (
     SUMMARY_FIELDS.index(name)
-    for name in ("decisions", "error_events", "decision_events", "spawns", "failures", "changes")
+    for name in ("decisions", "failure_events", "decision_events", "spawns", "failures", "changes")
 )
 
 
@@ -310,9 +344,9 @@ def _shared(row: list[Any]) -> Summary:
     row[_FAILURES] = tuple((intern(kind), n) for kind, n in row[_FAILURES])
     row[_CHANGES] = tuple((path, intern(action), href) for path, action, href in row[_CHANGES])
     row[_DECISIONS] = tuple((intern(d), n) for d, n in row[_DECISIONS])
-    row[_ERROR_EVENTS] = tuple(
-        (sort, time, turn, anchor, intern(code), message)
-        for sort, time, turn, anchor, code, message in row[_ERROR_EVENTS]
+    row[_FAILURE_EVENTS] = tuple(
+        (sort, time, turn, anchor, intern(kind), intern(what), message)
+        for sort, time, turn, anchor, kind, what, message in row[_FAILURE_EVENTS]
     )
     row[_DECISION_EVENTS] = tuple(
         (sort, time, intern(decision), intern(tool), intern(action), path, turn, anchor)
@@ -325,7 +359,7 @@ _NESTED_TYPES: dict[str, tuple[type, ...]] = {
     "decisions": (str, int),
     "failures": (str, int),
     "changes": (str, str, str),
-    "error_events": (str,) * 6,
+    "failure_events": (str,) * 7,
     "decision_events": (str,) * 8,
     "spawns": (str, str, str, str),
 }

@@ -27,7 +27,9 @@ from typing import Protocol, TypeVar
 
 from markupsafe import Markup
 
+from ..gate import FAILURE_KINDS
 from ..model import LoadFailure
+from ..outcome import Outcome
 from ..redact import describe_counts
 from ..render.contexts import Column, DelegationTree, IndexPage, IndexRow, TreeNode
 from ..render.html import HtmlRenderer
@@ -49,7 +51,7 @@ COLUMNS = [
     Column("updated", "Updated", "text"),
     Column("turns", "Turns", "number"),
     Column("tools", "Tool calls", "number"),
-    Column("errors", "Errors", "number"),
+    Column("failures", "Failures", "number"),
     Column("status", "Last status", "text"),
 ]
 """The index table's columns, in the order of ``index_row.html``'s cells."""
@@ -279,18 +281,23 @@ def row_shard_count(sessions: int, per_shard: int, most: int) -> int:
     return count
 
 
-def row_data(summary: Summary) -> list[object]:
-    """A session's row as data for the table's script (the order is ``app.js``'s ``F``)."""
+_NOTHING = Outcome()
+"""What nothing below a session did (the roll-up of a session that calls none)."""
+
+
+def row_data(summary: Summary, below: Outcome = _NOTHING) -> list[object]:
+    """A session's row as data for the table's script (the order is ``app.js``'s ``F``;
+    ``below``: what its sub-sessions did, :func:`rolled_up`)."""
     from ..render.html import short_time
 
-    row = index_row(summary)
+    row = index_row(summary, below)
     meta = " · ".join(
         part
         for part in (
             f"id {row.session_id}" if row.session_id else "",
             f"v{row.version}" if row.version else "",
+            row.origin.split(": ", 1)[0],
             f"file {row.file_name}" if row.file_name else "",
-            f"imported from {row.origin}" if row.origin else "",
         )
         if part
     )
@@ -305,10 +312,13 @@ def row_data(summary: Summary) -> list[object]:
         short_time(row.updated_at),
         row.turns,
         row.tool_calls,
-        row.errors,
+        row.failures + row.failures_below,
         row.last_status,
         row.first_prompt,
         meta,
+        row.failures,
+        row.failure_note,
+        1 if row.sub else 0,
     ]
 
 
@@ -380,18 +390,41 @@ def shard_groups(
     return {path(index, count): sorted(group, key=by_name) for index, group in enumerate(groups)}
 
 
-def shard_bytes(rel: str, group: list[Summary]) -> bytes:
+def shard_bytes(rel: str, group: list[tuple[Summary, Outcome]]) -> bytes:
     """A row shard file: a script calling ``polyglavRows(index, rows)`` (it loads from
-    ``file://`` as well as over HTTP)."""
+    ``file://`` as well as over HTTP); ``group``: each session's summary and what its
+    sub-sessions did (:func:`rolled_up`)."""
     index = int(rel.split("rows-", 1)[1].split("-", 1)[0])
-    data = json.dumps([row_data(s) for s in group], ensure_ascii=True, separators=(",", ":"))
+    rows = [row_data(s, below) for s, below in group]
+    data = json.dumps(rows, ensure_ascii=True, separators=(",", ":"))
     return f"polyglavRows({index},{data});\n".encode("ascii")
 
 
-def row_shards(summaries: list[Summary], per_shard: int, most: int) -> dict[str, bytes]:
-    """Every session's row as data, in script files (site path → bytes)."""
-    groups = row_shard_groups(summaries, per_shard, most)
-    return {rel: shard_bytes(rel, group) for rel, group in groups.items()}
+def failure_note(own: tuple[tuple[str, int], ...], below: Outcome) -> str:
+    """What a row's failures are, said in a line (its cell's title): ``2 failed calls, 1
+    error; 4 more in its 2 sub-sessions``; "" when nothing failed."""
+    from ..render.view import finding_count, plural
+
+    said = ", ".join(finding_count(kind, n) for kind, n in own if kind in FAILURE_KINDS)
+    if below.failed:
+        more = f"{below.failed:,} more in its {plural(below.sessions, 'sub-session')}"
+        said = f"{said}; {more}" if said else f"none of its own; {more}"
+    return said
+
+
+def rolled_up(graph: Graph, name: str) -> Outcome:
+    """What the sessions below ``name`` did, for its index row (the one rule of the index's
+    roll-up: :meth:`.graph.Graph.below`); nothing for a session that calls none."""
+    return graph.below(name) if graph.children(name) else _NOTHING
+
+
+def row_key(digest: str, below: Outcome) -> str:
+    """The key of a session's index row (its HTML, its data in a row shard): its summary's
+    ``digest`` and, when sessions are below it, their failures (the row shows them)."""
+    if not below.sessions:
+        return digest
+    counts = ",".join(f"{kind}={n}" for kind, n in below.failures)
+    return f"{digest}:{below.sessions}:{counts}"
 
 
 def render_index(
@@ -415,7 +448,7 @@ def render_index(
     summary digest and graph fingerprint still match (``fingerprint``: the graph's, when
     the caller has it already; ``digests``: summary digests by session name, likewise).
     The static table holds the ``first_rows`` most recent sessions (all when None), and
-    ``shards`` names the row shard files holding every row (:func:`row_shards`); the
+    ``shards`` names the row shard files holding every row (:func:`shard_bytes`); the
     delegation tree is then on a page of its own, and not made here. ``overview``: the
     archive's :class:`Overview` when the caller has it (else made from every brief).
     """
@@ -429,10 +462,11 @@ def render_index(
     if first_rows is None:
         first = recent_first(graph)
     for brief in first:
-        digest = (digests or {}).get(brief.name) or brief.digest
+        below = rolled_up(graph, brief.name)
+        digest = row_key((digests or {}).get(brief.name) or brief.digest, below)
         row = cache.rows.get(digest)
         if row is None:
-            row = renderer.render_index_row(index_row(graph.summaries[brief.name]))
+            row = renderer.render_index_row(index_row(graph.summaries[brief.name], below))
         fresh.rows[digest] = row
         rows_html.append(Markup(row))
     fresh.graph = fingerprint or graph.key()
@@ -482,8 +516,10 @@ _KIND = operator.itemgetter(_field("kind"))
 _ROLE = operator.itemgetter(_field("role"))
 
 
-def index_row(summary: Summary) -> IndexRow:
-    """What the index table shows of a session (a function of its summary alone)."""
+def index_row(summary: Summary, below: Outcome = _NOTHING) -> IndexRow:
+    """What the index table shows of a session: a function of its summary and of what its
+    sub-sessions did (``below``, :func:`rolled_up`: their failures count in its row)."""
+    own = Outcome(failures=summary.failures).failed
     return IndexRow(
         name=summary.name,
         url=urls.session_page(summary.name),
@@ -496,6 +532,10 @@ def index_row(summary: Summary) -> IndexRow:
         turns=summary.turns,
         tool_calls=summary.tool_calls,
         errors=summary.errors,
+        failures=own,
+        failures_below=below.failed,
+        failure_note=failure_note(summary.failures, below),
+        sub=bool(summary.parent_id),
         last_status=summary.last_status,
         first_prompt=summary.first_prompt,
         file_name="" if summary.file_name == f"{summary.name}.json" else summary.file_name,

@@ -187,7 +187,7 @@ class Brief(NamedTuple):
     slot: int
     """:attr:`SourceState.slot`."""
     errors: int
-    """How many rows it has on the Errors page (``len(summary.error_events)``)."""
+    """How many rows it has on the Failures page (``len(summary.failure_events)``)."""
     decisions: int
     """How many rows it has on the Decisions page."""
     redacted: int
@@ -240,7 +240,7 @@ class Brief(NamedTuple):
             state.events_key,
             state.facts_key,
             state.slot,
-            len(s.error_events),
+            len(s.failure_events),
             len(s.decision_events),
             s.redacted,
             day,

@@ -114,9 +114,9 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 """A file modified this close (ns) before the previous scan began is read again: it could
 have changed a second time within the same mtime tick ("racy git")."""
-MANIFEST_FORMAT = 12
+MANIFEST_FORMAT = 13
 """Bumped when the manifest's layout changes: an older one is ignored (a full build)."""
-SEARCH_FORMAT = 2
+SEARCH_FORMAT = 3
 """Bumped when the search index's layout changes: every bundle is written again."""
 
 
@@ -235,13 +235,14 @@ def summary_key(summary: Summary) -> str:
 
 
 def archive_rows_key(summary: Summary) -> str:
-    """The key of a session's rows on the archive-wide Errors and Decisions pages: its name,
-    kind, role, and its errors and decisions (already attributed to turns and calls)."""
+    """The key of a session's rows on the archive-wide Failures and Decisions pages: its
+    name, kind, role, and its failures and decisions (already attributed to turns and
+    calls)."""
     values = (
         summary.name,
         summary.kind,
         summary.role,
-        summary.error_events,
+        summary.failure_events,
         summary.decision_events,
     )
     return hashlib.sha256(pickle.dumps(values, protocol=5)).hexdigest()
@@ -580,11 +581,24 @@ def journal_holds(
     return True
 
 
-def touched_slots(changes: BriefChanges, count: int) -> set[int]:
+def touched_slots(
+    changes: BriefChanges,
+    count: int,
+    above: Callable[[str], Iterable[Brief]] | None = None,
+) -> set[int]:
     """The row shards (of ``count``) a change touches: a session's shard is its slot's
-    (:attr:`.manifest.Brief.slot`), whatever its version; every other shard's sessions are
-    the last build's, so its key is the one it had."""
-    return {b.slot % count for b in chain(changes.new.values(), changes.old.values())}
+    (:attr:`.manifest.Brief.slot`), whatever its version, and those of the sessions above it
+    (``above``: the briefs of a session and of those above it, by name; a row counts the
+    failures of the sessions below it);
+    every other shard's sessions are the last build's, so its key is the one it had."""
+    changed = list(chain(changes.new.values(), changes.old.values()))
+    slots = {b.slot % count for b in changed}
+    if above is not None:
+        # A gone session's callers are found by the parent its last brief named.
+        names = {b.name for b in changed} | {b.parent_id for b in changed if b.parent_id}
+        for name in sorted(names):
+            slots.update(b.slot % count for b in above(name))
+    return slots
 
 
 _EVENTS_FIELDS = attrgetter("events_key", "kind", "role", "errors", "decisions", "redacted")

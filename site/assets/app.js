@@ -47,10 +47,13 @@
    * they load from file:// as well as over HTTP. Loaded on the first sort, filter or
    * "Load all", they replace the table's rows; sorting and filtering then run on the data
    * and the table shows the first PAGE matches ("Show more" adds more). */
+  /* failures: with the sessions below it; own: its own; note: the cell's title; sub: 1 for
+   * a sub-session (hidden unless "show sub-sessions" is checked). */
   var F = { kind: 0, name: 1, url: 2, role: 3, created: 4, createdShort: 5, updated: 6,
-    updatedShort: 7, turns: 8, tools: 9, errors: 10, status: 11, preview: 12, meta: 13 };
+    updatedShort: 7, turns: 8, tools: 9, failures: 10, status: 11, preview: 12, meta: 13,
+    own: 14, note: 15, sub: 16 };
   var COLUMN_FIELD = { kind: F.kind, name: F.name, role: F.role, created: F.created,
-    updated: F.updated, turns: F.turns, tools: F.tools, errors: F.errors, status: F.status };
+    updated: F.updated, turns: F.turns, tools: F.tools, failures: F.failures, status: F.status };
   var PAGE = 500;
 
   function jsonOf(id) {
@@ -96,25 +99,34 @@
 
   function rowElement(d, statuses) {
     var tr = document.createElement("tr");
-    tr.dataset.kind = d[F.kind]; tr.dataset.role = d[F.role]; tr.dataset.errors = String(d[F.errors]);
+    tr.dataset.kind = d[F.kind]; tr.dataset.role = d[F.role]; tr.dataset.failures = String(d[F.failures]);
     tr.dataset.status = d[F.status];
+    if (d[F.sub]) { tr.dataset.sub = "1"; }
     cell(tr, "Kind", "c-kind", d[F.kind], d[F.kind]);
     var name = document.createDocumentFragment();
     var a = document.createElement("a"); a.href = (document.body.dataset.root || "") + d[F.url];
     var code = document.createElement("code"); code.textContent = d[F.name]; a.appendChild(code);
     name.appendChild(a);
     if (d[F.preview]) { var p = document.createElement("span"); p.className = "preview"; p.textContent = d[F.preview]; name.appendChild(p); }
-    var meta = document.createElement("span"); meta.className = "row-meta"; meta.textContent = d[F.meta]; name.appendChild(meta);
+    var meta = document.createElement("span"); meta.className = "row-meta"; meta.textContent = d[F.meta]; meta.title = d[F.meta]; name.appendChild(meta);
     cell(tr, "Session", "c-name", d[F.name], name);
     cell(tr, "Role", "c-role", d[F.role], d[F.role] || "-");
     cell(tr, "Created", "time c-created", d[F.created], d[F.createdShort]);
     cell(tr, "Updated", "time c-updated", d[F.updated], d[F.updatedShort]);
     cell(tr, "Turns", "num c-turns", d[F.turns], d[F.turns]);
     cell(tr, "Tool calls", "num c-tools", d[F.tools], d[F.tools]);
-    var errors = d[F.errors];
-    var e = errors ? document.createElement("a") : document.createTextNode("0");
-    if (errors) { e.href = (document.body.dataset.root || "") + d[F.url] + "#errors"; e.textContent = String(errors); }
-    cell(tr, "Errors", "num c-errors", errors, e);
+    var failures = d[F.failures], below = failures - d[F.own];
+    var e = document.createDocumentFragment();
+    if (failures) {
+      var fa = document.createElement("a");
+      fa.href = (document.body.dataset.root || "") + d[F.url] + (d[F.own] ? "#failures-h" : "#overview");
+      fa.title = d[F.note]; fa.textContent = num(failures); e.appendChild(fa);
+      if (below) {
+        var b = document.createElement("span"); b.className = "below"; b.textContent = num(below) + " below";
+        e.appendChild(document.createTextNode(" ")); e.appendChild(b);
+      }
+    } else { e.appendChild(document.createTextNode("0")); }
+    cell(tr, "Failures", "num c-failures", failures, e);
     var badge = document.createElement("span");
     var status = d[F.status];
     badge.className = "badge " + (statuses.indexOf(status) >= 0 ? "st-" + status : "st-unknown");
@@ -131,28 +143,33 @@
     var role = document.getElementById("filter-role");
     var status = document.getElementById("filter-status");
     var outcomes = status ? (status.dataset.outcomes || "").split(" ") : [];
-    var errors = document.getElementById("filter-errors");
+    var failed = document.getElementById("filter-failures");
+    var subs = document.getElementById("filter-subs");
     var count = document.getElementById("filter-count");
     var loadAll = document.getElementById("load-all");
     var more = document.getElementById("show-more");
     var headers = table.tHead.rows[0].cells;
+    /* The script filters sub-sessions itself (shown by the toggle, or when a kind or role
+     * is picked); without scripts, the stylesheet hides them until the toggle is checked. */
+    table.classList.add("scripted");
     var config = jsonOf("index-shards");
     var data = null, loading = false, sortKey = null, sortAsc = true, limit = PAGE;
 
     /* Role options are "=" + the role ("=" alone: no role), so "(none)" is not "all";
      * the status filter picks an outcome (a known last status, "empty" or "other"). */
     function outcomeOf(s) { return !s ? "empty" : (outcomes.indexOf(s) >= 0 ? s : "other"); }
-    function keep(k, r, e, s) {
+    function keep(k, r, f, s, sub) {
       return (!kind.value || k === kind.value) && (!role.value || "=" + r === role.value) &&
-        (!status || !status.value || outcomeOf(s) === status.value) && (!errors.checked || e > 0);
+        (!status || !status.value || outcomeOf(s) === status.value) && (!failed.checked || f > 0) &&
+        (!subs || subs.checked || !sub || !!kind.value || !!role.value);
     }
     function compare(x, y, numeric) {
       return numeric ? (Number(x) - Number(y)) : (x < y ? -1 : x > y ? 1 : 0);
     }
     function renderData() {
-      var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.errors], d[F.status]); });
+      var rows = data.filter(function (d) { return keep(d[F.kind], d[F.role], d[F.failures], d[F.status], d[F.sub]); });
       if (sortKey !== null) {
-        var f = COLUMN_FIELD[sortKey], numeric = f === F.turns || f === F.tools || f === F.errors;
+        var f = COLUMN_FIELD[sortKey], numeric = f === F.turns || f === F.tools || f === F.failures;
         rows.sort(function (a, b) { var c = compare(a[f], b[f], numeric); return sortAsc ? c : -c; });
       }
       var frag = document.createDocumentFragment();
@@ -180,13 +197,13 @@
       if (data) { limit = PAGE; renderData(); return; }
       var shown = 0;
       Array.prototype.forEach.call(tbody.rows, function (row) {
-        var ok = keep(row.dataset.kind, row.dataset.role, parseInt(row.dataset.errors, 10), row.dataset.status);
+        var ok = keep(row.dataset.kind, row.dataset.role, parseInt(row.dataset.failures, 10), row.dataset.status, row.dataset.sub === "1");
         row.hidden = !ok;
         if (ok) { shown++; }
       });
       count.textContent = num(shown) + " of " + num(tbody.rows.length) + " shown";
     }
-    [kind, role, status, errors].forEach(function (el) {
+    [kind, role, status, failed, subs].forEach(function (el) {
       if (el) { el.addEventListener("change", function () { withAll(applyFilters); }); }
     });
     if (!config) { applyFilters(); }

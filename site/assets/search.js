@@ -497,11 +497,11 @@
     var kind = document.getElementById("filter-kind");
     var role = document.getElementById("filter-role");
     var statusFilter = document.getElementById("filter-status");
-    var errors = document.getElementById("filter-errors");
+    var failed = document.getElementById("filter-failures");
     var seq = 0, current = null;
 
     function filters() {
-      var active = !!((kind && kind.value) || (role && role.value) || (statusFilter && statusFilter.value) || (errors && errors.checked));
+      var active = !!((kind && kind.value) || (role && role.value) || (statusFilter && statusFilter.value) || (failed && failed.checked));
       return {
         active: active,
         /* The sessions of a bundle the filters keep (from its facets). */
@@ -511,7 +511,7 @@
           if (kind && kind.value) { sets.push(members((facets.kind || {})[kind.value])); }
           if (role && role.value) { sets.push(members((facets.role || {})[role.value.slice(1)])); }
           if (statusFilter && statusFilter.value) { sets.push(members((facets.status || {})[statusFilter.value])); }
-          if (errors && errors.checked) { sets.push(members(facets.errors)); }
+          if (failed && failed.checked) { sets.push(members(facets.failures)); }
           var keep = Object.create(null);
           Object.keys(sets[0] || {}).forEach(function (s) {
             if (sets.every(function (set) { return set[s]; })) { keep[s] = true; }
@@ -608,7 +608,7 @@
       timer = setTimeout(function () { timer = null; search(typed); }, DEBOUNCE_MS);
     });
     input.addEventListener("focus", function () { open().catch(function () { return null; }); }, { once: true });
-    [kind, role, statusFilter, errors].forEach(function (el) {
+    [kind, role, statusFilter, failed].forEach(function (el) {
       if (el) { el.addEventListener("change", function () { if (input.value.trim()) { search(); } }); }
     });
     if (more) {

@@ -20,7 +20,7 @@ one, and a file that did not change keeps its name and is not written again. In
   phrases), each chunk a run of turns of the bundle's sessions in order, with each session's
   name, folder and page starts; loaded only for the results shown;
 - ``f-<hash>.js``, the **facets**: which sessions have each kind, role and last status and
-  which have errors; loaded only when a filter is set;
+  which have failures of their own; loaded only when a filter is set;
 - ``m-<hash>.js``, the **meta**: the first term of each term chunk, the first turn of each
   document chunk, the chunks' names and the facets' file; every bundle's is loaded before
   the first query.
@@ -203,18 +203,18 @@ def build_bundle(
 
     # Facets: the sessions of each value of each filter.
     facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
-    with_errors: list[int] = []
+    with_failures: list[int] = []
     for number, record in enumerate(records):
         facets["kind"].setdefault(record.kind, []).append(number)
         facets["role"].setdefault(record.role, []).append(number)
         facets["status"].setdefault(record.status, []).append(number)
-        if record.errors:
-            with_errors.append(number)
+        if record.failures:
+            with_failures.append(number)
     facet_data: dict[str, object] = {
         name: {value: _deltas(numbers) for value, numbers in sorted(values.items())}
         for name, values in facets.items()
     }
-    facet_data["errors"] = _deltas(with_errors)
+    facet_data["failures"] = _deltas(with_failures)
     facet_file = add("f", facet_data)
     meta = add(
         "m",

@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...audit import Audit
+from ...gate import Tally, session_findings
 from ...model import CommandPart, Session, TextualPart, ToolPart
 from ...render import places, tools, view
 from ...render.html import indexed_output
@@ -36,7 +37,7 @@ from ..urls import PageLimits
 from .numbers import DIGITS, encode_number
 from .terms import TermCounter
 
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2
 """Bumped when a record's layout or what is indexed changes (part of the search key)."""
 
 WEIGHTS = {
@@ -145,10 +146,11 @@ class SessionRecord:
     slug: str
     """Its folder in the site (:func:`..urls.slug`)."""
     kind: str
-    """Its kind, role, last status and error count: the index's filters."""
+    """Its kind, role, last status and failures (:attr:`publisher.gate.Tally.failures`,
+    its own): the index's filters."""
     role: str
     status: str
-    errors: int
+    failures: int
     pages: list[int]
     """:func:`..urls.page_starts`: which page holds each turn."""
     docs: list[tuple[str, list[Field]]]
@@ -168,7 +170,7 @@ class SessionRecord:
             [anchor, [[f.kind, f.suffix, f.text] for f in fields]] for anchor, fields in self.docs
         ]
         data = [RECORD_FORMAT, self.name, self.slug, self.kind, self.role, self.status,
-                self.errors, self.pages, docs, self.postings, self.aliases]  # fmt: skip
+                self.failures, self.pages, docs, self.postings, self.aliases]  # fmt: skip
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass"
         )
@@ -209,7 +211,7 @@ def session_record(
         kind=session.kind,
         role=_clean(session.role),
         status=view.outcome_of(session.last_status),
-        errors=len(session.errors),
+        failures=Tally.of(session_findings(session, audit=audit)).failures,
         pages=list(urls.page_starts(session, limits)),
         docs=docs,
         postings=postings,

@@ -50,6 +50,8 @@ from ..index import (
     IndexCache,
     delegation_tree,
     render_index,
+    rolled_up,
+    row_key,
     row_shard_count,
     row_shard_groups,
     row_shard_path,
@@ -123,7 +125,17 @@ def index(
     if len(briefs) > first_rows:
         count = row_shard_count(len(briefs), tunables.rows_per_shard, tunables.max_row_shards)
         shards = [row_shard_path(i, count) for i in range(count)]
-        touched = touched_slots(changes, count) if valid and changes is not None else None
+        touched = (
+            touched_slots(
+                changes,
+                count,
+                lambda name: [
+                    b for a in sorted({name, *graph.ancestors(name)}) if (b := briefs.get(a))
+                ],
+            )
+            if valid and changes is not None
+            else None
+        )
         todo = [
             rel
             for i, rel in enumerate(shards)
@@ -145,8 +157,9 @@ def index(
                 if members is not None
                 else shard_members(values, i, count)
             )
-            if not unchanged(rel, outputs_key([rel], map(_DIGEST, group))):
-                emit(rel, shard_bytes(rel, [graph.summaries[b.name] for b in group]))
+            rows = [(b, rolled_up(graph, b.name)) for b in group]
+            if not unchanged(rel, outputs_key([rel], (row_key(_DIGEST(b), o) for b, o in rows))):
+                emit(rel, shard_bytes(rel, [(graph.summaries[b.name], o) for b, o in rows]))
     kept = cache.overview if valid else None
     overview = kept.since(values, new, old, first_rows) if kept is not None else None
     page, fresh = render_index(

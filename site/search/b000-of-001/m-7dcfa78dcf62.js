@@ -1,1 +1,0 @@
-__polyglavSearch.add("b000-of-001","m","m-7dcfa78dcf62",{"sessions":5,"documents":18,"terms":["","cov","me","ses"],"termChunks":"01e30d7ddd6f","docStarts":"002207","docChunks":"68032dd9b26a","facets":"f-4dd6f77eace3"});

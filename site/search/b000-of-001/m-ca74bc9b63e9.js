@@ -1,0 +1,1 @@
+__polyglavSearch.add("b000-of-001","m","m-ca74bc9b63e9",{"sessions":5,"documents":18,"terms":["","cov","me","ses"],"termChunks":"01e30d7ddd6f","docStarts":"002207","docChunks":"68032dd9b26a","facets":"f-ee729c324542"});
