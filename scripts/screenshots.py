@@ -8,7 +8,7 @@ and saves, light and dark (dark files end in ``-dark``):
 
 - at desktop (1280 px) and phone (390 px) widths, parts of the main sample session: the
   overview, an error in place, a refused decision in place, and a diff (a tool call's patch);
-- the archive's Errors page at 1280 px (``archive-errors-desktop``);
+- the archive's Failures page (``errors.html``) at 1280 px (``archive-errors-desktop``);
 - a phone's screen (390 × 844) of the main session's page (``session-phone``);
 - at a wide desktop (1600 px), the window scrolled to turn 7 with the outline beside the turns.
 
