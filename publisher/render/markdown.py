@@ -3,7 +3,7 @@
 Every text that comes from the session (prompts, thinking, answers, tool input and
 output, commands, notes, error messages) is written in a fenced code block, so nothing in a
 session can forge the export's own structure (a fake ``## Errors`` heading, a closed
-fence, a link). Metadata values are code spans. See the README for the recovery rules.
+fence, a link). Metadata values are code spans. See docs/export.md for the recovery rules.
 The export is produced as a stream of chunks so a 100 MB session never becomes one string.
 """
 
@@ -174,7 +174,8 @@ def _turn(
         status += " (not a status this publisher knows)"
     duration = view.turn_duration(turn)
     times = view.TurnTimes.of(turn)
-    if times.idle:  # the spec's duration is the span: its work time is said apart
+    # A turn's duration is its span (docs/session-format.md): its work time is said apart.
+    if times.idle:
         duration += f" (work time {view.turn_work(turn)})"
     yield from _bullets(
         [
