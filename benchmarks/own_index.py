@@ -1,7 +1,7 @@
 """What our own search index would cost, for the decision issue 13 asks (Pagefind or not).
 
 Builds, in one process, the core of a static inverted index over the text search indexes
-today (see the README's "What is indexed": prompts, answers, thinking, commands, tool
+today (see docs/search.md, "What is indexed": prompts, answers, thinking, commands, tool
 names and inputs, an output of up to 24 lines and 3,000 characters whole and the last 6
 lines of a longer one): one document per turn (results land on ``#turn-N``), words by
 ``\\w+`` lower-cased, a posting list of turns per word, shards by the word's first two

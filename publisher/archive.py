@@ -1,8 +1,8 @@
 """The sessions folder: finding it, listing its files, resolving targets.
 
-Targets follow the spec's ``--run`` forms: ``#<id>`` (a filename glob ``*_<id>.json``, no
-file read), ``session:<name>``, a plain name, or a role (the most recently updated
-saved session with that role). Headless, there are no live runs.
+Targets follow Polyglav's ``--run`` forms (docs/session-format.md): ``#<id>`` (a filename
+glob ``*_<id>.json``, no file read), ``session:<name>``, a plain name, or a role (the most
+recently updated saved session with that role). Headless, there are no live runs.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def project_root(sessions_dir: Path) -> Path:
 
 
 def default_export_path(sessions_dir: Path, name: str) -> Path:
-    """``.polyglav/exports/<name>.md`` next to ``sessions/`` (the spec's default)."""
+    """``.polyglav/exports/<name>.md`` next to ``sessions/`` (Polyglav's default)."""
     if sessions_dir.name == "sessions" and sessions_dir.parent.name == ".polyglav":
         return sessions_dir.parent / "exports" / f"{name}.md"
     # A bare folder of session files: never write into it; use ./.polyglav/exports.

@@ -20,7 +20,9 @@ runs them only where one of those words occurs (:data:`TRIGGER`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import re2
 
@@ -210,7 +212,7 @@ def _key_ok(data: bytes, key_start: int, word_start: int, word_end: int) -> bool
     return any("".join(parts[i:]) in KEY_WORDS for i in range(max(0, len(parts) - 3), len(parts)))
 
 
-def spans(data: bytes) -> Iterator[tuple[int, int]]:
+def spans(data: bytes, cuts: Sequence[int] = ()) -> Iterator[tuple[int, int]]:
     """The byte spans of assigned secret values in ``data`` (UTF-8).
 
     A value that is not taken (a placeholder, a name) is looked into again, from the end
@@ -219,6 +221,11 @@ def spans(data: bytes) -> Iterator[tuple[int, int]]:
     (``TOKEN=DB_PASSWORD := "…"``); else the scan goes on after it. A value longer than
     :data:`MAX_LENGTH` is never looked into: each byte is scanned a bounded number of
     times.
+
+    ``cuts`` are where a joined view of the text removed a line break (sorted offsets). A
+    bare value not taken whole that runs over one may be a wrapped value glued to the
+    next line's text (``KEY=abc\\`` ``def`` then an indented ``host.example``): its
+    prefixes ending at a cut are tried, longest first (at most :data:`_MAX_CUTS`).
     """
     for regex in (_ASSIGNED, _FLAG):
         pos = 0
@@ -229,12 +236,32 @@ def spans(data: bytes) -> Iterator[tuple[int, int]]:
             if _taken(data, word_start, word_end, v_start, v_end, group == 4):
                 yield v_start, v_end
                 pos = v_end
+            elif group == 4 and cuts and (end := _cut_taken(data, match, cuts)) is not None:
+                yield v_start, end
+                pos = end
             elif v_end - v_start <= MAX_LENGTH and (
                 group != 4 or _OPERATOR_AFTER.match(data, v_end) is not None
             ):
                 pos = word_end
             else:
                 pos = v_end
+
+
+#: The most prefixes of one value tried at the cuts of a joined view.
+_MAX_CUTS = 8
+
+
+def _cut_taken(data: bytes, match: Any, cuts: Sequence[int]) -> int | None:
+    """The end of the longest prefix of ``match``'s bare value ending at one of ``cuts``
+    that is taken as a secret, or None."""
+    v_start, v_end = match.span(4)
+    word_start, word_end = match.span(1)
+    lo = bisect_right(cuts, v_start + MIN_LENGTH - 1)
+    hi = bisect_left(cuts, v_end)
+    for cut in reversed(cuts[max(lo, hi - _MAX_CUTS) : hi]):
+        if _taken(data, word_start, word_end, v_start, cut, True):
+            return cut
+    return None
 
 
 def _taken(

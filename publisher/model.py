@@ -14,7 +14,8 @@ from typing import Any
 #: JSON value as produced by :func:`json.loads`.
 JSON = Any
 
-#: The statuses the spec lists for a turn; anything else still renders, marked unknown.
+#: The statuses a turn may have (docs/session-format.md); anything else still renders,
+#: marked unknown.
 KNOWN_STATUSES = ("running", "ok", "error", "truncated", "empty", "cancelled")
 
 #: The session kinds told apart by the file name prefix.

@@ -572,8 +572,15 @@ class _Detector:
             rule_set, kinds, marker_re, base, tuple(always), tuple(jobs), join, re2_jobs=re2_jobs
         )
 
-    def detect(self, text: str, listed: tuple[re.Pattern[str], ...], rules: bool) -> _Scan:
-        """The spans of ``text`` holding a secret (with ``rules``) or a listed value."""
+    def detect(
+        self,
+        text: str,
+        listed: tuple[re.Pattern[str], ...],
+        rules: bool,
+        cuts: tuple[int, ...] = (),
+    ) -> _Scan:
+        """The spans of ``text`` holding a secret (with ``rules``) or a listed value.
+        ``cuts``: where a joined view removed a line break (UTF-8 offsets of ``text``)."""
         out: list[Span] = []
         data = b""
         views: set[str] = set()
@@ -583,7 +590,7 @@ class _Detector:
             if chosen:
                 byte_spans: list[Span] = []
                 for number in chosen:
-                    self._run(self.jobs[number], text, data, out, byte_spans)
+                    self._run(self.jobs[number], text, data, out, byte_spans, cuts)
                 if byte_spans:
                     out.extend(_char_spans(data, text, byte_spans))
         if listed:
@@ -655,7 +662,13 @@ class _Detector:
         return _Trigger(merged, tuple(jobs), tuple(views), tuple(matches), hot_set, ())
 
     def _run(
-        self, job: _Job, text: str, data: bytes, out: list[Span], byte_spans: list[Span]
+        self,
+        job: _Job,
+        text: str,
+        data: bytes,
+        out: list[Span],
+        byte_spans: list[Span],
+        cuts: tuple[int, ...] = (),
     ) -> None:
         if job.private_key >= 0:
             out.extend(_private_key_spans(text, job.private_key))
@@ -669,7 +682,8 @@ class _Detector:
                     continue
                 byte_spans.append((start, end, job.prio | _WHOLE if whole else job.prio))
         if job.assignments:
-            byte_spans.extend((start, end, job.prio) for start, end in assignments.spans(data))
+            found = assignments.spans(data, cuts)
+            byte_spans.extend((start, end, job.prio) for start, end in found)
 
 
 @functools.cache
@@ -691,7 +705,7 @@ class _View:
     parent text only when a match in this view has to be mapped back, which is rare.
     """
 
-    __slots__ = ("_arrays", "_source", "listed", "parent", "rules", "text")
+    __slots__ = ("_arrays", "_source", "cuts", "listed", "parent", "rules", "text")
 
     def __init__(
         self,
@@ -700,6 +714,7 @@ class _View:
         source: UnitSource | None = None,
         rules: bool = True,
         listed: bool = True,
+        cuts: tuple[int, ...] = (),
     ) -> None:
         self.text = text
         self.parent = parent
@@ -707,6 +722,8 @@ class _View:
         """Whether the detection rules run on this view."""
         self.listed = listed
         """Whether the user-listed values are looked for in this view."""
+        self.cuts = cuts
+        """Where a line break was removed (a joined view): UTF-8 offsets of ``text``."""
         self._source = source
         self._arrays: tuple[array[int], array[int], array[int], array[int]] | None = None
 
@@ -889,12 +906,17 @@ def _strict_joined_view(view: _View, data: bytes, candidates: Any) -> _View | No
     if not units:
         return None
     pieces = []
-    pos = 0
+    cuts = []
+    pos = offset = 0
     for start, end, _ in units:
-        pieces.append(text[pos:start])
+        piece = text[pos:start]
+        pieces.append(piece)
+        offset += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+        cuts.append(offset)
         pos = end
     pieces.append(text[pos:])
-    return _View("".join(pieces), view, lambda: units, rules=True, listed=False)
+    joined = "".join(pieces)
+    return _View(joined, view, lambda: units, rules=True, listed=False, cuts=tuple(cuts))
 
 
 # --------------------------------------------------------------------------------------
@@ -1117,7 +1139,9 @@ class Redactor:
             if view.parent is None:
                 scan = first
             else:
-                scan = engine.detect(view.text, listed if view.listed else (), view.rules)
+                scan = engine.detect(
+                    view.text, listed if view.listed else (), view.rules, view.cuts
+                )
             found_here: list[Span] = []
             for v_start, v_end, prio in scan.spans:
                 start, end = view.to_root(v_start, v_end)

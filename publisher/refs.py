@@ -1,6 +1,6 @@
 """Session references, in one place: how they are written, found in text and resolved.
 
-The spec names a session two ways besides its file name:
+The session format (docs/session-format.md) names a session two ways besides its file name:
 
 - ``#<id>``: the six-character base36 id minted at creation and embedded as the last
   ``_``-separated component of an auto name (``ses_20260817_120000_ab12cd`` is
@@ -107,7 +107,7 @@ def id_of_file(file_name: str) -> str | None:
 
 
 def id_glob(ident: str) -> str:
-    """The filename glob that finds ``#<ident>`` (the spec's resolution rule)."""
+    """The filename glob that finds ``#<ident>`` (the format's resolution rule)."""
     return f"*_{ident}.json"
 
 

@@ -1,4 +1,4 @@
-"""Regenerate sample_sessions/: a realistic inventory-api story covering every feature of the spec."""
+"""Regenerate sample_sessions/: a realistic inventory-api story covering every feature of the session format (docs/session-format.md)."""
 
 import json
 from pathlib import Path

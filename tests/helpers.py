@@ -45,7 +45,7 @@ IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
 OLD_NS = 1_600_000_000_000_000_000
 
 
-#: The incremental build's racy-stamp window (ns), as the README promises it: a file written
+#: The incremental build's racy-stamp window (ns), as docs/site.md promises it: a file written
 #: within 2 s of the previous scan is read again even when its size and mtime are unchanged.
 #: The tests' one reference to it. Deliberately not read from the build (today
 #: ``publisher.site.build.RACY_NS``): a test must fail, not adapt, when the build's window

@@ -275,7 +275,7 @@ def test_axe_reports_no_serious_violation(browser: Browser, base_url: str) -> No
 def test_search_finds_prompts_and_a_long_outputs_last_lines_only(
     page: Page, tmp_path: Path
 ) -> None:
-    """What the README says is indexed: a prompt's word is found, and the last 6 lines of a
+    """What docs/search.md says is indexed: a prompt's word is found, and the last 6 lines of a
     long tool output; its first lines, its hidden middle and the first lines of its shown
     tail are not."""
     sessions = tmp_path / "sessions"

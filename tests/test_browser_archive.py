@@ -105,7 +105,7 @@ def test_phone_card_shows_every_field(browser: Browser, base_url: str) -> None:
         ("c-role", "Role"),
         ("c-updated", "Updated"),
         ("c-turns", "Turns"),
-        ("c-errors", "Errors"),
+        ("c-failures", "Failures"),
         ("c-status", "Last status"),
     ]:
         assert shown[key] == (True, f'"{label}: "'), (key, shown[key])
@@ -115,12 +115,15 @@ def test_phone_card_shows_every_field(browser: Browser, base_url: str) -> None:
 def test_role_filter_none_is_not_all(page: Page, base_url: str) -> None:
     page.goto(base_url + "index.html")
     total = page.locator("#session-table tbody tr").count()
-    page.select_option("#filter-role", label="(none)")
     shown = page.locator("#session-table tbody tr:not([hidden])")
+    first = shown.count()  # sub-sessions are behind their toggle
+    page.select_option("#filter-role", label="(none)")
     assert 0 < shown.count() < total
     assert set(shown.evaluate_all("rs => rs.map(r => r.dataset.role)")) == {""}
     page.select_option("#filter-role", label="all")
-    assert page.locator("#session-table tbody tr:not([hidden])").count() == total
+    assert shown.count() == first
+    page.check("#filter-subs")
+    assert shown.count() == total
 
 
 def test_previews_are_plain_text(page: Page, base_url: str) -> None:
@@ -155,16 +158,16 @@ def test_decisions_link_to_the_call_they_resolved(page: Page, base_url: str) -> 
     assert page.evaluate("document.getElementById('turn-7.2').getBoundingClientRect().top") < 900
 
 
-def test_errors_link_to_their_turn_and_filter(page: Page, base_url: str) -> None:
+def test_failures_link_to_their_turn_and_filter(page: Page, base_url: str) -> None:
     page.goto(base_url + "errors.html")
     rows = page.locator("#event-table tbody tr")
     times = rows.evaluate_all("rs => rs.map(r => r.cells[0].innerText)")
     assert times == sorted(times, reverse=True)
-    page.select_option('select[data-filter="value"]', label="401 (1)")  # its count
+    page.select_option('select[data-filter="value"]', label="interrupted (1)")  # its count
     shown = page.locator("#event-table tbody tr:not([hidden])")
     assert shown.count() == 1
-    shown.locator('a:has-text("turn 7")').click()
-    page.wait_for_url("**/ses_20260817_120000_ab12cd/index.html#turn-7")
+    shown.locator('a:has-text("turn 11")').click()
+    page.wait_for_url("**/ses_20260817_120000_ab12cd/index.html#turn-11")
     page.goto(base_url + "errors.html")
     page.select_option('select[data-filter="role"]', label="(none)")
     roles = page.locator("#event-table tbody tr:not([hidden])").evaluate_all(
@@ -307,7 +310,7 @@ def test_comparison_page_fits_and_passes_axe(browser: Browser, compare_site: Pat
 
 
 def test_archive_pages_filter_across_shards(browser: Browser, tmp_path: Path) -> None:
-    """Errors and Decisions hold their first rows as HTML and every row in script-tag
+    """Failures and Decisions hold their first rows as HTML and every row in script-tag
     shards: filters and "Load all" work across the shards from file:// and over HTTP."""
     from publisher.site.context import Tunables
 
@@ -324,16 +327,19 @@ def test_archive_pages_filter_across_shards(browser: Browser, tmp_path: Path) ->
             rows = pg.locator("#event-table tbody tr:not([hidden])")
             pg.goto(root + "errors.html")
             assert rows.count() == 3
-            assert rows.first.locator("td").nth(4).inner_text() == "boom 7.1"  # newest first
-            # The option says its count: the rows it shows.
-            pg.select_option('select[data-filter="value"]', label="E0 (8)")
-            expect(pg.locator("#event-table tbody tr")).to_have_count(8)
+            # newest first
+            assert rows.first.locator("td").nth(4).inner_text() == "error E1: boom 7.1"
+            # The option says its count: the rows it shows (15 errors, 4 denied calls).
+            pg.select_option('select[data-filter="value"]', label="denied (4)")
+            expect(pg.locator("#event-table tbody tr")).to_have_count(4)
             messages = rows.locator("td.c-message").all_inner_texts()
-            assert messages == [f"boom {i}.0" for i in range(7, -1, -1)], messages
+            assert messages == ["permission denied: sh"] * 4, messages
+            names = rows.locator("td.c-name code").all_inner_texts()
+            assert names == [f"job_2026081{i}_120000_err{i:03d}" for i in (7, 5, 3, 1)], names
             pg.select_option('select[data-filter="value"]', label="all")
             pg.select_option('select[data-filter="role"]', label="(none)")
-            assert rows.count() == 7  # runs 0, 2, 4, 6: 1 + 3 + 2 + 1 errors
-            assert pg.locator(".filter-count").inner_text() == "7 of 15 shown"
+            assert rows.count() == 7  # runs 0, 2, 4, 6: 1 + 3 + 2 + 1 errors, none denied
+            assert pg.locator(".filter-count").inner_text() == "7 of 19 shown"
             link = rows.first.locator("td").nth(2).locator("a")
             assert link.get_attribute("href") == (
                 "sessions/job_20260816_120000_err006/index.html#turn-1"

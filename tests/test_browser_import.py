@@ -190,11 +190,14 @@ def test_the_index_says_where_each_session_came_from(
     page.goto(base_url + "index.html")
     for agent, name in holders.items():
         row = page.locator("tr", has=page.locator(f'a[href*="/{urls.slug(name)}/"]'))
-        meta = row.locator(".row-meta").inner_text()
+        meta = row.locator(".row-meta")
+        text, title = meta.inner_text(), meta.get_attribute("title")
         if agent == "polyglav":
-            assert "imported from" not in meta, meta  # a Polyglav session of its own
+            assert title is None, title  # a Polyglav session of its own
         else:
-            assert f"imported from {AGENT_LABELS[agent]}: " in meta, (agent, meta)
+            # the agent named on the row, the full origin in its title
+            assert text.endswith(f" · {AGENT_LABELS[agent]}"), (agent, text)
+            assert title and title.startswith(f"imported from {AGENT_LABELS[agent]}: "), title
 
 
 def test_no_secret_in_any_file_of_the_site_or_the_markdown(

@@ -104,7 +104,7 @@ def test_queries_sort_hostile_names_as_python_sorts_them(names: list[str]) -> No
     in_order = [row[0] for row in catalog.con.execute("SELECT name FROM sources ORDER BY name")]
     assert in_order == sorted(names)
     count = 1
-    assert [row for _, _, row, _ in catalog.shard_rows(0, count)] == [
+    assert [row for _, _, row, _, _ in catalog.shard_rows(0, count)] == [
         row for _, row in sorted((n, catalog.con.execute("SELECT row FROM summaries WHERE file_name = ?", (f"{i}.json",)).fetchone()[0]) for i, n in enumerate(names))
     ]  # fmt: skip
     for name in names:

@@ -1245,9 +1245,9 @@ def test_the_stderr_example_in_the_doc_is_what_the_samples_print() -> None:
     assert fail_lines(err) == example.splitlines()
 
 
-def test_the_readme_shows_real_output() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    marker = re.search(r"^<!-- ci-summary: polyglav (.+) -->\n((?:>.*\n)+)", readme, re.M)
+def test_the_readme_and_the_ci_guide_show_real_output() -> None:
+    guide = CI_DOC.read_text(encoding="utf-8")
+    marker = re.search(r"^<!-- ci-summary: polyglav (.+) -->\n((?:>.*\n)+)", guide, re.M)
     assert marker is not None
     args = marker.group(1).replace("'#ab12cd'", "#ab12cd").split()
     code, stdout, _ = run(*args)
@@ -1256,10 +1256,12 @@ def test_the_readme_shows_real_output() -> None:
         line[2:] if line.startswith("> ") else "\n" for line in marker.group(2).splitlines(True)
     )
     assert shown == stdout
-    block = re.search(r"  \$ polyglav (check .+)\n((?:  \S.*\n)+)  ```", readme)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^( *)\$ polyglav (check .+)\n((?:\1\S.*\n)+)\1```", readme, re.M)
     assert block is not None
-    code, stdout, err = run(*block.group(1).replace("'#ab12cd'", "#ab12cd").split())
-    assert [line[2:] for line in block.group(2).splitlines()] == (stdout + err).splitlines()
+    code, stdout, err = run(*block.group(2).replace("'#ab12cd'", "#ab12cd").split())
+    indent = len(block.group(1))
+    assert [line[indent:] for line in block.group(3).splitlines()] == (stdout + err).splitlines()
     assert (ROOT / "docs" / "junit-report.png").stat().st_size > 10_000
 
 

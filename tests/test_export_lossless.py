@@ -53,7 +53,7 @@ PARSER = MarkdownIt("commonmark")
 
 
 def recover_blocks(markdown: str) -> list[tuple[str, str]]:
-    """(info, recovered text) of every fenced block, by the README's recovery rule."""
+    """(info, recovered text) of every fenced block, by docs/export.md's recovery rule."""
     out = []
     for token in PARSER.parse(markdown):
         if token.type != "fence":

@@ -135,3 +135,36 @@ def test_a_sub_sessions_change_reaches_its_roots_row_incrementally(tmp_path: Pat
     data = json.loads(root_row.group(0))
     assert (data[10], data[14], data[16]) == (4, 1, 0)
     assert fresh_digest(sessions, tmp_path / "fresh", tunables=tunables) == after
+
+
+def test_a_sub_session_whose_parent_is_missing_is_listed_as_a_root(tmp_path: Path) -> None:
+    """Nothing above counts an orphan's failures, so its row is never behind the toggle;
+    when its parent arrives (or goes), its row moves, incrementally as in a full build."""
+    sessions = archive(tmp_path, extra=12)
+    root = sessions / f"{ROOT}.json"
+    kept = root.read_bytes()
+    root.unlink()
+    out = tmp_path / "site"
+    tunables = Tunables(index_first_rows=4, rows_per_shard=4)
+    build(sessions, out, tunables=tunables)
+
+    def subs() -> dict[str, int]:
+        shards = "".join(p.read_text() for p in sorted((out / "rows").glob("*.js")))
+        found = {}
+        for name in (CHILD, GRANDCHILD):
+            row = re.search(rf'\["sub","{name}",[^\]]*\]', shards)
+            assert row is not None, name
+            found[name] = json.loads(row.group(0))[16]
+        return found
+
+    # The child names a parent that is not here: a root's row; the grandchild stays below it.
+    assert subs() == {CHILD: 0, GRANDCHILD: 1}
+    assert fresh_digest(sessions, tmp_path / "fresh1", tunables=tunables) == tree_digest(out)
+    root.write_bytes(kept)  # the parent arrives
+    build(sessions, out, tunables=tunables)
+    assert subs() == {CHILD: 1, GRANDCHILD: 1}
+    assert fresh_digest(sessions, tmp_path / "fresh2", tunables=tunables) == tree_digest(out)
+    root.unlink()  # and goes again
+    build(sessions, out, tunables=tunables)
+    assert subs() == {CHILD: 0, GRANDCHILD: 1}
+    assert fresh_digest(sessions, tmp_path / "fresh3", tunables=tunables) == tree_digest(out)

@@ -255,7 +255,7 @@ def test_nothing_executes_and_nothing_is_fetched_outside(hostile_site: Path, ser
 @pytest.fixture(scope="module")
 def hostile_series(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every payload as a run of one series (each run's comparison page shows a payload
-    against the previous one), with the index and the Errors and Decisions pages sharded:
+    against the previous one), with the index and the Failures and Decisions pages sharded:
     the delegation tree has its own page (``tree.html``) and the rows come from script-tag
     shards."""
     from publisher.site.context import Tunables
@@ -361,10 +361,12 @@ def test_nothing_executes_on_comparison_tree_and_sharded_index(hostile_series: P
         page.locator('th[data-key="turns"] button').click()  # every shard's rows, drawn
         expect(page.locator("#session-table tbody tr")).to_have_count(len(PAYLOADS))
         assert page.evaluate("window.__pwned") is None
-        for rel in ("errors.html", "decisions.html"):  # every row, from the script-tag shards
+        # every row, from the script-tag shards: each session failed thrice (two errors
+        # and a failed call) and made two decisions
+        for rel, each in (("errors.html", 3), ("decisions.html", 2)):
             page.goto(served + rel)
             page.locator("#load-all").click()
-            expect(page.locator("#event-table tbody tr")).to_have_count(2 * len(PAYLOADS))
+            expect(page.locator("#event-table tbody tr")).to_have_count(each * len(PAYLOADS))
             assert page.evaluate("window.__pwned") is None, rel
     assert dialogs == []
     assert outside == []

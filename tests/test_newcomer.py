@@ -111,7 +111,7 @@ def test_a_file_name_that_is_not_the_session_name_is_shown_and_warned_about(
     assert row.split()[1] == "ses_20260101_000000_outer1"
     assert "session_name: ses_20260101_000000_inner1" in row
     assert "ses_20260101_000000_outer1.json: its session_name is" in err
-    # #id resolves by file name, as the spec says.
+    # #id resolves by file name, as docs/session-format.md says.
     code, out, err = run("export", "#outer1", "--out", "-", "--project", str(folder))
     assert code == 0 and "its session_name is" in err
     report = build(folder, tmp_path / "site")

@@ -374,6 +374,18 @@ def test_separated_secrets_all_disappear(
     assert redactor.total >= 1
 
 
+def test_a_wrapped_value_glued_to_the_next_line_keeps_its_second_half_hidden() -> None:
+    # The joined view reads the wrapped value and the next, indented line as one value,
+    # which ends in ".example" (a placeholder): its prefix at the join is the secret.
+    for text in (
+        "client_secret: 5hJ8kL2m\\\nN9pQ4rT7\n    acme-fyxg0yod.internal.example",
+        "export PAYMENTS_API_KEY=Zq7Wd3Hs\n      x2Kp8Rv5\n    see docs.example",
+    ):
+        out = Counting().redact_text(text)
+        assert "N9pQ4rT7" not in out and "x2Kp8Rv5" not in out, out
+        assert "[REDACTED:assigned-secret]" in out
+
+
 # --------------------------------------------------------------------------------------
 # False positives.
 

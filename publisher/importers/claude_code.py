@@ -1107,7 +1107,8 @@ def _meta(path: Path) -> dict[str, str]:
 
 
 def convert(unit: Unit, problems: list[Problem]) -> Result:
-    """Read a session and its sub-agents; the sessions in the spec's format."""
+    """Read a session and its sub-agents; the sessions in the session format
+    (docs/session-format.md)."""
     main_id = unit.main.stem
     main = SessionBuilder(AGENT, str(unit.main), main_id)
     converter = Converter(main)

@@ -1,6 +1,6 @@
 """What every importer shares: reading sources safely, building a session document in the
-spec's turn format, naming it, writing it atomically and deterministically, and the stamp
-store that lets an unchanged source be skipped.
+turn format (docs/session-format.md), naming it, writing it atomically and
+deterministically, and the stamp store that lets an unchanged source be skipped.
 
 Sources are untrusted and never written: they are opened read-only, line by line, with a
 cap on a line's length. A line that cannot be read becomes a :class:`Problem` (one line
@@ -125,7 +125,7 @@ def parse_time(value: JSON) -> datetime | None:
 
 
 def iso(value: JSON) -> str:
-    """A source timestamp in the spec's form: ``...Z`` becomes ``...+00:00``; a time that is
+    """A source timestamp in the format's form: ``...Z`` becomes ``...+00:00``; a time that is
     not ISO 8601 is kept as written (text), a missing one is empty."""
     if value is None:
         return ""
@@ -256,8 +256,8 @@ def text_of(value: JSON) -> str:
 
 @dataclass(slots=True)
 class SessionBuilder:
-    """Accumulates one session in the spec's turn format, as plain JSON values in a fixed
-    key order (the file is deterministic)."""
+    """Accumulates one session in the turn format (docs/session-format.md), as plain JSON
+    values in a fixed key order (the file is deterministic)."""
 
     agent: str
     """Importer name (``claude-code``, ``codex``, ``aider``)."""
@@ -469,7 +469,7 @@ class SessionBuilder:
 
 
 def link_sub_session(parent: SessionBuilder, sub: SessionBuilder) -> None:
-    """Link a sub-agent's session to its parent's both ways (the spec's ``parent_id`` and
+    """Link a sub-agent's session to its parent's both ways (the format's ``parent_id`` and
     ``sub_sessions``); call once both names are final (their first times are known)."""
     sub.parent_id = parent.name
     if sub.name not in parent.sub_sessions:

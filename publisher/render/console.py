@@ -49,7 +49,7 @@ def history_lines(
 
 
 def cap(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters with the spec's suffix; 0 means no cap."""
+    """``text`` cut to ``limit`` characters with Polyglav's ``/print`` suffix; 0 means no cap."""
     if limit <= 0 or len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more chars, use --full)"

@@ -80,7 +80,7 @@ class OutputView:
 
     @property
     def indexed(self) -> str:
-        """What of the output the search index holds (the README's "What is indexed"): the
+        """What of the output the search index holds (docs/search.md, "What is indexed"): the
         whole of a short output shown open, the last lines of a long one, nothing of an
         output shown collapsed or published beside the page."""
         if self.hidden:

@@ -3,7 +3,7 @@
 Every text that comes from the session (prompts, thinking, answers, tool input and
 output, commands, notes, error messages) is written in a fenced code block, so nothing in a
 session can forge the export's own structure (a fake ``## Errors`` heading, a closed
-fence, a link). Metadata values are code spans. See the README for the recovery rules.
+fence, a link). Metadata values are code spans. See docs/export.md for the recovery rules.
 The export is produced as a stream of chunks so a 100 MB session never becomes one string.
 """
 
@@ -208,7 +208,7 @@ def _turn(
     before = session.turns[position - 1].ended_at if position else ""
     times = view.TurnTimes.of(turn, asks, before)
     spent: list[tuple[str, str]] = []
-    if times.span is not None:  # the spec's duration is the span: where it went, apart
+    if times.span is not None:  # a turn's duration is its span (docs/session-format.md)
         spent.append(("Work time", view.work_line(times)))
     if times.waiting:
         spent.append(("Waiting on the person", view.format_duration(times.waiting)))

@@ -32,7 +32,8 @@ the turns with an error or a refused decision: a 3,000-turn outline doubled the 
 
 
 def error_code(code: object) -> str:
-    """``HTTP 503``; ``no HTTP status`` for ``0`` (the spec's "no status"); ``code X`` else."""
+    """``HTTP 503``; ``no HTTP status`` for ``0`` (the format's "no status":
+    docs/session-format.md); ``code X`` else."""
     if isinstance(code, float) and code.is_integer():
         code = int(code)
     if isinstance(code, bool):

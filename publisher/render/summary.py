@@ -179,7 +179,7 @@ def _status_counts(session: Session) -> str:
     order = [s for s in KNOWN_STATUSES if s in tally] + sorted(
         s for s in tally if s not in KNOWN_STATUSES
     )
-    order.sort(key=lambda s: -tally[s])  # stable: most frequent first, then the spec's order
+    order.sort(key=lambda s: -tally[s])  # stable: most frequent first, then KNOWN_STATUSES' order
     return _capped([f"{tally[s]} {code(s, 40)}" for s in order])
 
 

@@ -1386,14 +1386,15 @@ class Catalog:
         row = self.con.execute("SELECT sum(redacted) FROM sources WHERE published").fetchone()
         return int(row[0] or 0)
 
-    def recent(self, limit: int) -> list[tuple[str, str, str | None, bool]]:
+    def recent(self, limit: int) -> list[tuple[str, str, str | None, bool, bool]]:
         """(file name, session name, kept row HTML or None, whether it may have sessions
-        below it: :data:`_CALLS`) of the ``limit`` most recently updated published sessions
-        (then by name, descending): the index's first screen."""
+        below it: :data:`_CALLS`, whether its parent is missing: :data:`_ORPHAN`) of the
+        ``limit`` most recently updated published sessions (then by name, descending): the
+        index's first screen."""
         return [
-            (file_name, name, html, bool(calls))
-            for file_name, name, html, calls in self.con.execute(
-                f"SELECT s.file_name, s.name, m.row_html, {_CALLS} FROM sources s"
+            (file_name, name, html, bool(calls), bool(orphan))
+            for file_name, name, html, calls, orphan in self.con.execute(
+                f"SELECT s.file_name, s.name, m.row_html, {_CALLS}, {_ORPHAN} FROM sources s"
                 " JOIN summaries m ON m.file_name = s.file_name WHERE s.published"
                 " ORDER BY s.updated_at DESC, s.name DESC LIMIT ?",
                 (limit,),
@@ -1406,14 +1407,14 @@ class Catalog:
             (text(html), text(file_name)),
         )
 
-    def shard_rows(self, index: int, count: int) -> list[tuple[str, str, str, bool]]:
+    def shard_rows(self, index: int, count: int) -> list[tuple[str, str, str, bool, bool]]:
         """(file name, session name, kept row data (JSON), whether it may have sessions
-        below it: :data:`_CALLS`) of the published sessions of row shard ``index`` of
-        ``count``, by name."""
+        below it: :data:`_CALLS`, whether its parent is missing: :data:`_ORPHAN`) of the
+        published sessions of row shard ``index`` of ``count``, by name."""
         return [
-            (file_name, name, row, bool(calls))
-            for file_name, name, row, calls in self.con.execute(
-                f"SELECT s.file_name, s.name, m.row, {_CALLS} FROM sources s"
+            (file_name, name, row, bool(calls), bool(orphan))
+            for file_name, name, row, calls, orphan in self.con.execute(
+                f"SELECT s.file_name, s.name, m.row, {_CALLS}, {_ORPHAN} FROM sources s"
                 " JOIN summaries m ON m.file_name = s.file_name"
                 " WHERE s.published AND s.lane % ? = ? ORDER BY s.name",
                 (count, index),
@@ -1622,6 +1623,14 @@ _ROOT = (
     " AND p.name = r.parent_id))"
 )
 """A published session ``r`` without a parent in the archive."""
+
+_ORPHAN = (
+    "(s.parent_id != '' AND (s.parent_id = s.name OR NOT EXISTS (SELECT 1 FROM sources p"
+    " WHERE p.published AND p.name = s.parent_id)))"
+)
+"""A published session ``s`` naming a parent that is not in the archive, or itself: its
+index row is a root's (:func:`.index.index_row`'s ``orphan``). A longer cycle of parents
+stays behind the sub-sessions toggle (the toggle shows it)."""
 
 
 def _each(cursor: sqlite3.Cursor) -> Iterator[Any]:

@@ -58,12 +58,12 @@ _NOTHING = Outcome()
 """What nothing below a session did (the roll-up of a session that calls none)."""
 
 
-def row_data(summary: Summary, below: Outcome = _NOTHING) -> list[object]:
+def row_data(summary: Summary, below: Outcome = _NOTHING, orphan: bool = False) -> list[object]:
     """A session's row as data for the table's script (the order is ``app.js``'s ``F``;
-    ``below``: what its sub-sessions did, :func:`rolled_up`)."""
+    ``below`` and ``orphan`` as :func:`index_row` takes them)."""
     from ..render.html import short_time
 
-    row = index_row(summary, below)
+    row = index_row(summary, below, orphan)
     meta = " · ".join(
         part
         for part in (
@@ -98,11 +98,12 @@ def row_data(summary: Summary, below: Outcome = _NOTHING) -> list[object]:
     ]
 
 
-def row_json(summary: Summary, below: Outcome = _NOTHING) -> str:
+def row_json(summary: Summary, below: Outcome = _NOTHING, orphan: bool = False) -> str:
     """:func:`row_data` as the JSON a row shard holds (ASCII: surrogates escaped). The scan
-    keeps each session's without ``below``; the index stage makes again those of the
-    sessions that have sub-sessions (:func:`rolled_up`)."""
-    return json.dumps(row_data(summary, below), ensure_ascii=True, separators=(",", ":"))
+    keeps each session's without ``below``, its parent taken to be in the archive; the
+    index stage makes again those of the sessions that have sub-sessions
+    (:func:`rolled_up`) and of those whose parent is missing."""
+    return json.dumps(row_data(summary, below, orphan), ensure_ascii=True, separators=(",", ":"))
 
 
 def shard_bytes(index: int, rows: list[str]) -> bytes:
@@ -129,9 +130,11 @@ def rolled_up(graph: Graph, name: str) -> Outcome:
     return graph.below(name) if graph.children(name) else _NOTHING
 
 
-def index_row(summary: Summary, below: Outcome = _NOTHING) -> IndexRow:
-    """What the index table shows of a session: a function of its summary and of what its
-    sub-sessions did (``below``, :func:`rolled_up`: their failures count in its row)."""
+def index_row(summary: Summary, below: Outcome = _NOTHING, orphan: bool = False) -> IndexRow:
+    """What the index table shows of a session: a function of its summary, of what its
+    sub-sessions did (``below``, :func:`rolled_up`: their failures count in its row) and of
+    whether the parent it names is missing from the archive (``orphan``: then nothing above
+    counts it, and its row is a root's, not behind the sub-sessions toggle)."""
     own = Outcome(failures=summary.failures).failed
     spend = spend_of_groups(summary.usage)
     return IndexRow(
@@ -149,7 +152,7 @@ def index_row(summary: Summary, below: Outcome = _NOTHING) -> IndexRow:
         failures=own,
         failures_below=below.failed,
         failure_note=failure_note(summary.failures, below),
-        sub=bool(summary.parent_id),
+        sub=bool(summary.parent_id) and not orphan,
         last_status=summary.last_status,
         first_prompt=summary.first_prompt,
         file_name="" if summary.file_name == f"{summary.name}.json" else summary.file_name,
@@ -309,13 +312,13 @@ def first_rows_html(
     sessions below it counts what they did (:func:`rolled_up`, asked of ``graph``) and is
     rendered each time (never kept: they may have changed)."""
     rows = []
-    for file_name, name, html, calls in catalog.recent(limit):
+    for file_name, name, html, calls, orphan in catalog.recent(limit):
         below = rolled_up(graph, name) if calls else _NOTHING
-        if html is None or below.sessions:
+        if html is None or below.sessions or orphan:
             summary = catalog.summary_of(file_name)
             assert summary is not None
-            made = renderer.render_index_row(index_row(summary, below))
-            if not below.sessions:
+            made = renderer.render_index_row(index_row(summary, below, orphan))
+            if not below.sessions and not orphan:
                 catalog.set_row_html(file_name, made)
             html = made
         rows.append(Markup(html))
@@ -326,12 +329,12 @@ def shard_rows(catalog: Catalog, graph: Graph, index: int, count: int) -> list[s
     """The row data (JSON) of row shard ``index`` of ``count``: each session's as the scan
     kept it, or made again with what the sessions below it did (:func:`rolled_up`)."""
     rows = []
-    for file_name, name, row, calls in catalog.shard_rows(index, count):
+    for file_name, name, row, calls, orphan in catalog.shard_rows(index, count):
         below = rolled_up(graph, name) if calls else _NOTHING
-        if below.sessions:
+        if below.sessions or orphan:
             summary = catalog.summary_of(file_name)
             assert summary is not None
-            row = row_json(summary, below)
+            row = row_json(summary, below, orphan)
         rows.append(row)
     return rows
 

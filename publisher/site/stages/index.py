@@ -156,9 +156,11 @@ def _tree(ctx: BuildContext, graph: Graph, graph_key: str) -> str:
 
 
 def _touched(catalog: Catalog, graph: Graph) -> set[int]:
-    """The lanes of the sessions this build set or dropped, and of the sessions above them
-    (a row counts the failures of the sessions below it: :func:`..index.rolled_up`); a
-    gone session's callers are found by the parent its last row named."""
+    """The lanes of the sessions this build set or dropped, of the sessions above them
+    (a row counts the failures of the sessions below it: :func:`..index.rolled_up`; a
+    gone session's callers are found by the parent its last row named) and of those naming
+    them as parent (whether a row is behind the sub-sessions toggle turns on its parent
+    being in the archive: :func:`..index.index_row`'s ``orphan``)."""
     lanes = set(catalog.touched_lanes())
     names: set[str] = set()
     for name, parent in catalog.touched_names():
@@ -168,6 +170,7 @@ def _touched(catalog: Catalog, graph: Graph) -> set[int]:
     above = set(names)
     for name in sorted(names):
         above |= graph.ancestors(name)
+        above.update(graph.children(name))
     return lanes | catalog.lanes_of(sorted(above))
 
 
