@@ -7,8 +7,8 @@ On the output-heavy archive (``generate.py --shape output``), in one run, altern
   (``--nthreads 1``, no nanny) started by this script on loopback
   (``polyglav site build --scheduler tcp://127.0.0.1:PORT``).
 
-Each build is a fresh subprocess into an empty site and cache folder, search off (Pagefind
-runs in the build's process either way). Prints the wall times, the ratio of the medians
+Each build is a fresh subprocess into an empty site and cache folder, search off (the
+search index is written by the build's process either way). Prints the wall times, the ratio of the medians
 (issue 34's target: at most 1.3), the CPU seconds of the build's process, of the workers and
 of the scheduler (``/proc``), and from them the cost of one session: the workers' CPU a
 session (what more workers divide) and the build process's (what they do not: it writes the
