@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, from scratch, on a Debian machine:
-# the package with its test and dask extras, Debian's Chromium (for Playwright), Java (for
+# the package with its test extras (Dask included), Debian's Chromium (for Playwright), Java (for
 # the Nu Html Checker) and the npm packages vnu-jar and axe-core (into tests/node_modules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +18,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# dask: tests/test_distributed.py builds on a real Dask cluster (issue 34).
-python3 -m pip install -q --disable-pip-version-check -e '.[test,dask]'
+# The test extra includes dask: tests/test_distributed.py builds on a real Dask cluster.
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 
 if [ ! -f tests/node_modules/vnu-jar/build/dist/vnu.jar ] || [ ! -f tests/node_modules/axe-core/axe.min.js ]; then
   (cd tests && npm install --no-audit --no-fund --silent --ignore-scripts >/dev/null)

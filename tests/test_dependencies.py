@@ -86,3 +86,13 @@ def test_every_import_comes_from_a_declared_dependency() -> None:
         if not dists & allowed:
             missing[module] = sorted(dists) or ["(not installed)"]
     assert missing == {}, f"imported but not declared: {missing}"
+
+
+def test_no_benchmark_or_test_module_shadows_an_installed_package() -> None:
+    """Tests put ``benchmarks/`` on ``sys.path`` for a while (and a process pool started
+    then keeps it): a module there named as a package of the environment (Dask's
+    ``distributed``) would be imported instead of it."""
+    installed = set(packages_distributions())
+    for folder in ("benchmarks", "tests"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            assert path.stem not in installed, f"{folder}/{path.name} shadows a package"

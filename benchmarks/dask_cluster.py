@@ -16,8 +16,8 @@ catalog and the index). The two sites are compared file by file.
 
 Usage::
 
-    python benchmarks/distributed.py                       # 200 sessions, 3 rounds
-    python benchmarks/distributed.py --sessions 40 --rounds 1   # a smoke test
+    python benchmarks/dask_cluster.py                       # 200 sessions, 3 rounds
+    python benchmarks/dask_cluster.py --sessions 40 --rounds 1   # a smoke test
 """
 
 from __future__ import annotations
