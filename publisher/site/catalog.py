@@ -1618,16 +1618,18 @@ _PLACES = tuple(
 
 
 _SUMMARY_NAMES = frozenset(name for name, _ in SUMMARY_COLUMNS)
-_ROOT = (
-    "(r.parent_id = '' OR NOT EXISTS (SELECT 1 FROM sources p WHERE p.published"
-    " AND p.name = r.parent_id))"
-)
+
+
+def _parent_published(alias: str) -> str:
+    """Whether the parent that the published session ``alias`` names is in the archive
+    (the one rule of :data:`_ROOT` and :data:`_ORPHAN`)."""
+    return f"EXISTS (SELECT 1 FROM sources p WHERE p.published AND p.name = {alias}.parent_id)"
+
+
+_ROOT = f"(r.parent_id = '' OR NOT {_parent_published('r')})"
 """A published session ``r`` without a parent in the archive."""
 
-_ORPHAN = (
-    "(s.parent_id != '' AND (s.parent_id = s.name OR NOT EXISTS (SELECT 1 FROM sources p"
-    " WHERE p.published AND p.name = s.parent_id)))"
-)
+_ORPHAN = f"(s.parent_id != '' AND (s.parent_id = s.name OR NOT {_parent_published('s')}))"
 """A published session ``s`` naming a parent that is not in the archive, or itself: its
 index row is a root's (:func:`.index.index_row`'s ``orphan``). A longer cycle of parents
 stays behind the sub-sessions toggle (the toggle shows it)."""
