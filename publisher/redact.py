@@ -1405,28 +1405,48 @@ def _copy_item(item: JSON, found: Iterator[str], pending: list[tuple[JSON, JSON]
 
 
 def _redact_field(value: Any, redact: _Texts) -> Any:
+    cls = value.__class__  # the exact classes first: this runs for every field
+    if cls is str:
+        return redact(value)
+    if cls in _SCALARS:
+        return value
+    if cls is list or cls is dict:
+        return _redact_container(value, redact)
     if isinstance(value, Image):
         # An image's base64 is bytes, not text: a rule matching in it would only break the
         # image (and scanning megabytes of it costs). What it shows is not text to redact.
-        return _redact_object(value, redact, frozenset({"data"}))
+        return _redact_object(value, redact, _IMAGE_BYTES)
+    if _is_model_class(cls):
+        return _redact_object(value, redact)
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, (dict, list)):
-        if isinstance(value, list) and value and _is_model(value[0]):
-            items = [_redact_field(item, redact) for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-        originals = list(_json_strings(value))
-        found = [redact(text) for text in originals]
-        if all(new is old for new, old in zip(found, originals, strict=True)):
-            return value  # unchanged: the original, not a copy
-        return _copy_json(value, iter(found))
-    if _is_model(value):
-        return _redact_object(value, redact)
-    return value  # int, float, bool, None
+        return _redact_container(value, redact)
+    return value  # a number, None
 
 
-def _is_model(value: object) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+#: Field values with no text in them.
+_SCALARS = frozenset({bool, int, float, type(None)})
+#: The field of :class:`.Image` not redacted.
+_IMAGE_BYTES = frozenset({"data"})
+
+
+def _redact_container(value: list[Any] | dict[str, Any], redact: _Texts) -> Any:
+    """A list of models, or a JSON value: redacted, or ``value`` itself when unchanged."""
+    if isinstance(value, list) and value and _is_model_class(value[0].__class__):
+        items = [_redact_field(item, redact) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    originals = list(_json_strings(value))
+    found = [redact(text) for text in originals]
+    if all(new is old for new, old in zip(found, originals, strict=True)):
+        return value  # unchanged: the original, not a copy
+    return _copy_json(value, iter(found))
+
+
+@functools.cache
+def _is_model_class(cls: type) -> bool:
+    """Whether instances of ``cls`` are model dataclasses (walked field by field)."""
+    return dataclasses.is_dataclass(cls)
 
 
 @functools.cache
@@ -1469,6 +1489,8 @@ def redact_recorded(
     bytes (``record.source == source``), the walk puts back what it says and looks at
     nothing else."""
     if record is not None and record.source == source:
+        if not record.changes:
+            return session, record  # nothing was replaced: no walk to put nothing back
         replay = _Replay(redactor, record)
         return cast(Session, _redact_object(session, replay, IDENTIFIER_FIELDS)), record
     counts: Counter[str] = Counter()

@@ -30,6 +30,7 @@ from publisher.redact import (
     load_values_file,
     marker,
     redact_json,
+    redact_recorded,
     redact_session,
 )
 from publisher.render.markdown import export_markdown
@@ -409,6 +410,28 @@ def test_sample_sessions_come_out_unchanged(path: Path) -> None:
     assert redacted == session
     assert list(all_strings(redacted)) == list(all_strings(session))
     assert "".join(export_markdown(redacted)) == "".join(export_markdown(session))
+
+
+def test_a_record_replays_what_was_replaced_and_nothing_when_nothing_was() -> None:
+    """A build that reads a session file again puts back what the record says: the same
+    session as looking again; a record of no secret gives back the session itself."""
+    redactor = new_redactor()
+    secret = CORPUS[0]["secret"]
+    session = session_with(secret)
+    fresh, record = redact_recorded(session, redactor, "digest")
+    assert record.changes and record.counts
+    replayed, same = redact_recorded(session_with(secret), redactor, "digest", record)
+    assert same is record
+    assert replayed == fresh
+    assert secret not in "".join(all_strings(replayed))
+    plain = read_session(loadable_samples()[0])
+    _, quiet = redact_recorded(plain, redactor, "other")
+    assert not quiet.changes
+    again, _ = redact_recorded(plain, redactor, "other", quiet)
+    assert again is plain
+    # a record of other bytes is not used: the session is looked at afresh
+    looked, other = redact_recorded(session_with(secret), redactor, "changed", quiet)
+    assert other is not quiet and looked == fresh
 
 
 def test_there_are_loadable_samples() -> None:
