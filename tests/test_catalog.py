@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from publisher.site.catalog import SCHEMA, Catalog, SourceState
+from publisher.site.catalog import LANE_MASK, SCHEMA, Catalog, SourceState, shard_range, spread
 from publisher.site.stages.scan import state_of
 from publisher.site.summary import Summary
 from publisher.site.urls import row_slot
@@ -109,6 +109,56 @@ def test_queries_sort_hostile_names_as_python_sorts_them(names: list[str]) -> No
     ]  # fmt: skip
     for name in names:
         assert catalog.node(name) is not None
+
+
+@pytest.mark.unit
+@settings(max_examples=300, deadline=None)
+@given(lane=st.integers(0, LANE_MASK), bits=st.integers(0, 62), other=st.integers(0, LANE_MASK))
+def test_a_row_shard_is_one_range_of_spread(lane: int, bits: int, other: int) -> None:
+    """``lane % count = index`` holds exactly when the lane's spread is in
+    ``shard_range(index, count)``, for every power of two up to 2**62."""
+    count = 1 << bits
+    index = lane % count
+    low, high = shard_range(index, count)
+    assert low <= spread(lane) <= high
+    elsewhere = other % count
+    low, high = shard_range(elsewhere, count)
+    assert (low <= spread(lane) <= high) == (elsewhere == index)
+    with pytest.raises(ValueError):
+        shard_range(0, 3)
+    with pytest.raises(ValueError):
+        shard_range(count, count)
+
+
+@pytest.mark.unit
+def test_a_shard_s_rows_are_found_by_a_seek_with_the_same_answer() -> None:
+    """The shard queries an append makes (its index rows, its Errors and Decisions rows, a
+    search bundle's members) seek the ``spread`` index instead of reading every row, and
+    answer as ``lane % count`` does."""
+    catalog = Catalog.memory()
+    for i in range(64):
+        s = summary(f"ses_{i:03d}", file_name=f"{i}.json")
+        catalog.put(s.file_name, state(s), scanned=1)
+    catalog.publish(everything=True)
+    lanes = dict(catalog.con.execute("SELECT file_name, lane FROM sources"))
+    assert len(set(lanes.values())) > 32
+    for count in (1, 2, 8, 64):
+        for index in range(count):
+            want = sorted(f for f, lane in lanes.items() if lane % count == index)
+            got = sorted(f for _, f in catalog.bundle_members(index, count))
+            assert got == want
+            assert sorted(f for f, *_ in catalog.shard_rows(index, count)) == want
+    statements: list[str] = []
+    catalog.con.set_trace_callback(statements.append)
+    catalog.shard_rows(3, 8)
+    catalog.event_shard("errors", 3, 8)
+    catalog.bundle_members(3, 8)
+    catalog.con.set_trace_callback(None)
+    assert len(statements) == 3
+    for statement in statements:
+        plan = " ".join(row[-1] for row in catalog.con.execute("EXPLAIN QUERY PLAN " + statement))
+        assert "USING INDEX sources_spread (spread>? AND spread<?)" in plan, plan
+        assert "SCAN s " not in plan + " " and "SCAN sources" not in plan, plan
 
 
 @pytest.mark.unit

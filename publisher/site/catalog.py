@@ -14,7 +14,7 @@ Tables (``SCHEMA``; the DDL is :data:`DDL`):
   :class:`.summary.Summary` the builds sort, filter, group and join on, as columns of their
   own (:data:`SUMMARY_COLUMNS`: name, kind, role, times, parent, counts...), and what the
   build derives from them (its site folder, its graph shape, its index row's keys, its
-  shard ``lane``, its activity, what it spent by day and model (``spend``, issue 29's
+  shard ``lane`` and its ``spread``, its activity, what it spent by day and model (``spend``, issue 29's
   tokens and cost), its folder's stamp in the site, the facts its pages were rendered
   with, whether it is ``published``: the first file of its session name that loads). ``gen``, ``scanned`` and ``rendered`` are the build generations that last set
   the row, found its content changed, and rendered it.
@@ -75,7 +75,7 @@ from .staleness import UNTRUSTED_SQL
 from .summary import Summary
 from .urls import slug
 
-SCHEMA = 3
+SCHEMA = 4
 """Bumped when the tables change in a way :data:`DDL` does not show (a column's meaning)."""
 
 FILE = "catalog.sqlite"
@@ -84,7 +84,30 @@ FILE = "catalog.sqlite"
 LANE_MASK = (1 << 62) - 1
 """A session's ``lane`` is its row slot (:func:`.urls.row_slot`, 64 bits) masked to 62 bits
 (a SQLite integer); the row shard of a session among ``count`` (a power of two) is
-``lane % count``, as it is ``slot % count``."""
+``lane % count``, as it is ``slot % count``. Its ``spread`` (:func:`spread`) makes each
+shard one range an index finds (:func:`shard_range`)."""
+
+
+def spread(lane: int) -> int:
+    """``lane``'s 62 bits in reverse order. The lanes of a row shard (``lane % count``,
+    ``count`` a power of two) share their low bits, so their spreads share their high bits:
+    one range of ``spread`` (:func:`shard_range`), which an index seeks, where
+    ``lane % count = index`` makes SQLite read every row."""
+    return int(format(lane & LANE_MASK, "062b")[::-1], 2)
+
+
+def shard_range(index: int, count: int) -> tuple[int, int]:
+    """The first and last ``spread`` of the lanes whose ``lane % count`` is ``index``
+    (``count`` a power of two up to 2**62)."""
+    bits = count.bit_length() - 1
+    if count != 1 << bits or bits > 62 or not 0 <= index < count:
+        raise ValueError(f"shard {index} of {count}: not a shard of a power of two")
+    if bits == 0:
+        return 0, LANE_MASK
+    top = int(format(index, f"0{bits}b")[::-1], 2)
+    shift = 62 - bits
+    return top << shift, ((top + 1) << shift) - 1
+
 
 SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("name", "TEXT"),
@@ -130,6 +153,7 @@ _SOURCE_COLUMNS = (
     "digest",
     "events_key",
     "lane",
+    "spread",
     "facts_key",
     "site_ino",
     "site_mtime_ns",
@@ -166,6 +190,7 @@ CREATE TABLE sources (
     digest TEXT,
     events_key TEXT,
     lane INTEGER,
+    spread INTEGER,
     facts_key TEXT NOT NULL DEFAULT '',
     site_ino INTEGER NOT NULL DEFAULT 0,
     site_mtime_ns INTEGER NOT NULL DEFAULT 0,
@@ -180,7 +205,7 @@ CREATE INDEX sources_parent ON sources (parent_id, name) WHERE published AND par
 CREATE INDEX sources_declares ON sources (name) WHERE published AND subs != '[]';
 CREATE INDEX sources_series ON sources (role, created_at, name) WHERE published AND role != '';
 CREATE INDEX sources_ident ON sources (ident) WHERE ident IS NOT NULL;
-CREATE INDEX sources_lane ON sources (lane, name) WHERE published;
+CREATE INDEX sources_spread ON sources (spread, lane) WHERE published;
 CREATE INDEX sources_size ON sources (size) WHERE published;
 CREATE INDEX sources_gen ON sources (gen);
 CREATE INDEX sources_rendered ON sources (rendered);
@@ -813,7 +838,7 @@ class Catalog:
         ]
         if s is None:
             values += [None] * len(SUMMARY_COLUMNS)
-            values += [None, None, None, None, 0, 0, None, None, None, None, None, None]
+            values += [None, None, None, None, 0, 0, None, None, None, None, None, None, None]
         else:
             values += [text(v) if isinstance(v, str) else v for v in _summary_columns(s)]
             day, outcome, _ = contribution(s)
@@ -833,6 +858,7 @@ class Catalog:
                 state.digest,
                 state.events_key,
                 state.slot & LANE_MASK,
+                spread(state.slot),
             ]
         values += [facts_key, site[0], site[1], self.gen, scanned]
         con = self.con
@@ -1264,9 +1290,9 @@ class Catalog:
         ``index``, by folder."""
         return list(
             self.con.execute(
-                "SELECT folder, file_name FROM sources WHERE published AND lane % ? = ?"
-                " ORDER BY folder, file_name",
-                (count, index),
+                "SELECT folder, file_name FROM sources WHERE published"
+                " AND spread BETWEEN ? AND ? ORDER BY folder, file_name",
+                shard_range(index, count),
             )
         )
 
@@ -1416,8 +1442,8 @@ class Catalog:
             for file_name, name, row, calls, orphan in self.con.execute(
                 f"SELECT s.file_name, s.name, m.row, {_CALLS}, {_ORPHAN} FROM sources s"
                 " JOIN summaries m ON m.file_name = s.file_name"
-                " WHERE s.published AND s.lane % ? = ? ORDER BY s.name",
-                (count, index),
+                " WHERE s.published AND s.spread BETWEEN ? AND ? ORDER BY s.name",
+                shard_range(index, count),
             )
         ]
 
@@ -1581,10 +1607,10 @@ class Catalog:
         row shard ``index`` of ``count``, by sort key."""
         return list(
             self.con.execute(
-                "SELECT e.sort_key, s.kind, s.role, e.value, e.html FROM events e"
-                " JOIN sources s ON s.file_name = e.file_name"
-                " WHERE e.page = ? AND s.published AND s.lane % ? = ? ORDER BY e.sort_key",
-                (page, count, index),
+                "SELECT e.sort_key, s.kind, s.role, e.value, e.html FROM sources s"
+                " CROSS JOIN events e ON e.file_name = s.file_name AND e.page = ?"
+                " WHERE s.published AND s.spread BETWEEN ? AND ? ORDER BY e.sort_key",
+                (page, *shard_range(index, count)),
             )
         )
 
