@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from publisher.site.catalog import LANE_MASK, SCHEMA, Catalog, SourceState, shard_range, spread
+from publisher.site.catalog import LANE_MASK, SCHEMA, Catalog, SourceState, lane_spread, shard_range
 from publisher.site.stages.scan import state_of
 from publisher.site.summary import Summary
 from publisher.site.urls import row_slot
@@ -120,10 +120,10 @@ def test_a_row_shard_is_one_range_of_spread(lane: int, bits: int, other: int) ->
     count = 1 << bits
     index = lane % count
     low, high = shard_range(index, count)
-    assert low <= spread(lane) <= high
+    assert low <= lane_spread(lane) <= high
     elsewhere = other % count
     low, high = shard_range(elsewhere, count)
-    assert (low <= spread(lane) <= high) == (elsewhere == index)
+    assert (low <= lane_spread(lane) <= high) == (elsewhere == index)
     with pytest.raises(ValueError):
         shard_range(0, 3)
     with pytest.raises(ValueError):

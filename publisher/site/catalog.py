@@ -84,11 +84,11 @@ FILE = "catalog.sqlite"
 LANE_MASK = (1 << 62) - 1
 """A session's ``lane`` is its row slot (:func:`.urls.row_slot`, 64 bits) masked to 62 bits
 (a SQLite integer); the row shard of a session among ``count`` (a power of two) is
-``lane % count``, as it is ``slot % count``. Its ``spread`` (:func:`spread`) makes each
+``lane % count``, as it is ``slot % count``. Its ``spread`` (:func:`lane_spread`) makes each
 shard one range an index finds (:func:`shard_range`)."""
 
 
-def spread(lane: int) -> int:
+def lane_spread(lane: int) -> int:
     """``lane``'s 62 bits in reverse order. The lanes of a row shard (``lane % count``,
     ``count`` a power of two) share their low bits, so their spreads share their high bits:
     one range of ``spread`` (:func:`shard_range`), which an index seeks, where
@@ -858,7 +858,7 @@ class Catalog:
                 state.digest,
                 state.events_key,
                 state.slot & LANE_MASK,
-                spread(state.slot),
+                lane_spread(state.slot),
             ]
         values += [facts_key, site[0], site[1], self.gen, scanned]
         con = self.con
