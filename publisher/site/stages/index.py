@@ -114,18 +114,22 @@ def index(
     kinds, roles = sorted(overview.kinds), sorted(overview.roles)
     shown = json.dumps([kinds, roles, redaction_note(redacted)])
     same_shown = catalog.kept("filters", options) == shown
-    touched = {page: set(catalog.touched_event_lanes(page)) for page in PAGES}
+    # A session's rows there may have changed: what it touched, asked of the catalog as
+    # needed (a full build touches every lane: they are never gathered in a set).
     pages = [
         page
         for page in PAGES
-        if full or touched[page] or not same_shown or not files.keeps(f"{page}.html")
+        if full
+        or not same_shown
+        or not files.keeps(f"{page}.html")
+        or next(catalog.touched_event_lanes(page), None) is not None
     ]
 
     def event_shards(page: str, count: int) -> Collection[int] | None:
         if full:
             return None
         paths = [urls.event_shard_path(page, i, count) for i in range(count)]
-        return _todo(files, paths, _lanes(touched[page], count))
+        return _todo(files, paths, _lanes(catalog.touched_event_lanes(page), count))
 
     render_archive_pages(
         ctx.renderer,
