@@ -90,11 +90,11 @@ def build_index(
     ``doc``); what it cost."""
     from publisher.site import urls
     from publisher.site.context import Tunables
-    from publisher.site.index import row_slot
     from publisher.site.search.bundle import FORMAT as BUNDLE_FORMAT
     from publisher.site.search.bundle import bundle_count, bundle_id, bundle_of, script
     from publisher.site.search.extract import WEIGHTS
     from publisher.site.stages.search import INDEX
+    from publisher.site.urls import row_slot
 
     tunables = Tunables()
     store = work / "search"
