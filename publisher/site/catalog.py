@@ -93,7 +93,12 @@ def lane_spread(lane: int) -> int:
     ``count`` a power of two) share their low bits, so their spreads share their high bits:
     one range of ``spread`` (:func:`shard_range`), which an index seeks, where
     ``lane % count = index`` makes SQLite read every row."""
-    return int(format(lane & LANE_MASK, "062b")[::-1], 2)
+    return _reversed_bits(lane & LANE_MASK, 62)
+
+
+def _reversed_bits(value: int, width: int) -> int:
+    """The ``width`` low bits of ``value`` in reverse order."""
+    return int(format(value, f"0{width}b")[::-1], 2)
 
 
 def shard_range(index: int, count: int) -> tuple[int, int]:
@@ -104,7 +109,7 @@ def shard_range(index: int, count: int) -> tuple[int, int]:
         raise ValueError(f"shard {index} of {count}: not a shard of a power of two")
     if bits == 0:
         return 0, LANE_MASK
-    top = int(format(index, f"0{bits}b")[::-1], 2)
+    top = _reversed_bits(index, bits)
     shift = 62 - bits
     return top << shift, ((top + 1) << shift) - 1
 
