@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -224,18 +224,21 @@ class Archive:
         read = iter(self.listed([n for n, f in zip(names, found, strict=True) if f is None]))
         return [f if f is not None else next(read) for f in found]
 
-    def shown(self) -> list[tuple[str, tuple[tuple[str, ...], list[str]] | None]]:
-        """Every file, sorted by name, with what ``polyglav sessions`` shows and tells of it
-        (:func:`.render.console.listing_row`, :func:`.render.console.listing_warnings`) as
-        the site build's catalog keeps it, or None where the file must be read (see
-        :meth:`listing`)."""
+    def shown(self) -> tuple[list[str], list[tuple[str, str | None] | None]]:
+        """Every file, sorted by name, and what ``polyglav sessions`` shows and tells of each
+        as the site build's catalog keeps it: its listing row (:func:`listing_text`) and
+        its warnings (JSON, None for none), or None where the file must be read (see
+        :meth:`listing`; a row not of :data:`LISTING_CELLS` cells is read too). Tuples of
+        strings, never a list a file: at 100,000 files the collector would walk them all."""
         names = session_file_names(self.folder)
-        known = catalogued(self.folder, names, self.catalog()) if self.catalog else None
+        known = catalogued(self.folder, names, self.catalog(), shown=True) if self.catalog else None
         if known is None:
-            return [(name, None) for name in names]
-        return [
-            (name, None if row is None or row[-2] is None else _shown_row(row))
-            for name, row in zip(names, known, strict=True)
+            return names, [None] * len(names)
+        return names, [
+            None
+            if row is None or row[3] is None or row[3].count(LISTING_SEPARATOR) != LISTING_CELLS - 1
+            else (row[3], row[4])
+            for row in known
         ]
 
     def listed(self, names: list[str], workers: int | None = None) -> list[Listed]:
@@ -339,9 +342,12 @@ class Archive:
             raise NotFoundError(f"{exc.file_name}: does not load: {exc.reason}") from None
 
 
-def catalogued(folder: Path, names: list[str], path: Path) -> list[tuple[Any, ...] | None] | None:
+def catalogued(
+    folder: Path, names: list[str], path: Path, *, shown: bool = False
+) -> list[tuple[Any, ...] | None] | None:
     """The row the catalog at ``path`` (:mod:`.site.catalog`) keeps of each of ``names``
-    (the folder's files, sorted: :meth:`.site.catalog.Catalog.listed`), or None where the
+    (the folder's files, sorted: :meth:`.site.catalog.Catalog.listed`, or with ``shown``
+    :meth:`.site.catalog.Catalog.shown`), or None where the
     file must be read (no row, or a stamp the rule of the site build does not trust:
     :func:`.site.staleness.stamp_trusted`, one ``stat`` a file). None when there is no
     catalog of this folder to read: none, another schema, another sessions folder, other
@@ -356,7 +362,8 @@ def catalogued(folder: Path, names: list[str], path: Path) -> list[tuple[Any, ..
     if catalog is None:
         return None
     try:
-        return _catalogued(folder, names, catalog.listed(), catalog.meta.scanned_at_ns)
+        rows = catalog.shown() if shown else catalog.listed()
+        return _catalogued(folder, names, rows, catalog.meta.scanned_at_ns)
     except sqlite3.Error:  # a catalog SQLite cannot read: the files are read instead
         return None
     finally:
@@ -364,23 +371,23 @@ def catalogued(folder: Path, names: list[str], path: Path) -> list[tuple[Any, ..
 
 
 def _catalogued(
-    folder: Path, names: list[str], rows: Iterator[tuple[Any, ...]], last_scan: int
+    folder: Path, names: list[str], rows: list[tuple[Any, ...]], last_scan: int
 ) -> list[tuple[Any, ...] | None]:
-    """:func:`catalogued` of the catalog's ``rows`` (by file name) and ``last_scan``."""
+    """:func:`catalogued` of the catalog's ``rows`` (in any order, a file name first) and
+    ``last_scan``."""
     from .site.staleness import stamp_trusted
 
+    by_name = {row[0]: row for row in rows}
+    del rows
     found: list[tuple[Any, ...] | None] = []
-    row = next(rows, None)
     if os.stat in os.supports_dir_fd:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         stat: Callable[[str], os.stat_result] = partial(os.stat, dir_fd=fd)
     else:
         fd, stat = -1, lambda name: os.stat(folder / name)
     try:
-        for name in names:
-            while row is not None and row[0] < name:
-                row = next(rows, None)
-            if row is None or row[0] != name:
+        for name, row in zip(names, map(by_name.get, names), strict=True):
+            if row is None:
                 found.append(None)
                 continue
             try:
@@ -389,7 +396,6 @@ def _catalogued(
             except OSError:
                 now = (0, 0)
             found.append(row if stamp_trusted((row[1], row[2]), now, last_scan) else None)
-            row = next(rows, None)
     finally:
         if fd >= 0:
             os.close(fd)
@@ -416,13 +422,18 @@ def _listed_row(folder: Path, row: tuple[Any, ...]) -> Listed:
 
 LISTING_SEPARATOR = "\x1f"
 """Between the values of a listing row as the catalog keeps it (a control character:
-never in a terminal-safe value)."""
+never in a terminal-safe value; :func:`listing_text` escapes it where one holds it)."""
+
+LISTING_CELLS = 8
+"""The values of a listing row (:func:`.render.console.listing_row`): seven cells and the
+note."""
 
 
-def _shown_row(row: tuple[Any, ...]) -> tuple[tuple[str, ...], list[str]]:
-    """What ``polyglav sessions`` shows and tells of a catalog row."""
-    told = row[-1]
-    return tuple(row[-2].split(LISTING_SEPARATOR)), json.loads(told) if told else []
+def listing_text(row: tuple[str, ...]) -> str:
+    """A listing row as one string, its values joined by :data:`LISTING_SEPARATOR` (one held
+    in a value is shown escaped, as a terminal-safe value shows it): what the catalog keeps
+    and :func:`.render.console.sessions_table` lays out."""
+    return LISTING_SEPARATOR.join(v.replace(LISTING_SEPARATOR, "\\x1f") for v in row)
 
 
 def _recency(listed: Listed) -> tuple[str, str]:

@@ -5,6 +5,7 @@ read commands (``sessions``, ``history``, ``print``) start without them."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from .archive import (
     ArchiveError,
     default_export_path,
     find_sessions_dir,
+    listing_text,
     project_root,
     read_config,
 )
@@ -292,22 +294,22 @@ def sessions(ctx: Context) -> tuple[list[str], list[str]]:
     """The listing lines, and one warning line per file that does not load (or whose
     session_name is not its name). A file the site build's catalog knows as it is now is
     listed from there (:meth:`.archive.Archive.shown`), the others read."""
-    found = ctx.archive.shown()
-    unread = [name for name, known in found if known is None]
-    read = iter(ctx.archive.listed(unread))
-    rows: list[tuple[str, ...]] = []
+    names, known = ctx.archive.shown()
+    read = iter(ctx.archive.listed([n for n, k in zip(names, known, strict=True) if k is None]))
+    listings: list[str] = []
     warnings: list[str] = []
-    for _, known in found:
-        if known is None:
+    for shown in known:
+        if shown is None:
             entry = next(read)
-            rows.append(console.listing_row(entry))
+            listings.append(listing_text(console.listing_row(entry)))
             warnings.extend(console.listing_warnings(entry))
         else:
-            rows.append(known[0])
-            warnings.extend(known[1])
-    if not found:
+            listings.append(shown[0])
+            if shown[1]:
+                warnings.extend(json.loads(shown[1]))
+    if not names:
         warnings.append(f"{ctx.archive.folder}: no session files")
-    return list(console.sessions_table(rows)), warnings
+    return console.sessions_table(listings), warnings
 
 
 def sessions_json(ctx: Context, prices: Prices) -> tuple[list[str], list[str]]:

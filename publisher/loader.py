@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -441,18 +442,22 @@ def parse_session_text(text: str, file_name: str) -> Session:
 
 SESSION_SUFFIX = ".json"
 
+_SESSION_FILE = re.compile(r"[^.].*\.json", re.DOTALL).fullmatch
+"""The one rule for which entries of a sessions folder are session files: ``*.json``, not
+hidden (a leading dot: editors' and agents' temporary files). A pattern, so that a folder of
+100,000 names is filtered at C speed (:func:`session_file_names`)."""
+
 
 def is_session_file(name: str) -> bool:
-    """The one rule for which entries of a sessions folder are session files: ``*.json``,
-    not hidden (a leading dot: editors' and agents' temporary files)."""
-    return name.endswith(SESSION_SUFFIX) and not name.startswith(".")
+    """Whether ``name`` is a session file's (:data:`_SESSION_FILE`)."""
+    return _SESSION_FILE(name) is not None
 
 
 def session_file_names(folder: Path | str) -> list[str]:
     """The session files of ``folder`` (:func:`is_session_file`), sorted by name; an empty
     list when the folder cannot be listed."""
     try:
-        return sorted(filter(is_session_file, os.listdir(folder)))  # names only: no DirEntry
+        return sorted(filter(_SESSION_FILE, os.listdir(folder)))  # names only: no DirEntry
     except OSError:
         return []
 

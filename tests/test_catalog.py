@@ -594,3 +594,88 @@ def test_the_callers_of_a_session_by_parent_and_by_declaration_with_or_without_t
     for name, above in expected.items():
         assert graph.ancestors(name) == above, name
     assert graph._callers is not None
+
+
+@pytest.mark.site
+def test_the_cli_reads_a_file_whose_catalog_listing_is_not_a_row(
+    archive: Path, reads: list[str]
+) -> None:
+    """A listing the catalog keeps that is not of :data:`~publisher.archive.LISTING_CELLS`
+    values (a catalog edited by hand, or by a bug) is not laid out: that file is read, and
+    what is printed is what reading every file prints."""
+    from publisher.commands import default_catalog
+    from tests.helpers import SAMPLES, age, polyglav
+
+    for path in SAMPLES.glob("*.json"):
+        shutil.copy2(path, archive / path.name)
+        age(archive / path.name)
+    project = archive.parent.parent
+    assert polyglav("site", "build", "--project", str(project), "--no-search", "-q").exit_code == 0
+    con = sqlite3.connect(default_catalog(archive))
+    with con:
+        con.execute(
+            "UPDATE sources SET listing = listing || char(31) || 'one value too many'"
+            " WHERE file_name = ?",
+            (f"{MAIN}.json",),
+        )
+        con.execute(
+            "UPDATE sources SET listing = 'one value' WHERE file_name = ?", (f"{SECURITY}.json",)
+        )
+    con.close()
+    reads.clear()
+    result = polyglav("sessions", "--project", str(project))
+    assert result.exit_code == 0
+    assert sorted(reads) == sorted([f"{MAIN}.json", f"{SECURITY}.json"])
+    assert (result.stdout, result.stderr) == listing_without_catalog(archive)
+    assert "one value" not in result.stdout
+
+
+def _table_a_row_at_a_time(rows: list[tuple[str, ...]]) -> list[str]:
+    """The listing laid out a row at a time (the layout before it went by columns): the
+    reference :func:`~publisher.render.console.sessions_table` is held to."""
+    from publisher.render.console import LISTING_HEADER
+
+    cells = [row[:-1] for row in rows]
+    widths = [max(map(len, column)) for column in zip(LISTING_HEADER, *cells, strict=True)]
+    line = "  ".join(f"{{:<{width}}}" for width in widths).format
+    out = [line(*LISTING_HEADER).rstrip()]
+    for row, cell in zip(rows, cells, strict=True):
+        note = row[-1]
+        out.append((line(*cell) + ("  " + note if note else "")).rstrip())
+    return out
+
+
+_CELL = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@pytest.mark.unit
+@given(st.lists(st.tuples(*[_CELL] * 8), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_the_listing_laid_out_by_columns_is_the_listing_laid_out_by_rows(
+    rows: list[tuple[str, ...]],
+) -> None:
+    """Any values (blank, padded with spaces or other white space, wide, holding the
+    separator) give the lines a row-at-a-time layout gives, the separator shown escaped."""
+    from publisher.archive import LISTING_SEPARATOR, listing_text
+    from publisher.render.console import sessions_table
+
+    escaped = [tuple(v.replace(LISTING_SEPARATOR, "\\x1f") for v in row) for row in rows]
+    assert sessions_table([listing_text(row) for row in rows]) == _table_a_row_at_a_time(escaped)
+
+
+@pytest.mark.unit
+def test_a_listing_that_is_not_of_whole_rows_is_refused() -> None:
+    from publisher.render.console import sessions_table
+
+    with pytest.raises(ValueError, match="not of 8 values"):
+        sessions_table(["a\x1fb"])
+
+
+@pytest.mark.unit
+@given(st.text(max_size=12).map(lambda s: s + ".json") | st.text(max_size=12))
+@settings(max_examples=500)
+def test_the_session_file_pattern_is_the_rule_as_written(name: str) -> None:
+    """``*.json`` and not hidden, whatever else the name holds (line breaks, surrogates)."""
+    from publisher.loader import is_session_file
+
+    assert is_session_file(name) == (name.endswith(".json") and not name.startswith("."))

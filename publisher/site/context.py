@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..archive import ArchiveError
-from ..redact import Redactor
 from ..theme import Theme
 from ..usage import Prices
 from ..write import is_inside
 from . import staleness, urls
 
 if TYPE_CHECKING:
+    from ..redact import Redactor
     from ..render.html import HtmlRenderer
     from .lock import WaitHook
 

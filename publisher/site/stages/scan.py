@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...archive import LISTING_SEPARATOR, Listed
+from ...archive import Listed, listing_text
 from ...loader import (
     SessionLoadError,
     check_inside,
@@ -39,6 +39,7 @@ from ...loader import (
     is_session_file,
     may_record_usage,
     parse_session_text,
+    session_file_names,
 )
 from ...model import LoadFailure
 from ...prepare import Prepared, prepare
@@ -122,7 +123,7 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
         gone: list[str] = []
         same_files = True
     elif seen is not None and same_key:
-        names = _listed(folder)
+        names = session_file_names(folder)
         catalog.list_folder((name, -1, -1) for name in names)
         new = catalog.new_files()
         gone = catalog.gone_files()
@@ -163,13 +164,6 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
     )
 
 
-def _listed(folder: str) -> list[str]:
-    try:
-        return sorted(filter(is_session_file, os.listdir(folder)))
-    except OSError:
-        return []
-
-
 def _unstamped_all(folder: str) -> Iterator[tuple[str, int, int]]:
     """Every session file of ``folder`` as it is listed (not stat'ed)."""
     try:
@@ -185,7 +179,7 @@ def _stamped_all(folder: str) -> Iterator[tuple[str, int, int]]:
     """Every session file of ``folder`` with its stamp (size, mtime_ns; (0, 0) when it
     cannot be stat'ed), one ``stat`` each relative to the folder: the pass every build
     that may trust a stamp pays a file, kept tight."""
-    yield from _stamped(folder, _listed(folder))
+    yield from _stamped(folder, session_file_names(folder))
 
 
 def _stamped(folder: str, names: Iterable[str]) -> Iterator[tuple[str, int, int]]:
@@ -394,10 +388,9 @@ def _failed(
 def _listing(shown: Listed | None) -> dict[str, Any]:
     """What ``polyglav sessions`` shows and tells of a file (``shown``: the file as it is,
     None when the build redacts: not kept then)."""
-    row = listing_row(shown) if shown is not None else ()
-    if shown is None or any(LISTING_SEPARATOR in value for value in row):
-        return {}  # (a value holding the separator: the CLI reads that file)
-    return {"listing": LISTING_SEPARATOR.join(row), "told": tuple(listing_warnings(shown))}
+    if shown is None:
+        return {}
+    return {"listing": listing_text(listing_row(shown)), "told": tuple(listing_warnings(shown))}
 
 
 def state_of(
