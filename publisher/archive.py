@@ -224,10 +224,10 @@ class Archive:
         read = iter(self.listed([n for n, f in zip(names, found, strict=True) if f is None]))
         return [f if f is not None else next(read) for f in found]
 
-    def shown(self) -> tuple[list[str], list[tuple[str, str | None] | None]]:
+    def shown(self) -> tuple[list[str], list[tuple[str, tuple[str, ...]] | None]]:
         """Every file, sorted by name, and what ``polyglav sessions`` shows and tells of each
         as the site build's catalog keeps it: its listing row (:func:`listing_text`) and
-        its warnings (JSON, None for none), or None where the file must be read (see
+        its warnings, or None where the file must be read (see
         :meth:`listing`; a row not of :data:`LISTING_CELLS` cells is read too). Tuples of
         strings, never a list a file: at 100,000 files the collector would walk them all."""
         names = session_file_names(self.folder)
@@ -237,7 +237,7 @@ class Archive:
         return names, [
             None
             if row is None or row[3] is None or row[3].count(LISTING_SEPARATOR) != LISTING_CELLS - 1
-            else (row[3], row[4])
+            else (row[3], tuple(json.loads(row[4])) if row[4] else ())
             for row in known
         ]
 
@@ -424,9 +424,12 @@ LISTING_SEPARATOR = "\x1f"
 """Between the values of a listing row as the catalog keeps it (a control character:
 never in a terminal-safe value; :func:`listing_text` escapes it where one holds it)."""
 
-LISTING_CELLS = 8
-"""The values of a listing row (:func:`.render.console.listing_row`): seven cells and the
-note."""
+LISTING_HEADER = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
+"""The ``/sessions`` table's columns."""
+
+LISTING_CELLS = len(LISTING_HEADER) + 1
+"""The values of a listing row (:func:`.render.console.listing_row`): a cell a column and
+the note."""
 
 
 def listing_text(row: tuple[str, ...]) -> str:

@@ -5,7 +5,6 @@ read commands (``sessions``, ``history``, ``print``) start without them."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -305,8 +304,7 @@ def sessions(ctx: Context) -> tuple[list[str], list[str]]:
             warnings.extend(console.listing_warnings(entry))
         else:
             listings.append(shown[0])
-            if shown[1]:
-                warnings.extend(json.loads(shown[1]))
+            warnings.extend(shown[1])
     if not names:
         warnings.append(f"{ctx.archive.folder}: no session files")
     return console.sessions_table(listings), warnings

@@ -440,8 +440,6 @@ def parse_session_text(text: str, file_name: str) -> Session:
         raise SessionLoadError(file_name, "JSON nested too deep") from None
 
 
-SESSION_SUFFIX = ".json"
-
 _SESSION_FILE = re.compile(r"[^.].*\.json", re.DOTALL).fullmatch
 """The one rule for which entries of a sessions folder are session files: ``*.json``, not
 hidden (a leading dot: editors' and agents' temporary files). A pattern, so that a folder of

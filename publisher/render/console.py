@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from ..archive import LISTING_CELLS, LISTING_SEPARATOR, Listed
+from ..archive import LISTING_CELLS, LISTING_HEADER, LISTING_SEPARATOR, Listed
 from ..model import CommandPart, ImagePart, Session, TextualPart, ToolPart, Turn
 from . import view
 from .text import first_line, json_text, terminal_safe
@@ -120,10 +120,6 @@ def print_lines(session: Session, turn: Turn, part_number: int | None, limit: in
     for number in range(1, len(turn.parts) + 1):
         yield ""
         yield from part_lines(session, turn, number, limit)
-
-
-LISTING_HEADER = ("KIND", "NAME", "ID", "ROLE", "VERSION", "TURNS", "UPDATED")
-"""The ``/sessions`` table's columns."""
 
 
 def listing_row(entry: Listed) -> tuple[str, ...]:
