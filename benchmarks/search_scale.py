@@ -5,7 +5,9 @@ For each size (``generate.py --small`` archives: 3-turn CI runs):
 1. the index alone, as a full build makes it: each session's record (read, prepared,
    extracted as the render does), then every bundle written (in a subprocess each, so that
    its peak memory is its own: the largest bundle's peak RSS is what the index build holds
-   at once, and must not grow with the archive);
+   at once, and must not grow with the archive). The peak is the process's ``VmHWM``, its
+   own memory image's: not ``ru_maxrss``, which Linux carries over ``exec`` from the
+   parent that started it (this benchmark's own size, which grows with the archive);
 2. in Chromium, from ``file://``, a two-word query typed into the real search client
    (``assets/search.js`` on a page holding only the search box): the bytes of every index
    file it loaded (the script tags the client added, sized on disk) and the time from the
@@ -56,7 +58,7 @@ print(time.process_time() - started)
 """
 
 BUNDLE = """
-import sys, json, resource, time
+import sys, json, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from publisher.site.stages.search import BundleJob, _write_bundle
@@ -67,8 +69,9 @@ meta, documents = _write_bundle(
     BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), ""), "search_scale",
     Path(job["store"]), Path(job["folder"]), None, PageLimits(), job["chunk"], job["doc"],
     Path(job["out"]))
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"meta": meta, "documents": documents, "cpu": time.process_time() - started,
-                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "rss_kb": hwm}))
 """
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">

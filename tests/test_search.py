@@ -8,6 +8,8 @@ import json
 import re
 import shutil
 import subprocess
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -369,10 +371,50 @@ def test_a_bundle_spilled_in_sorted_runs_is_the_same(tmp_path: Path) -> None:
         chunk_bytes=300,
         doc_bytes=500,
         scratch=scratch,
-        run_entries=50,
+        run_bytes=5_000,
     )
     assert len(opened) > 3
     assert files == whole.files
+
+
+def synthetic_records(count: int) -> Iterator[extract.SessionRecord]:
+    """``count`` records made one at a time, each with words of its own (ids, as real logs
+    hold) beside words many sessions share, so a bundle's vocabulary grows with it."""
+    for i in range(count):
+        shared = {f"word{(i * 7 + j) % 3000}": (1, "B") for j in range(60)}
+        own = {f"id{i}x{j}": (2, "BCDE") for j in range(40)}
+        yield extract.SessionRecord(
+            name=f"ses_{i:06d}", slug=f"ses-{i:06d}", kind="main", role="", status="done",
+            failures=i % 2, pages=[0], docs=['["turn-1",[["text","","x"]]]'],
+            postings=shared | own, aliases={"running": "run"},
+        )  # fmt: skip
+
+
+@pytest.mark.unit
+def test_a_bundle_holds_no_more_when_it_holds_four_times_the_sessions(tmp_path: Path) -> None:
+    """Issue 30: the index build streams. What making a bundle allocates at its peak
+    (tracemalloc) is flat from 150 sessions to 600 (100 words each, the postings spilled
+    in sorted runs past the budget) and within 1.5 times the budget; made in memory, it grows
+    with them."""
+    store = SearchStore(tmp_path / "search")
+
+    def peak(count: int, run_bytes: int) -> int:
+        tracemalloc.start()
+        try:
+            bundle.build_bundle(
+                "b000-of-001", "v", synthetic_records(count), lambda name, data: None,
+                chunk_bytes=3000, doc_bytes=4000, scratch=store.scratch, run_bytes=run_bytes,
+            )  # fmt: skip
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    peak(20, 300_000)  # what a first bundle allocates once (caches, imports) is not counted
+    small, large = peak(150, 1_000_000), peak(600, 1_000_000)
+    assert large <= 1.2 * small, (small, large)
+    assert large < 1.5 * 1_000_000, large
+    held_small, held_large = peak(150, 10**12), peak(600, 10**12)
+    assert held_large > 3 * held_small, (held_small, held_large)
 
 
 @pytest.mark.site

@@ -41,8 +41,9 @@ holding the term in one turn usually costs two or three digits (a session a few 
 previous one, a turn among its first 32).
 
 **Memory**: the records are read one at a time; the postings of the terms go to sorted runs
-of at most ``run_entries`` (term, session) entries, spilled to a scratch file when a
-bundle has more, and merged in order; a document chunk is written once full. What a
+of at most ``run_bytes`` (an estimate of what the run's (term, session) entries hold, each
+term's text and sort key and the short postings kept once a run), spilled to a scratch file
+when a bundle has more, and merged in order; a document chunk is written once full. What a
 bundle's process holds does not grow with the bundle.
 """
 
@@ -75,8 +76,16 @@ DOC_TURNS = 4
 """A document chunk holds at least this many turns (and ``doc_bytes``)..."""
 DOC_MOST = 64_000
 """... and at most this many bytes (but a turn alone, however long)."""
-RUN_ENTRIES = 200_000
-"""(Term, session) postings held in memory before a sorted run is spilled (about 40 MB)."""
+RUN_BYTES = 8_000_000
+"""What a run's entries may hold (as :class:`_Runs` estimates it) before the run is sorted
+and spilled: about 80,000 (term, session) entries of short postings. Measured at 100,000
+small sessions (64 bundles of 1,600): a bundle's process peaks at about 52 MB, as at 20,000."""
+_ENTRY_BYTES = 104
+"""An entry's own cost: its tuple and its place in the run's list."""
+_TERM_BYTES = 300
+"""A term's cost once a run (its text, its sort key, the cache entry), beyond its length."""
+_SHORT = 4
+"""Postings shorter than this (one turn or two, most of them) are kept once a run."""
 
 
 def bundle_count(
@@ -155,12 +164,12 @@ def build_bundle(
     chunk_bytes: int,
     doc_bytes: int,
     scratch: Callable[[], IO[bytes]] | None = None,
-    run_entries: int = RUN_ENTRIES,
+    run_bytes: int = RUN_BYTES,
 ) -> BundleMade:
     """Make the files of bundle ``ident`` (named by ``version``: :func:`bundle_version`) of
     ``records``, in the bundle's order (by folder), each handed to ``emit`` (its file name,
     its bytes) as soon as it is made. ``scratch`` opens a file for the sorted runs of a
-    bundle of more than ``run_entries`` postings (in memory without it)."""
+    bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
     made: list[str] = []
 
     def add(kind: str, name: str, payload: str) -> str:
@@ -168,7 +177,7 @@ def build_bundle(
         made.append(f"{name}.js")
         return name
 
-    runs = _Runs(run_entries, scratch)
+    runs = _Runs(run_bytes, scratch)
     docs = _Documents(doc_bytes, lambda n, payload: add("d", f"d-{version}-{n}", payload))
     facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
     with_failures: list[int] = []
@@ -225,9 +234,14 @@ def build_bundle(
 
 class _Runs:
     """The (term, session) postings of a bundle, sorted by term (the client's order) then
-    session: in memory, or in sorted runs spilled to scratch files and merged."""
+    session: in memory, or in sorted runs spilled to scratch files and merged.
 
-    __slots__ = ("_entries", "_files", "_limit", "_scratch")
+    A run keeps each term's text and sort key once (a term is in many sessions) and each
+    short postings string once (most are one or two digits), and spills when what it holds
+    passes its budget: an estimate (:data:`_ENTRY_BYTES`, :data:`_TERM_BYTES`), counted as
+    entries are added, not measured."""
+
+    __slots__ = ("_entries", "_files", "_held", "_limit", "_scratch", "_short", "_terms")
 
     def __init__(self, limit: int, scratch: Callable[[], IO[bytes]] | None) -> None:
         self._entries: list[tuple[bytes, int, str, int, str]] = []
@@ -235,26 +249,55 @@ class _Runs:
         self._files: list[IO[bytes]] = []
         self._limit = limit
         self._scratch = scratch
+        self._terms: dict[str, tuple[str, bytes]] = {}
+        """The run's terms: each term's one text and its sort key."""
+        self._short: dict[str, str] = {}
+        """The run's short postings, each kept once."""
+        self._held = 0
+        """What the run holds, estimated."""
+
+    def _term(self, term: str) -> tuple[str, bytes]:
+        known = self._terms.get(term)
+        if known is None:
+            known = self._terms[term] = (term, js_order(term))
+            self._held += _TERM_BYTES + 3 * len(term)
+        return known
 
     def add_record(self, number: int, record: SessionRecord) -> None:
         entries = self._entries
+        short = self._short
+        term_of = self._term
+        held = 0
         for term, (count, postings) in record.postings.items():
-            entries.append((js_order(term), number, term, count, postings))
+            text, key = term_of(term)
+            if len(postings) < _SHORT:
+                postings = short.setdefault(postings, postings)
+                held += _ENTRY_BYTES
+            else:
+                held += _ENTRY_BYTES + 49 + len(postings)
+            entries.append((key, number, text, count, postings))
         for word, stem in record.aliases.items():
-            entries.append((js_order(word), -1, word, 0, stem))
-        if self._scratch is not None and len(entries) >= self._limit:
+            text, key = term_of(word)
+            entries.append((key, -1, text, 0, stem))
+            held += _ENTRY_BYTES + 49 + len(stem)
+        self._held += held
+        if self._scratch is not None and self._held >= self._limit:
             self._spill()
 
     def _spill(self) -> None:
-        self._entries.sort()
+        entries = self._entries
+        entries.sort()
         handle = self._scratch() if self._scratch is not None else None
         assert handle is not None
-        lines = [f"{t}\t{n}\t{c}\t{p}\n" for _, n, t, c, p in self._entries]
-        for start in range(0, len(lines), 4096):
-            handle.write("".join(lines[start : start + 4096]).encode("utf-8"))
+        for start in range(0, len(entries), 4096):
+            block = entries[start : start + 4096]
+            handle.write("".join([f"{t}\t{n}\t{c}\t{p}\n" for _, n, t, c, p in block]).encode())
         handle.seek(0)
         self._files.append(handle)
         self._entries = []
+        self._terms = {}
+        self._short = {}
+        self._held = 0
 
     @staticmethod
     def _read(handle: IO[bytes]) -> Iterator[tuple[bytes, int, str, int, str]]:
