@@ -8,6 +8,7 @@ injection corpus shown as text."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ PAYLOADS = [
     .splitlines()
     if line and not line.startswith("#")
 ]
+
+BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 A = "ses_20260101_000001_alpha1"
 B = "ses_20260101_000002_beta02"
@@ -249,7 +252,8 @@ def test_the_injection_corpus_is_shown_as_text(page: Page) -> None:
         hits = search(page, f"zqinj{i} ")
         assert len(hits) == 1, (i, payload)
         shown = page.locator("#search-results li p.excerpt").first.text_content() or ""
-        full = f"zqinj{i} {payload} zqinj{i}"
+        # Bidirectional controls are shown as escapes (as in the pages and the CLI).
+        full = BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", f"zqinj{i} {payload} zqinj{i}")
         assert full.startswith(shown.removesuffix(" …")) and shown.startswith(f"zqinj{i}"), (
             payload,
             shown,

@@ -153,6 +153,25 @@ def test_print_escapes_terminal_controls(archive: Path, write_session: Writer) -
     assert "\x1b" not in out and "\\x1b]0;pwned\\x07" in out
 
 
+def test_bidirectional_controls_show_as_escapes_in_the_terminal(
+    archive: Path, write_session: Writer
+) -> None:
+    """A right-to-left override (U+202E) or an isolate (U+2067) in a prompt or a role
+    would reorder what the terminal shows ("Trojan Source"): every command that
+    prints them shows escapes; the Markdown export keeps them as written (lossless)."""
+    prompt = "approve \u202e}nruter{ if admin \u2067x\u2069 done"
+    write_session(session_doc(role="re\u202eviewer", turns=[turn(1, part("user", prompt))]))
+    project = ["--project", str(archive.parent.parent)]
+    for args in (["print", "1.1", "--run", "#ab12cd"], ["history", "--run", "#ab12cd"],
+                 ["sessions"], ["print", "1", "--run", "#ab12cd"]):  # fmt: skip
+        code, out, err = run(*args, *project)
+        assert code == 0, (args, err)
+        assert not re.search("[\u202a-\u202e\u2066-\u2069]", out + err), (args, out)
+        assert "\\u202e" in out, (args, out)
+    code, out, _ = run("export", "#ab12cd", "--out", "-", *project)
+    assert code == 0 and prompt in out
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

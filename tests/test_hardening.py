@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -82,7 +83,10 @@ def test_hostile_names_stay_inside_and_are_portable(tmp_path: Path) -> None:
         page = out / urls.session_page(name)
         assert page.is_file()
         html = page.read_text(encoding="utf-8")
-        assert str(escape(name)) in html  # the real name is shown
+        # The real name is shown, a bidirectional control in it as an escape (\u202e).
+        shown = re.sub("[\u202a-\u202e\u2066-\u2069]", lambda m: f"\\u{ord(m[0]):04x}", name)
+        assert str(escape(shown)) in html
+        assert not re.search("[\u202a-\u202e\u2066-\u2069]", html)
     assert not (tmp_path / "x").exists() and not Path("/etc/x").exists()
 
 

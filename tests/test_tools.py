@@ -181,6 +181,25 @@ def test_control_characters_never_reach_html_raw() -> None:
         assert "x1b" in rendered
 
 
+def test_bidirectional_controls_never_reach_html_raw() -> None:
+    """Embedding, override and isolate controls are shown as escapes in every HTML path
+    (prose, plain or parsed; tool output; ANSI output); the joiners and marks that
+    Persian and emoji need stay as written."""
+    evil = "access \u202e}nruter{\u202c and \u2066x\u2069"
+    for rendered in (
+        escape_text(evil),
+        render_markdown(evil),  # the plain-paragraph path
+        render_markdown(f"# t\n\n*{evil}*"),  # the parser's
+        tools.ansi_html(f"\x1b[31m{evil}\x1b[0m"),
+    ):
+        assert not re.search("[\u202a-\u202e\u2066-\u2069]", rendered), rendered
+        assert "\\u202e}nruter{\\u202c" in rendered.replace('<span class="ctl">', "").replace(
+            "</span>", ""
+        ), rendered
+    kept = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 \U0001f468\u200d\U0001f469 \u200f."
+    assert kept in render_markdown(kept) and kept in escape_text(kept)
+
+
 def test_markdown_headings_nest_under_the_part_and_code_is_focusable() -> None:
     out = render_markdown("# One\n\n### Three\n\n```\ncode\n```\n\n    indented\n")
     assert "<h4>One</h4>" in out and "<h5>Three</h5>" in out and "<h1>" not in out

@@ -28,7 +28,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from .. import refs
-from .text import has_controls
+from .text import BIDI_CONTROLS, has_controls
 from .tools import visible_controls
 
 #: Resolves a reference (``#ab12cd`` or ``session:name``) to a URL, or None.
@@ -228,12 +228,13 @@ def render_markdown(text: str, resolve_ref: RefResolver | None = None) -> str:
     return out.replace('<pre><code tabindex="0"', '<pre tabindex="0"><code')
 
 
-_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def _controls_as_text(text: str) -> str:
-    """Control characters (but tab and line breaks) as visible escapes (``\\x1b``), as
-    the CLI shows them: ESC and NUL never reach the HTML. A text without any (most) is
+    """Control characters (but tab and line breaks) and bidirectional controls as visible
+    escapes (``\\x1b``, ``\\u202e``), as the CLI shows them: ESC and NUL never reach the
+    HTML, nor a character that reorders what the reader sees. A text without any (most) is
     told at C speed (:func:`.text.has_controls`) and returned as it is."""
     if not has_controls(text):
         return text
@@ -263,7 +264,9 @@ def plain_inline(text: str) -> str:
 #: but for backticks and underscores (code spans and words with underscores are taken
 #: by :func:`_plain_inline`).
 _MARKUP_CHARS_RE = re.compile(
-    r"[\\*\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]|  \n|\s(?<![ \n])|```"
+    r"[\\*\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
+    + BIDI_CONTROLS
+    + r"]|  \n|\s(?<![ \n])|```"
 )
 #: A line start that can open a block: list, quote, heading, rule, setext, fence, code.
 _BLOCK_START_RE = re.compile(r"(?:^|\n) *(?:[-+*>#=]|\d{1,9}[.)]|    )")

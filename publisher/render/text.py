@@ -12,9 +12,17 @@ from ..model import JSON
 UNCARRIABLE_RE = re.compile("[\r\x00\ud800-\udfff]")
 BACKTICKS_RE = re.compile("`+")
 SURROGATE_RE = re.compile("[\ud800-\udfff]")
-#: Control characters that a terminal would interpret (all C0 but tab/newline, DEL, C1).
 FIRST_LINE_RE = re.compile(r"[^\s][^\n\r]*")
-TERMINAL_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+#: The bidirectional embedding, override and isolate controls (U+202A-U+202E,
+#: U+2066-U+2069): they reorder the characters a reader sees around them, so that text
+#: shows other than it reads ("Trojan Source", CVE-2021-42574). Shown as escapes wherever
+#: text is shown (the terminal, the HTML pages); kept in the Markdown export, which is
+#: lossless. Marks that only order neutral characters (U+200E, U+200F, U+061C) and the
+#: joiners (U+200C, U+200D: Persian words, emoji) stay as they are.
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+#: What a terminal would interpret or a reader be misled by: all C0 but tab and newline,
+#: DEL, C1, lone surrogates and :data:`BIDI_CONTROLS`.
+TERMINAL_CONTROL_RE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}]")
 #: The ASCII characters :data:`TERMINAL_CONTROL_RE` does not match, and carriage return
 #: (which it matches but shows as itself): deleted by ``bytes.translate``, what is left
 #: of an ASCII text is the controls it holds.

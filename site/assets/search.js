@@ -473,6 +473,12 @@
     }
     return doc.fields[first.field][1];
   }
+  /* Bidirectional controls (U+202A-U+202E, U+2066-U+2069) shown as escapes ("\\u202e"),
+   * as the pages and the CLI show them: they would reorder what the reader sees. */
+  var BIDI = /[\u202a-\u202e\u2066-\u2069]/g;
+  function visible(text) {
+    return text.replace(BIDI, function (c) { return "\\u" + c.charCodeAt(0).toString(16); });
+  }
   /* A window of text from a few words before the word at index ``at``, its matching
    * words marked: text nodes and <mark> elements only. */
   function snippet(text, words, at, into, match, length) {
@@ -486,13 +492,13 @@
     var pos = start;
     words.forEach(function (w) {
       if (w.start < start || w.end > end || !match(w.terms).length) { return; }
-      if (w.start > pos) { into.appendChild(document.createTextNode(text.slice(pos, w.start))); }
+      if (w.start > pos) { into.appendChild(document.createTextNode(visible(text.slice(pos, w.start)))); }
       var mark = document.createElement("mark");
-      mark.textContent = text.slice(w.start, w.end);
+      mark.textContent = visible(text.slice(w.start, w.end));
       into.appendChild(mark);
       pos = w.end;
     });
-    if (end > pos) { into.appendChild(document.createTextNode(text.slice(pos, end))); }
+    if (end > pos) { into.appendChild(document.createTextNode(visible(text.slice(pos, end)))); }
     if (end < text.length) { into.appendChild(document.createTextNode(" …")); }
   }
 
@@ -549,7 +555,7 @@
           var suffix = excerpt(doc, state.parsed, weights, p);
           a.href = root + "sessions/" + encodeURIComponent(doc.slug) + "/" + pageFile(doc.pages, r.position) + "#" + doc.anchor + suffix;
           var name = document.createElement("code");
-          name.textContent = doc.name;
+          name.textContent = visible(doc.name);
           a.appendChild(name);
           a.appendChild(document.createTextNode(" — " + turnLabel(doc.anchor)));
           li.appendChild(a);
