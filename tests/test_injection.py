@@ -208,6 +208,56 @@ def test_every_page_is_inert_markup(hostile_site: Path) -> None:
         assert "49" not in re.findall(r"<p>([^<]*)</p>", text)  # template syntax is not evaluated
 
 
+#: What no published file holds raw: control characters (ESC, NUL, DEL, C1; not tab or
+#: line breaks) and the bidirectional controls that reorder what a reader sees.
+RAW_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_no_published_file_holds_a_raw_control(hostile_site: Path) -> None:
+    """Every page and every data file the pages' scripts show (row shards, facets, the
+    search index's terms) shows a control as an escape. The search index's documents are
+    the one exception: the text searched, which the client shows through ``visible``
+    (tested in the browser with this corpus)."""
+    checked = 0
+    for path in sorted(hostile_site.rglob("*")):
+        rel = path.relative_to(hostile_site).as_posix()
+        if path.is_dir() or re.fullmatch(r"search/[^/]+/d-[^/]+\.js", rel):
+            continue
+        found = RAW_CONTROL_RE.search(path.read_bytes().decode("utf-8", "replace"))
+        assert found is None, (rel, hex(ord(found.group())))
+        checked += 1
+    assert checked > len(PAYLOADS)
+
+
+def test_the_search_filters_name_roles_as_the_page_does(hostile_site: Path) -> None:
+    """The search index's role facets are keyed by the role as the page's role filter
+    says it (a control as an escape), so picking any hostile role finds its sessions."""
+
+    class Options(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.roles: set[str] = set()
+            self.inside = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "select":
+                self.inside = dict(attrs).get("id") == "filter-role"
+            elif tag == "option" and self.inside:
+                value = dict(attrs).get("value") or ""
+                if value.startswith("="):
+                    self.roles.add(value[1:])
+
+    page = Options()
+    page.feed((hostile_site / "index.html").read_text(encoding="utf-8"))
+    faceted: set[str] = set()
+    for path in (hostile_site / "search").glob("*/f-*.js"):
+        call = path.read_text(encoding="utf-8")
+        payload = call[call.index(",", call.index(",", call.index(",") + 1) + 1) + 1 : -3]
+        faceted |= set(json.loads(payload)["role"])
+    assert len(faceted) > len(PAYLOADS) // 2
+    assert faceted <= page.roles, sorted(faceted - page.roles)[:5]
+
+
 def test_every_write_stays_inside_the_output(hostile_site: Path) -> None:
     names = [p.name for p in hostile_site.rglob("*")]
     for name in names:

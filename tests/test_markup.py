@@ -175,12 +175,16 @@ _JSON_TOKEN_BEFORE = re.compile(
 
 def _highlight_reference(text: str) -> str:
     """highlight_json as it was: tokenise the raw text (with the pattern as it was),
-    escape each piece."""
+    escape each piece; a control or bidirectional control shown first as its JSON escape."""
     from html import escape
 
     from publisher.render.markup import HIGHLIGHT_LIMIT, _scrub
 
-    text = _scrub(text)
+    text = re.sub(
+        "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
+        lambda m: f"\\u{ord(m.group()):04x}",
+        _scrub(text),
+    )
     if len(text) > HIGHLIGHT_LIMIT:
         return escape(text, quote=False)
     out, pos = [], 0
@@ -196,7 +200,7 @@ def _highlight_reference(text: str) -> str:
 
 @settings(max_examples=300)
 @given(
-    st.lists(st.sampled_from(['"', "\\\\", "\\\\\"", ":", " ", "1", "-2.5e3", "true", "null", "fal", "se", "<", ">", "&", "lt;", "amp", "gt", "{", "}", "[", ",", "Infinity", "NaN", "x", "é", "\ud800", "\n", "\t"]), max_size=40).map("".join)
+    st.lists(st.sampled_from(['"', "\\\\", "\\\\\"", ":", " ", "1", "-2.5e3", "true", "null", "fal", "se", "<", ">", "&", "lt;", "amp", "gt", "{", "}", "[", ",", "Infinity", "NaN", "x", "é", "\ud800", "\n", "\t", "\u202e", "\x85", "\x1b"]), max_size=40).map("".join)
     | st.text(max_size=60)
 )  # fmt: skip
 def test_highlight_json_matches_tokenising_before_escaping(text: str) -> None:

@@ -407,12 +407,21 @@ def highlight_json(text: str) -> str:
 
     The text is escaped once, then tokenised: escaping only turns ``&``, ``<`` and ``>``
     into entities made of ``&``, letters and ``;``, none of which starts, ends or continues
-    a token (a property test compares this with tokenising first)."""
+    a token (a property test compares this with tokenising first). A control character
+    or a bidirectional control (which JSON leaves raw, but for C0) is shown as its JSON
+    escape (``\\u202e``): the same value, and nothing reaches the page that a reader
+    would not see."""
     text = _scrub(text)
+    if has_controls(text):
+        text = _CONTROL_RE.sub(_json_escape, text)
     escaped = escape(text, quote=False)
     if len(text) > HIGHLIGHT_LIMIT:
         return escaped
     return _JSON_TOKEN.sub(_json_span, escaped)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
 
 
 def _json_span(match: re.Match[str]) -> str:

@@ -30,7 +30,7 @@ from ...audit import Audit
 from ...gate import Tally, session_findings
 from ...model import CommandPart, Session, TextualPart, ToolPart
 from ...render import places, tools, view
-from ...render.html import indexed_output
+from ...render.html import indexed_output, visible_text
 from ...render.text import json_text
 from .. import urls
 from ..urls import PageLimits
@@ -149,7 +149,9 @@ class SessionRecord:
     """Its folder in the site (:func:`..urls.slug`)."""
     kind: str
     """Its kind, role, last status and failures (:attr:`publisher.gate.Tally.failures`,
-    its own): the index's filters."""
+    its own): the index's filters. The kind and the role as the page's filters say them
+    (:func:`...render.html.visible_text`: a control or bidirectional control as an
+    escape), so that a filter picked finds them."""
     role: str
     status: str
     failures: int
@@ -228,8 +230,8 @@ def session_record(
     return SessionRecord(
         name=_clean(session.session_name),
         slug=urls.slug(session.session_name),
-        kind=_clean(session.kind),
-        role=_clean(session.role),
+        kind=visible_text(session.kind),
+        role=visible_text(session.role),
         status=view.outcome_of(session.last_status),
         failures=Tally.of(session_findings(session, audit=audit)).failures,
         pages=list(urls.page_starts(session, limits)),
