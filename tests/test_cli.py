@@ -172,6 +172,27 @@ def test_bidirectional_controls_show_as_escapes_in_the_terminal(
     assert code == 0 and prompt in out
 
 
+def test_messages_on_stderr_show_controls_in_file_names_as_escapes(
+    archive: Path, tmp_path: Path
+) -> None:
+    """A file name holding an escape sequence or a right-to-left override reaches stderr
+    in a warning, an error or a note: shown as escapes, even where click would pass ANSI
+    codes through (a terminal: ``color=True`` here)."""
+    (archive / "ses_x\x1b]0;pwned\x07.json").write_text('{"broken')
+    (archive / "ses_y\u202egnp.json").write_text('{"broken')
+    project = ["--project", str(archive.parent.parent)]
+    out = tmp_path / "site"
+    for args in (
+        ["site", "build", *project, "--out", str(out), "--cache-dir", str(tmp_path / "c")],
+        ["print", "1", "--run", "ses_x\x1b[2J", *project],
+        ["sessions", *project],
+    ):
+        result = runner.invoke(app, args, color=True)
+        shown = result.stdout + result.stderr
+        assert not re.search("[\x1b\x07\u202e]", shown), (args, shown)
+        assert "\\x1b" in shown or "\\u202e" in shown, (args, shown)
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

@@ -86,12 +86,26 @@ def debugging(ctx: typer.Context, debug: bool) -> bool:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One line on stderr, then exit with ``code``."""
-    typer.echo(f"polyglav: error: {message}", err=True)
+    say("error", message)
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    typer.echo(f"polyglav: warning: {message}", err=True)
+    say("warning", message)
+
+
+def say(kind: str, message: str) -> None:
+    """``polyglav: <kind>: <message>`` on stderr (:func:`tell`)."""
+    tell(f"polyglav: {kind}: {message}")
+
+
+def tell(line: str) -> None:
+    """A line on stderr, terminal-safe: messages name files and quote sessions, and a
+    control or bidirectional control in them is shown as an escape
+    (:func:`..render.text.terminal_safe`), never sent to the terminal."""
+    from ..render.text import terminal_safe
+
+    typer.echo(terminal_safe(line), err=True)
 
 
 def guarded(ctx: typer.Context, debug: bool, action: Callable[[], T]) -> T:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .app import app, example, fail, guarded, warn
+from .app import app, example, fail, guarded, tell, warn
 from .options import (
     Debug,
     ExportFailOn,
@@ -89,9 +89,9 @@ def export(
     for warning in result.warnings:
         warn(warning)
     if result.redaction is not None:
-        typer.echo(f"polyglav: {result.redaction}", err=True)
+        tell(f"polyglav: {result.redaction}")
     if result.path is not None:
-        typer.echo(f"exported to {result.path}", err=True)
+        tell(f"exported to {result.path}")
     finish_gate(result.gate)
 
 
@@ -151,10 +151,10 @@ def finish_gate(report: GateReport | None) -> None:
     for line in report.warnings:
         warn(line)
     if report.summary_path is not None:
-        typer.echo(f"summary written to {report.summary_path}", err=True)
+        tell(f"summary written to {report.summary_path}")
     for line in report.lines:
-        typer.echo(f"polyglav: fail-on {line}", err=True)
+        tell(f"polyglav: fail-on {line}")
     for line in report.budget:
-        typer.echo(f"polyglav: budget: {line}", err=True)
+        tell(f"polyglav: budget: {line}")
     if report.failed:
         raise typer.Exit(1)

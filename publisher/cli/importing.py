@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .app import app, example, fail, guarded
+from .app import app, example, fail, guarded, say, tell
 from .options import Debug, ImportAgent, ImportQuiet, ImportSources, Project
 
 
@@ -42,11 +42,11 @@ def import_logs(
             agent,
             chosen,
             folder,
-            on_problem=lambda p: typer.echo(f"polyglav: warning: {p}", err=True),
-            on_note=lambda n: typer.echo(f"polyglav: note: {n}", err=True),
+            on_problem=lambda p: say("warning", str(p)),
+            on_note=lambda n: say("note", str(n)),
         )
         if not quiet:
-            typer.echo(report.summary(), err=True)
+            tell(report.summary())
         return report.exit_status
 
     status = guarded(ctx, debug, run)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .app import app, emit, example, fail, guarded, sessions_app, warn
+from .app import app, emit, example, fail, guarded, sessions_app, tell, warn
 from .options import Debug, ListFormat, PricesFile, Project, Run, RunA, RunB, SessionName
 
 
@@ -150,7 +150,4 @@ def compare(
 
 def warn_latest(name: str) -> None:
     """Say which session a command without ``--run`` reads."""
-    typer.echo(
-        f"polyglav: reading {name}, the most recently updated session (--run to choose)",
-        err=True,
-    )
+    tell(f"polyglav: reading {name}, the most recently updated session (--run to choose)")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .app import app, emit, example, fail, guarded, warn
+from .app import app, emit, example, fail, guarded, tell, warn
 from .options import Debug, Project, RedactValues
 
 if TYPE_CHECKING:
@@ -63,4 +63,4 @@ def redact_report(
     for warning in report.warnings:
         warn(warning)
     emit(report.lines)
-    typer.echo(f"polyglav: {report.summary}", err=True)
+    tell(f"polyglav: {report.summary}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .app import example, fail, guarded, site_app, warn
+from .app import example, fail, guarded, site_app, tell, warn
 from .options import (
     AllowHost,
     Bind,
@@ -68,7 +68,7 @@ def build_options(
 def say_waiting(holder: int | None) -> None:
     """What a build waiting for another one of the same site says (once, on stderr)."""
     who = f" (pid {holder})" if holder is not None else ""
-    typer.echo(f"polyglav: waiting for another build of this site{who} to finish", err=True)
+    tell(f"polyglav: waiting for another build of this site{who} to finish")
 
 
 def summary_line(report: BuildReport, out: Path) -> str:
@@ -133,7 +133,7 @@ def build(
     if report.search.startswith("unavailable"):
         warn(f"search {report.search}")
     if not quiet:
-        typer.echo(summary_line(report, options.out_dir), err=True)
+        tell(summary_line(report, options.out_dir))
     if strict and report.warnings:
         fail(f"--strict: {len(report.warnings)} warnings", 1)
 
