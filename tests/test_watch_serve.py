@@ -758,3 +758,16 @@ def test_full_checks_take_a_bounded_share_of_the_watchers_time() -> None:
     assert rescan_interval(5.0, 0.4) == pytest.approx(0.4 / RESCAN_SHARE)  # 20,000 sessions
     assert rescan_interval(0.5, 2.0) / 2.0 == pytest.approx(1 / RESCAN_SHARE)
     assert rescan_interval(60.0, 2.0) == 60.0
+
+
+@pytest.mark.unit
+def test_the_watch_log_shows_controls_in_file_names_as_escapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What the watch loop says names files of the watched folder: an escape sequence or a
+    right-to-left override in a name is shown as an escape, never sent to the terminal."""
+    from publisher.site.watch import _log
+
+    _log("warning: ses_x\x1b]0;pwned\x07\u202egnp.json: truncated JSON")
+    err = capsys.readouterr().err
+    assert err == "polyglav: warning: ses_x\\x1b]0;pwned\\x07\\u202egnp.json: truncated JSON\n"

@@ -253,7 +253,10 @@ def _watched_folder(path: Path) -> Path:
 
 
 def _log(line: str) -> None:
-    print(f"polyglav: {line}", file=sys.stderr, flush=True)
+    """A line on stderr; the file names it holds (a hostile folder's) terminal-safe."""
+    from ..render.text import terminal_safe
+
+    print(f"polyglav: {terminal_safe(line)}", file=sys.stderr, flush=True)
 
 
 def _summarise(changed: list[str], limit: int = 4) -> str:
