@@ -28,7 +28,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from .. import refs
-from .text import BIDI_CONTROLS, has_controls
+from .text import BIDI_CONTROLS, CONTROLS, has_controls
 from .tools import visible_controls
 
 #: Resolves a reference (``#ab12cd`` or ``session:name``) to a URL, or None.
@@ -228,7 +228,7 @@ def render_markdown(text: str, resolve_ref: RefResolver | None = None) -> str:
     return out.replace('<pre><code tabindex="0"', '<pre tabindex="0"><code')
 
 
-_CONTROL_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+_CONTROL_RE = re.compile(f"[{CONTROLS}{BIDI_CONTROLS}]")
 
 
 def _controls_as_text(text: str) -> str:
@@ -264,9 +264,7 @@ def plain_inline(text: str) -> str:
 #: but for backticks and underscores (code spans and words with underscores are taken
 #: by :func:`_plain_inline`).
 _MARKUP_CHARS_RE = re.compile(
-    r"[\\*\[\]<>&!|~\t\r\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
-    + BIDI_CONTROLS
-    + r"]|  \n|\s(?<![ \n])|```"
+    r"[\\*\[\]<>&!|~\t\r\ud800-\udfff" + CONTROLS + BIDI_CONTROLS + r"]|  \n|\s(?<![ \n])|```"
 )
 #: A line start that can open a block: list, quote, heading, rule, setext, fence, code.
 _BLOCK_START_RE = re.compile(r"(?:^|\n) *(?:[-+*>#=]|\d{1,9}[.)]|    )")

@@ -20,9 +20,12 @@ FIRST_LINE_RE = re.compile(r"[^\s][^\n\r]*")
 #: lossless. Marks that only order neutral characters (U+200E, U+200F, U+061C) and the
 #: joiners (U+200C, U+200D: Persian words, emoji) stay as they are.
 BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
-#: What a terminal would interpret or a reader be misled by: all C0 but tab and newline,
-#: DEL, C1, lone surrogates and :data:`BIDI_CONTROLS`.
-TERMINAL_CONTROL_RE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}]")
+#: The control characters (a character class's body): all C0 but tab and the line
+#: breaks, DEL, C1. The classes below and the renderers' are made of it.
+CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+#: What a terminal would interpret or a reader be misled by: :data:`CONTROLS`, carriage
+#: return, lone surrogates and :data:`BIDI_CONTROLS`.
+TERMINAL_CONTROL_RE = re.compile(f"[{CONTROLS}\r\ud800-\udfff{BIDI_CONTROLS}]")
 #: The ASCII characters :data:`TERMINAL_CONTROL_RE` does not match, and carriage return
 #: (which it matches but shows as itself): deleted by ``bytes.translate``, what is left
 #: of an ASCII text is the controls it holds.

@@ -83,6 +83,8 @@ and spilled: about 80,000 (term, session) entries of short postings. Measured
 small sessions (64 bundles of 1,600), 45 MB at 20,000."""
 _ENTRY_BYTES = 104
 """An entry's own cost: its tuple and its place in the run's list."""
+_STR_BYTES = 49
+"""A string's own cost beyond its characters (an ASCII one's)."""
 _TERM_BYTES = 300
 """A term's cost once a run (its text, its sort key, the cache entry), beyond its length."""
 _SHORT = 4
@@ -275,12 +277,12 @@ class _Runs:
                 postings = short.setdefault(postings, postings)
                 held += _ENTRY_BYTES
             else:
-                held += _ENTRY_BYTES + 49 + len(postings)
+                held += _ENTRY_BYTES + _STR_BYTES + len(postings)
             entries.append((key, number, text, count, postings))
         for word, stem in record.aliases.items():
             text, key = term_of(word)
             entries.append((key, -1, text, 0, stem))
-            held += _ENTRY_BYTES + 49 + len(stem)
+            held += _ENTRY_BYTES + _STR_BYTES + len(stem)
         self._held += held
         if self._scratch is not None and self._held >= self._limit:
             self._spill()
