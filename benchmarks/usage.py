@@ -39,6 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402
+from compiled import compile_source  # noqa: E402
 
 MODEL, PROVIDER = "claude-sonnet-4-5-20250929", "anthropic"
 TARGET = 1.05
@@ -114,6 +115,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--source", type=Path, default=ROOT, help="builds the plain archive")
     args = parser.parse_args()
+    for source in {ROOT, args.source.resolve()}:  # timed as installed: see compiled.py
+        compile_source(source / "publisher")
     archive = generate.generate(args.sessions, args.scale, shape="output", log=print)
     with tempfile.TemporaryDirectory(prefix="polyglav-usage-") as tmp:
         plain, usage, entries = variants(archive / "sessions", Path(tmp))
