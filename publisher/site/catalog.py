@@ -641,9 +641,13 @@ class Catalog:
             meta = dict(con.execute("SELECT name, value FROM meta"))
             if meta.get("key") != key or meta.get("schema") != schema_id():
                 return
+            # A plain read of the table (NOT INDEXED): through the published rows' partial
+            # index SQLite looks each row up (0.51-0.57 s at 100,000 sessions, against
+            # 0.12-0.19 s), and the build waits for this check.
             yield from _each(
                 con.execute(
-                    "SELECT name, folder, site_ino, site_mtime_ns FROM sources WHERE published"
+                    "SELECT name, folder, site_ino, site_mtime_ns FROM sources NOT INDEXED"
+                    " WHERE published"
                 )
             )
         finally:
@@ -1285,11 +1289,14 @@ class Catalog:
         return int(count), int(size)
 
     def published_lanes(self, count: int) -> Iterator[int]:
-        """Each ``lane % count`` (``count`` a power of two) that holds a published session."""
-        for (lane,) in self.con.execute(
-            "SELECT DISTINCT lane % ? FROM sources WHERE published", (count,)
-        ):
-            yield lane
+        """Each ``lane % count`` (``count`` a power of two) that holds a published session,
+        in order: one seek of the ``spread`` index each (a ``lane % count`` is one range of
+        it, :func:`shard_range`), where ``DISTINCT lane % count`` read every published row
+        (0.2 s of every build at 100,000 sessions, for 64 answers)."""
+        query = "SELECT EXISTS (SELECT 1 FROM sources WHERE published AND spread BETWEEN ? AND ?)"
+        for index in range(count):
+            if self.con.execute(query, shard_range(index, count)).fetchone()[0]:
+                yield index
 
     def rendered_lanes(self) -> Iterator[int]:
         """The lanes of the published sessions this build rendered."""
