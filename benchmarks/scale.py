@@ -2,7 +2,7 @@
 
 For each size: a full build (and one more with its site and cache in memory, in
 ``/dev/shm``, which takes the disk's own costs out), then ``--repeat`` no-op builds and builds after one turn is
-appended to one session (each in a fresh subprocess, search off; wall time, and the peak RSS
+appended to one session (each in a fresh subprocess, search off unless ``--search``; wall time, and the peak RSS
 of the build process and of its largest pool worker),
 the files the append rewrote, a new session added (tonight's run of a series) and removed
 again, the same append under ``site watch`` (builds in one process
@@ -62,7 +62,7 @@ from publisher.site.build import build_site
 from publisher.site.context import BuildOptions
 t, c = time.perf_counter(), time.process_time()
 build_site(BuildOptions(sessions_dir=Path(sys.argv[1]), out_dir=Path(sys.argv[2]),
-                        cache_dir=Path(sys.argv[3]), search=False))
+                        cache_dir=Path(sys.argv[3]), search=sys.argv[4] == "on"))
 print(time.process_time() - c)
 print(time.perf_counter() - t)
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -89,7 +89,7 @@ from publisher.site.build import build_site
 from publisher.site.context import BuildOptions, Warm
 sessions, repeat = Path(sys.argv[1]), int(sys.argv[4])
 options = BuildOptions(sessions_dir=sessions, out_dir=Path(sys.argv[2]),
-                       cache_dir=Path(sys.argv[3]), search=False)
+                       cache_dir=Path(sys.argv[3]), search=sys.argv[5] == "on")
 warm = Warm()
 build_site(options, warm)  # what site watch does first: a build that looks at everything
 files = sorted(sessions.glob("*.json"))
@@ -114,7 +114,7 @@ def watch_appends(sessions: Path, site: Path, cache: Path, repeat: int) -> list[
     keeps its state between builds, each told by the watcher which file changed (the
     builds a running watcher makes while an agent writes)."""
     out = subprocess.run(
-        [sys.executable, "-c", WATCH, str(sessions), str(site), str(cache), str(repeat)],
+        [sys.executable, "-c", WATCH, str(sessions), str(site), str(cache), str(repeat), SEARCH[0]],
         check=True,
         capture_output=True,
         text=True,
@@ -142,7 +142,7 @@ def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
     cpu = _children_cpu()
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", BUILD, str(sessions), str(site), str(cache)],
+        [sys.executable, "-c", BUILD, str(sessions), str(site), str(cache), SEARCH[0]],
         check=True,
         capture_output=True,
         text=True,
@@ -171,6 +171,10 @@ def build(sessions: Path, site: Path, cache: Path) -> dict[str, float]:
 
 BARE_MB = [0.0]
 """The bare interpreter's peak (:func:`bare_peak_mb`), measured once at the start."""
+
+SEARCH = ["off"]
+"""``--search``: every build of the run with the search index ("on", a build's default) or
+without it ("off")."""
 
 
 def sessions_cli(project: Path, expected: int) -> dict[str, float]:
@@ -508,11 +512,19 @@ def main() -> int:
     )
     parser.add_argument("--long", action="store_true", help="also the 5,000-turn session")
     parser.add_argument(
+        "--search",
+        action="store_true",
+        help="every build with the search index (the default of polyglav site build; an"
+        " append then writes its session's bundle again)",
+    )
+    parser.add_argument(
         "--skip", default="", help="comma-separated: memfs, add, watch, browser (not measured)"
     )
     args = parser.parse_args()
     compile_source(ROOT / "publisher")  # timed as installed: see compiled.py
     skip = {s for s in args.skip.split(",") if s}
+    SEARCH[0] = "on" if args.search else "off"
+    log("search", SEARCH[0])
     BARE_MB[0] = bare_peak_mb()
     log("bare interpreter", BARE_MB[0], "MB")
     trash: list[Path] = []
@@ -546,7 +558,7 @@ def main() -> int:
     finally:
         for folder in trash:
             shutil.rmtree(folder, ignore_errors=True)
-    print(json.dumps({"runs": report, "summary": summary(report)}, indent=1))
+    print(json.dumps({"search": SEARCH[0], "runs": report, "summary": summary(report)}, indent=1))
     return 0
 
 

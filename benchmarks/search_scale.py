@@ -66,7 +66,7 @@ from publisher.site.stages.search import BundleJob, _write_bundle
 from publisher.site.urls import PageLimits
 job = json.loads(sys.argv[2])
 started = time.process_time()
-meta, documents = _write_bundle(
+meta, documents, _ = _write_bundle(
     BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), ""), "search_scale",
     Path(job["store"]), Path(job["folder"]), None, PageLimits(), job["chunk"], job["doc"],
     Path(job["out"]))

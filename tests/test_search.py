@@ -463,6 +463,66 @@ def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: 
 
 
 @pytest.mark.site
+def test_a_session_rendered_again_with_the_same_record_does_not_write_its_bundle(
+    tmp_path: Path,
+) -> None:
+    """An appended turn also renders the next run of its series again (its comparison page
+    shows the appended run): that run's record is as it was, so its bundle is read, not
+    written (at 100,000 sessions a bundle of 1,600 is about a second)."""
+    from publisher.site.search.bundle import bundle_of
+    from publisher.site.urls import row_slot
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"job_20260101_0{i:02d}000_ser{i:03d}" for i in range(12)]
+    for i, name in enumerate(names):
+        when = f"2026-01-01T0{i // 10}:{i % 10}0:00+00:00"
+        turns = [turn(1, part("user", f"nightly run {i} of pears"), part("text", "done"))]
+        doc = session_doc(name, role="nightly", created_at=when, updated_at=when, turns=turns)
+        (sessions / f"{name}.json").write_text(json.dumps(doc))
+    small = Tunables(sessions_per_bundle=1, search_chunk_bytes=200)
+    out = tmp_path / "site"
+    occupied = len({bundle_of(row_slot(name), 16) for name in names})
+    assert build(sessions, out, search=True, tunables=small).search == (
+        f"built {occupied}/{occupied} bundles"
+    )
+    k = next(
+        i for i in range(11)
+        if bundle_of(row_slot(names[i]), 16) != bundle_of(row_slot(names[i + 1]), 16)
+    )  # fmt: skip
+    before = tree_digest(out / "search")
+    doc = json.loads((sessions / f"{names[k]}.json").read_text())
+    doc["turns"].append(turn(2, part("user", "zqappended words")))
+    (sessions / f"{names[k]}.json").write_text(json.dumps(doc))
+    report = build(sessions, out, search=True, tunables=small)
+    assert report.sessions_rendered == 2, report  # the run appended to, and the next one
+    assert report.search == f"built 1/{occupied} bundles", report.search
+    after = tree_digest(out / "search")
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert {k.split("/")[0] for k in changed if "/" in k} == {
+        f"b{bundle_of(row_slot(names[k]), 16):03d}-of-016"
+    }, changed
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(fresh)
+    # A page folder deleted by hand renders its session again: same record, no bundle
+    # written, and a file left in its bundle's folder by an interrupted write is removed.
+    shutil.rmtree(out / "sessions" / names[0])
+    folder = out / "search" / f"b{bundle_of(row_slot(names[0]), 16):03d}-of-016"
+    (folder / "t-0123456789ab-0.js").write_text("left by a build killed mid-write")
+    report = build(sessions, out, search=True, tunables=small)
+    assert report.sessions_rendered == 1 and report.search == "unchanged", report
+    assert tree_digest(out) == tree_digest(fresh)
+    # Its meta file gone: the bundle is made again.
+    meta = next(folder.glob("m-*.js"))
+    meta.unlink()
+    shutil.rmtree(out / "sessions" / names[0])
+    report = build(sessions, out, search=True, tunables=small)
+    assert report.search == f"built 1/{occupied} bundles", report.search
+    assert tree_digest(out) == tree_digest(fresh)
+
+
+@pytest.mark.site
 def test_a_deferred_index_left_unwritten_is_written_by_the_next_build(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     shutil.copytree(SAMPLES, sessions)

@@ -62,11 +62,15 @@ a search session record   the session's pages: written by its render     its ses
 (the cache)               (:mod:`.search.extract`)                     rendered
 a search bundle           :func:`search_key` (search format, record     the key or bundle
 (``search/<bundle>/``)    format, the build key, the chunk sizes), the  count changed, a
-                          bundle count, :func:`bundle_members` (a       session of it was
-                          digest of its sessions' folders); a           rendered, came or
-                          session's bundle is a hash of its name        went, or its meta
-                          (:func:`.search.bundle.bundle_of`)            file is missing
-                          (:func:`search_stale`)
+                          bundle count, :func:`bundle_members` (a       session of it came
+                          digest of its sessions' folders); a           or went, or its meta
+                          session's bundle is a hash of its name        file is missing
+                          (:func:`.search.bundle.bundle_of`); its       (:func:`search_stale`);
+                          files' version, a hash of its records'        a session of it was
+                          bytes                                         rendered and its
+                                                                        records' version
+                                                                        changed
+                                                                        (:func:`bundle_current`)
 ========================  ==========================================  =====================
 
 Every build stats every session file and every session's folder in the site, in one pass
@@ -425,6 +429,18 @@ def search_stale(
     changed), a deferred build left it to write (``pending``), or its meta file is not in
     the site (``meta_present``)."""
     return not same_key or members_then != members_now or rendered or pending or not meta_present()
+
+
+def bundle_current(written: str | None, meta: str, meta_present: Callable[[], bool]) -> bool:
+    """The rule for a search bundle :func:`search_stale` sends to be written: its files need
+    not be made again when its records now hash to the version its files were last made of
+    (``meta``, its meta file's name by :func:`.search.bundle.bundle_version` of the index
+    key, the bundle and every record's bytes, against ``written``, the one the last build
+    recorded; None: none) and that meta file, written after every other file of the
+    version, is in the site (``meta_present``). A session rendered again whose record came
+    out the same (the next run of a series, whose comparison page shows an appended
+    turn) costs one read of the bundle's records, not the bundle."""
+    return written == meta and meta_present()
 
 
 def session_stale(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -29,7 +29,7 @@ from ..search.bundle import FORMAT as BUNDLE_FORMAT
 from ..search.bundle import bundle_count, bundle_id, bundle_of, script
 from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
 from ..search.store import BundleState, SearchState, SearchStore
-from ..staleness import bundle_members, search_key, search_stale
+from ..staleness import bundle_current, bundle_members, search_key, search_stale
 from ..urls import PageLimits
 
 FOLDER = "search"
@@ -50,6 +50,10 @@ class BundleJob:
     """Its sessions: (folder, file in the sessions folder)."""
     digest: str
     """:func:`..staleness.bundle_members` of them."""
+    written: BundleState | None = None
+    """What the last build recorded of the bundle's files (same index key and bundle
+    count), or None: when its records hash to that version and its meta file is there, the
+    files are as they would be made (:func:`..staleness.bundle_current`)."""
 
 
 @dataclass(slots=True)
@@ -149,7 +153,7 @@ def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | No
             if members is None:  # (the digest recorded with it is of what is written)
                 members = catalog.bundle_members(index, count)
                 digest = bundle_members(folder for folder, _ in members)
-            jobs.append(BundleJob(ident, tuple(sorted(members)), digest))
+            jobs.append(BundleJob(ident, tuple(sorted(members)), digest, old))
     if not same_key:
         state = SearchState(key=key, count=count)
     for ident in list(state.bundles):
@@ -191,8 +195,10 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
         for job in work.jobs
     ]  # fmt: skip
     results = run_jobs(_write_bundle, jobs, workers=work.workers, progress=progress, stage="search")
-    for job, (meta, documents) in zip(work.jobs, results, strict=True):
+    built = 0
+    for job, (meta, documents, made) in zip(work.jobs, results, strict=True):
         state.bundles[job.ident] = BundleState(job.digest, meta, documents)
+        built += made
     listing = [[ident, state.bundles[ident].meta] for ident in work.bundles]
     data = {
         "format": BUNDLE_FORMAT,
@@ -217,9 +223,9 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
                 if name.endswith(".json") and name[: -len(".json")] not in work.published
             ]
             work.store.drop_records(stale)
-    if not work.jobs:
+    if not built:
         return "unchanged"
-    return f"built {len(work.jobs)}/{len(work.bundles)} bundles"
+    return f"built {built}/{len(work.bundles)} bundles"
 
 
 class _Damaged(Exception):
@@ -240,9 +246,10 @@ def _write_bundle(
     chunk_bytes: int,
     doc_bytes: int,
     out: Path,
-) -> tuple[str, int]:
+) -> tuple[str, int, bool]:
     """Write one bundle's files (those whose bytes changed), remove its others; its meta
-    file's name and its turn count.
+    file's name, its turn count, and whether it was made (False: its files were current,
+    :func:`..staleness.bundle_current`).
 
     Two passes over the records, one at a time: the first hashes their bytes (the version
     that names the bundle's files; a record the cache lost is made again from its session
@@ -275,6 +282,12 @@ def _write_bundle(
             present.append(slug)
         tried |= damaged
         damaged = set()
+        version = version_name(digest)
+        written = job.written.meta if job.written is not None else None
+        if bundle_current(written, f"m-{version}", partial(_is_file, target / f"m-{version}.js")):
+            assert job.written is not None
+            _remove_others(target, out, partial(_of_version, version=version))
+            return job.written.meta, job.written.documents, False
 
         def records(slugs: list[str] = present) -> Iterator[SessionRecord]:
             for slug in slugs:
@@ -289,7 +302,7 @@ def _write_bundle(
         try:
             made = build_bundle(
                 job.ident,
-                version_name(digest),
+                version,
                 records(),
                 emit,
                 chunk_bytes=chunk_bytes,
@@ -301,11 +314,23 @@ def _write_bundle(
             continue
         break
     keep = set(made.files)
+    _remove_others(target, out, keep.__contains__)
+    return made.meta, made.documents, True
+
+
+def _of_version(entry: str, *, version: str) -> bool:
+    """True when ``entry`` is a file of a bundle's files of ``version``
+    (:func:`..search.bundle.build_bundle` names each ``<kind>-<version>[-<n>].js``)."""
+    parts = entry.removesuffix(".js").split("-")
+    return entry.endswith(".js") and len(parts) in (2, 3) and parts[1] == version
+
+
+def _remove_others(target: Path, out: Path, keep: Callable[[str], bool]) -> None:
+    """Remove every entry of the bundle folder ``target`` not to ``keep``."""
     with contextlib.suppress(FileNotFoundError):
         for entry in os.listdir(target):
-            if entry not in keep:
+            if not keep(entry):
                 remove_tree(target / entry, out)
-    return made.meta, made.documents
 
 
 def _record_again(
