@@ -12,7 +12,6 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -349,57 +348,44 @@ def catalogued(
     (the folder's files, sorted: :meth:`.site.catalog.Catalog.listed`, or with ``shown``
     :meth:`.site.catalog.Catalog.shown`), or None where the
     file must be read (no row, or a stamp the rule of the site build does not trust:
-    :func:`.site.staleness.stamp_trusted`, one ``stat`` a file). None when there is no
+    :func:`.site.staleness.stamp_trusted`, one ``stat`` a file, half of them in a process
+    forked while the catalog is read: :class:`.site.pool.StampPass`). None when there is no
     catalog of this folder to read: none, another schema, another sessions folder, other
     code (the rows it keeps are that code's), a build with redaction (its summaries may not
     be the files'). Nothing is written."""
     import sqlite3
 
     from .site.catalog import Catalog
+    from .site.pool import StampPass
     from .site.staleness import code_key
 
     catalog = Catalog.reader(path, os.path.abspath(folder), code_key())
     if catalog is None:
         return None
+    stamps = StampPass.start(os.fspath(folder), names)
     try:
         rows = catalog.shown() if shown else catalog.listed()
-        return _catalogued(folder, names, rows, catalog.meta.scanned_at_ns)
+        return _catalogued(names, rows, stamps.result(), catalog.meta.scanned_at_ns)
     except sqlite3.Error:  # a catalog SQLite cannot read: the files are read instead
         return None
     finally:
+        stamps.close()
         catalog.close()
 
 
 def _catalogued(
-    folder: Path, names: list[str], rows: list[tuple[Any, ...]], last_scan: int
+    names: list[str], rows: list[tuple[Any, ...]], stamps: list[tuple[int, int]], last_scan: int
 ) -> list[tuple[Any, ...] | None]:
-    """:func:`catalogued` of the catalog's ``rows`` (in any order, a file name first) and
-    ``last_scan``."""
+    """:func:`catalogued` of the catalog's ``rows`` (in any order, a file name first), the
+    files' ``stamps`` now (in the order of ``names``) and ``last_scan``."""
     from .site.staleness import stamp_trusted
 
     by_name = {row[0]: row for row in rows}
     del rows
-    found: list[tuple[Any, ...] | None] = []
-    if os.stat in os.supports_dir_fd:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        stat: Callable[[str], os.stat_result] = partial(os.stat, dir_fd=fd)
-    else:
-        fd, stat = -1, lambda name: os.stat(folder / name)
-    try:
-        for name, row in zip(names, map(by_name.get, names), strict=True):
-            if row is None:
-                found.append(None)
-                continue
-            try:
-                st = stat(name)
-                now = (st.st_size, st.st_mtime_ns)
-            except OSError:
-                now = (0, 0)
-            found.append(row if stamp_trusted((row[1], row[2]), now, last_scan) else None)
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    return found
+    return [
+        row if row is not None and stamp_trusted((row[1], row[2]), now, last_scan) else None
+        for row, now in zip(map(by_name.get, names), stamps, strict=True)
+    ]
 
 
 def _listed_row(folder: Path, row: tuple[Any, ...]) -> Listed:

@@ -4,10 +4,14 @@ and the pool runner (:func:`publisher.site.pool.run_jobs`), results in job order
 from __future__ import annotations
 
 import os
+import threading
+from pathlib import Path
 
 import pytest
 
-from publisher.site.pool import IN_FLIGHT, WINDOW, Crew, run_jobs
+from publisher.loader import file_stamp
+from publisher.site import pool
+from publisher.site.pool import IN_FLIGHT, WINDOW, Crew, StampPass, run_jobs
 
 pytestmark = pytest.mark.site
 
@@ -103,3 +107,67 @@ def test_a_workers_ctrl_c_is_left_to_the_builds_process() -> None:
         assert {pid for pid, _ in again} == {pid for pid, _ in results}  # the same workers
     finally:
         crew.close()
+
+
+def _stamp_folder(tmp_path: Path) -> tuple[str, list[str]]:
+    """A folder of 40 files of distinct sizes, and their names with three that are not
+    there (a file gone since the listing: stamped (0, 0))."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    names = []
+    for i in range(40):
+        (folder / f"f{i:03d}.json").write_bytes(b"x" * i)
+        names.append(f"f{i:03d}.json")
+    names[5:5] = ["gone-1.json"]
+    names += ["gone-2.json", "gone-3.json"]
+    return os.fspath(folder), names
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="an OS without fork")
+def test_a_stamp_pass_forked_gives_each_files_stamp_in_order(tmp_path: Path) -> None:
+    folder, names = _stamp_folder(tmp_path)
+    expected = [file_stamp(os.path.join(folder, name)) for name in names]
+    assert expected[5] == (0, 0) and expected[-1] == (0, 0)
+    forked = StampPass.start(folder, names, fork_from=10)
+    assert forked.pid != 0  # the second half is the child's
+    assert forked.result() == expected
+    alone = StampPass.start(folder, names)  # fewer than STAMPS_FORK_FROM: no child
+    assert alone.pid == 0 and alone.result() == expected
+    # Asked nothing, the child is reaped.
+    unasked = StampPass.start(folder, names, fork_from=10)
+    pid = unasked.pid
+    unasked.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="an OS without fork")
+def test_a_stamp_pass_whose_child_fails_stats_every_file_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, names = _stamp_folder(tmp_path)
+    expected = [file_stamp(os.path.join(folder, name)) for name in names]
+    parent = os.getpid()
+    real = pool._stamps
+
+    def failing_in_the_child(where: str, some: list[str]) -> object:
+        if os.getpid() != parent:
+            raise OSError("the child fails")
+        return real(where, some)
+
+    monkeypatch.setattr(pool, "_stamps", failing_in_the_child)
+    assert StampPass.start(folder, names, fork_from=10).result() == expected
+
+
+def test_a_stamp_pass_does_not_fork_a_process_running_another_thread(tmp_path: Path) -> None:
+    folder, names = _stamp_folder(tmp_path)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        passed = StampPass.start(folder, names, fork_from=10)
+        assert passed.pid == 0
+        assert passed.result() == [file_stamp(os.path.join(folder, n)) for n in names]
+    finally:
+        stop.set()
+        other.join()

@@ -17,9 +17,11 @@ import multiprocessing
 import os
 import signal
 import threading
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from itertools import islice
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext
@@ -381,3 +383,143 @@ class Crew:
             conn.close()
         self._processes.clear()
         self._conns.clear()
+
+
+def fork_child(work: Callable[[], bytes]) -> tuple[int, int] | None:
+    """Run ``work`` in a process forked from this one (the caller checked :func:`forking`),
+    which sends back the bytes it returns: (its pid, the pipe to read them from:
+    :func:`child_result`), or None when the OS would not fork. The child leaves by
+    ``os._exit`` (nothing of this process's is cleaned up or flushed twice)."""
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # pragma: no cover - the child (its result is checked by the parent)
+        status = 1
+        try:
+            os.close(read)
+            data = work()
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    return pid, read
+
+
+def child_result(pid: int, fd: int) -> bytes | None:
+    """What the child of :func:`fork_child` sent, once it has ended; None when it failed."""
+    with os.fdopen(fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    return data if status == 0 else None
+
+
+def reap_child(pid: int, fd: int) -> None:
+    """End with the child of :func:`fork_child` whose result is not asked."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+
+
+STAMPS_FORK_FROM = 10_000
+"""A :class:`StampPass` of at least this many files forks (below, one pass costs this
+process less than 40 ms here: not worth a process)."""
+
+
+class StampPass:
+    """The stamps (size, mtime_ns; (0, 0) where a file cannot be stat'ed:
+    :func:`...loader.file_stamp`) of files of a folder, one ``stat`` each, the second half
+    taken by a process forked at :meth:`start` while this one goes on (a catalog query)
+    and takes the first half when asked (:meth:`result`). Measured at 100,000 files here:
+    0.37 s in one process, 0.21 s in two; two threads took 0.58 s (each ``stat`` holds the
+    GIL to make its result). Where this process may not fork (:func:`forking`), or the
+    child fails, this process stats every file."""
+
+    def __init__(self, folder: str, names: Sequence[str], split: int, pid: int, fd: int) -> None:
+        self.folder = folder
+        self.names = names
+        self.split = split
+        """The child stats ``names[split:]``."""
+        self.pid = pid
+        """The child's pid; 0: none."""
+        self.fd = fd
+
+    @classmethod
+    def start(
+        cls, folder: str, names: Sequence[str], *, fork_from: int = STAMPS_FORK_FROM
+    ) -> StampPass:
+        """Fork the child when there are at least ``fork_from`` files and this process may
+        fork."""
+        if len(names) < fork_from or not forking() or not hasattr(os, "fork"):
+            return cls(folder, names, len(names), 0, -1)
+        split = len(names) // 2
+        child = fork_child(partial(_stamp_bytes, folder, names[split:]))
+        if child is None:
+            return cls(folder, names, len(names), 0, -1)
+        return cls(folder, names, split, *child)
+
+    def result(self) -> list[tuple[int, int]]:
+        """The stamp of every file, in the order of the names."""
+        values = _stamps(self.folder, self.names[: self.split])
+        if self.pid:
+            rest = self._child()
+            if rest is None:
+                rest = _stamps(self.folder, self.names[self.split :])
+            values.extend(rest)
+        return list(zip(values[0::2], values[1::2], strict=True))
+
+    def _child(self) -> array[int] | None:
+        """What the child sent (None when it failed or sent the wrong length)."""
+        data = child_result(self.pid, self.fd)
+        self.pid = 0
+        rest: array[int] = array("q")
+        if data is None or len(data) != 2 * rest.itemsize * (len(self.names) - self.split):
+            return None
+        rest.frombytes(data)
+        return rest
+
+    def close(self) -> None:
+        """Reap the child when its result is not asked."""
+        if self.pid:
+            reap_child(self.pid, self.fd)
+            self.pid = 0
+
+
+def _stamp_bytes(folder: str, names: Sequence[str]) -> bytes:
+    """The child's work: :func:`_stamps` as bytes."""
+    return _stamps(folder, names).tobytes()
+
+
+def _stamps(folder: str, names: Sequence[str]) -> array[int]:
+    """(size, mtime_ns) of each of ``names`` of ``folder``, flat: one ``stat`` each relative
+    to the folder held open where the OS allows it."""
+    values: array[int] = array("q")
+    add = values.append
+    if os.stat in os.supports_dir_fd:
+        try:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            fd = -1
+        stat: Callable[[str], os.stat_result] = partial(os.stat, dir_fd=fd)
+    else:
+        fd, stat = -1, lambda name: os.stat(os.path.join(folder, name))
+    try:
+        for name in names:
+            try:
+                st = stat(name)
+            except OSError:
+                add(0)
+                add(0)
+                continue
+            add(st.st_size)
+            add(st.st_mtime_ns)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return values

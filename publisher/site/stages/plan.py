@@ -13,18 +13,18 @@ full build holds no list of them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import operator
 import os
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from .. import urls
 from ..catalog import Catalog
 from ..context import BuildContext
 from ..graph import Graph
-from ..pool import forking
+from ..pool import child_result, fork_child, forking, reap_child
 from ..render import PageFacts
 from ..staleness import disturbed_folders, graph_unchanged, session_stale, stale_candidates
 from .scan import Scan
@@ -141,32 +141,14 @@ class FolderCheck:
             return None
         if size < ctx.tunables.fork_check_bytes or not forking() or not hasattr(os, "fork"):
             return None
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child (its result is checked by the parent)
-            status = 1
-            try:
-                os.close(read)
-                found = disturbed_folders(
-                    os.path.join(ctx.out, urls.SESSIONS),
-                    Catalog.recorded_folders(path, ctx.key),
-                )
-                data = json.dumps(sorted(found), ensure_ascii=True).encode("ascii")
-                with os.fdopen(write, "wb") as pipe:
-                    pipe.write(data)
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(write)
-        return cls(pid, read)
+        child = fork_child(partial(_disturbed, os.path.join(ctx.out, urls.SESSIONS), path, ctx.key))
+        return cls(*child) if child is not None else None
 
     def result(self) -> set[str] | None:
         """The session names the child found disturbed; None when it failed (the plan
         checks in this process then)."""
-        with os.fdopen(self.fd, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(self.pid, 0)
-        if status != 0:
+        data = child_result(self.pid, self.fd)
+        if data is None:
             return None
         try:
             names = json.loads(data)
@@ -176,10 +158,13 @@ class FolderCheck:
 
     def close(self) -> None:
         """Reap the child when the build stops before asking its result."""
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, 0)
+        reap_child(self.pid, self.fd)
+
+
+def _disturbed(sessions_folder: str, catalog: Path, key: str) -> bytes:
+    """The child's work: the disturbed folders' session names, as JSON."""
+    found = disturbed_folders(sessions_folder, Catalog.recorded_folders(catalog, key))
+    return json.dumps(sorted(found), ensure_ascii=True).encode("ascii")
 
 
 def _present(names: set[str], catalog: Catalog) -> list[tuple[str, tuple[str, str, int]]]:
