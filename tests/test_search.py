@@ -417,14 +417,21 @@ def test_a_bundle_holds_no_more_when_it_holds_four_times_the_sessions(tmp_path: 
     assert held_large > 3 * held_small, (held_small, held_large)
 
 
-@pytest.mark.site
-def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: Path) -> None:
+def small_sessions(tmp_path: Path, tag: str, count: int, word: str) -> tuple[Path, list[str]]:
+    """A sessions folder of ``count`` one-turn sessions (``ses_..._<tag>NNN``) whose prompts
+    name ``word``, and their names."""
     sessions = tmp_path / "sessions"
     sessions.mkdir()
-    names = [f"ses_20260101_0000{i:02d}_bnd{i:03d}" for i in range(12)]
+    names = [f"ses_20260101_0000{i:02d}_{tag}{i:03d}" for i in range(count)]
     for i, name in enumerate(names):
-        turns = [turn(1, part("user", f"prompt {i} about oranges"), part("text", "answer"))]
+        turns = [turn(1, part("user", f"prompt {i} about {word}"), part("text", "answer"))]
         (sessions / f"{name}.json").write_text(json.dumps(session_doc(name, turns=turns)))
+    return sessions, names
+
+
+@pytest.mark.site
+def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: Path) -> None:
+    sessions, names = small_sessions(tmp_path, "bnd", 12, "oranges")
     small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
     out = tmp_path / "site"
     first = build(sessions, out, search=True, tunables=small)
@@ -520,6 +527,57 @@ def test_a_session_rendered_again_with_the_same_record_does_not_write_its_bundle
     report = build(sessions, out, search=True, tunables=small)
     assert report.search == f"built 1/{occupied} bundles", report.search
     assert tree_digest(out) == tree_digest(fresh)
+
+
+@pytest.mark.site
+def test_records_of_sessions_no_longer_published_are_dropped(tmp_path: Path) -> None:
+    """The records kept of sessions gone (their files removed; a record left before the
+    cache's state was lost) are dropped once the bundles are written; the others stay."""
+    sessions, names = small_sessions(tmp_path, "rec", 6, "plums")
+    small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
+    out = tmp_path / "site"
+    build(sessions, out, search=True, tunables=small)
+    store = SearchStore(cache_of(out).search)
+    assert sorted(store.record_slugs()) == names
+    (sessions / f"{names[2]}.json").unlink()
+    (sessions / f"{names[4]}.json").unlink()
+    build(sessions, out, search=True, tunables=small)
+    assert sorted(store.record_slugs()) == [n for n in names if n not in (names[2], names[4])]
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(fresh)
+    # A record left by a session gone before the cache's state was lost is dropped too.
+    (store.records / "ses_20250101_000000_old001.json").write_bytes(b"[]")
+    store.state_file.unlink()
+    build(sessions, out, search=True, tunables=small)
+    assert "ses_20250101_000000_old001" not in set(store.record_slugs())
+
+
+@pytest.mark.site
+def test_a_build_sends_each_bundle_with_its_sessions_only_when_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build holds one bundle's sessions at a time (not the archive's), asked of the
+    catalog as each bundle is sent; a deferred index holds its own."""
+    from publisher.site.stages import search as stage
+
+    sessions, _ = small_sessions(tmp_path, "snd", 9, "figs")
+    small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
+    held: list[int] = []
+    real = stage.finish_search
+
+    def finish(work: stage.PendingSearch, progress: object = None) -> str:
+        held.append(sum(job.members is not None for job in work.jobs))
+        assert work.members is not None and len(work.jobs) == 5
+        return real(work)
+
+    monkeypatch.setattr(stage, "finish_search", finish)
+    build(sessions, tmp_path / "site", search=True, tunables=small)
+    assert held == [0]
+    monkeypatch.undo()
+    report = build(sessions, tmp_path / "deferred", search=True, tunables=small, defer_search=True)
+    assert report.pending_search is not None and report.pending_search.members is None
+    assert all(job.members for job in report.pending_search.jobs)
 
 
 @pytest.mark.site

@@ -253,13 +253,15 @@ CREATE TEMP TABLE was AS SELECT * FROM main.sources WHERE 0;
 CREATE TEMP TABLE was_summaries AS SELECT * FROM main.summaries WHERE 0;
 CREATE TEMP TABLE was_events AS SELECT * FROM main.events WHERE 0;
 CREATE TEMP TABLE snap (file_name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TEMP TABLE records (folder TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE INDEX temp.was_file ON was (file_name);
 CREATE INDEX temp.was_summaries_file ON was_summaries (file_name);
 CREATE INDEX temp.was_events_file ON was_events (file_name);
 """
 """A build's scratch tables (gone with its connection): the folder's listing, the files to
-read, the sessions to render, and the last build's rows of every file this build set or
-dropped (``was``: what the index stage compares, what a held file goes back to)."""
+read, the sessions to render, the last build's rows of every file this build set or
+dropped (``was``: what the index stage compares, what a held file goes back to), and the
+folders of the search records kept (``records``: :meth:`Catalog.unpublished`)."""
 
 CACHE_KIB = 2048
 """SQLite's page cache of a connection (and of its temporary tables): a build's memory does
@@ -1316,10 +1318,27 @@ class Catalog:
             )
         )
 
-    def published_folders(self) -> Iterator[str]:
-        """The site folder of every published session."""
-        for (folder,) in self.con.execute("SELECT folder FROM sources WHERE published"):
-            yield folder
+    def unpublished(self, folders: Iterable[str]) -> list[str]:
+        """Those of ``folders`` (in any order) that are no published session's site folder,
+        by name: compared in the scratch ``records`` (SQLite's temporary store), never all
+        held here."""
+        con = self.con
+        con.execute("DELETE FROM records")
+        con.executemany(
+            "INSERT OR IGNORE INTO records VALUES (CAST(? AS TEXT))",
+            ((f if f.isascii() else text(f),) for f in folders),
+        )
+        # A plain pass over the table (NOT INDEXED): not a lookup of each row through the
+        # published rows' partial index.
+        found = [
+            r[0]
+            for r in con.execute(
+                "SELECT folder FROM records EXCEPT"
+                " SELECT folder FROM sources NOT INDEXED WHERE published ORDER BY 1"
+            )
+        ]
+        con.execute("DELETE FROM records")
+        return found
 
     def add_job(self, file_name: str, size: int) -> None:
         self.con.execute(

@@ -19,7 +19,7 @@ import signal
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from itertools import islice
@@ -41,9 +41,26 @@ def forking() -> bool:
     return threading.active_count() <= 1
 
 
+class Jobs:
+    """``count`` jobs made one at a time as they are sent (``make`` gives them in order):
+    what a job holds exists only while it is in flight."""
+
+    __slots__ = ("_count", "_make")
+
+    def __init__(self, count: int, make: Callable[[], Iterator[tuple[Any, ...]]]) -> None:
+        self._count = count
+        self._make = make
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return self._make()
+
+
 def run_jobs(
     func: Callable[..., R],
-    jobs: Sequence[tuple[Any, ...]],
+    jobs: Sequence[tuple[Any, ...]] | Jobs,
     *,
     workers: int,
     progress: ProgressHook | None,
@@ -51,13 +68,15 @@ def run_jobs(
     initializer: Callable[..., None] | None = None,
     initargs: tuple[Any, ...] = (),
     on_result: Callable[[R], None] | None = None,
+    window: int = WINDOW,
 ) -> list[R]:
     """``func(*job)`` for every job, in order, over up to ``workers`` processes.
 
     ``initializer(*initargs)`` runs once in each worker before its jobs. The caller runs
     the jobs itself when there are fewer than two, or one worker (then no initializer
     runs: the caller holds what it would set up). ``on_result`` sees each result, in
-    order, as soon as it is there (the search index starts on finished sessions)."""
+    order, as soon as it is there (the search index starts on finished sessions). At most
+    ``window`` jobs a worker are sent and not yet done."""
     results: list[R] = []
     if not jobs:
         return results
@@ -76,7 +95,7 @@ def run_jobs(
     with ProcessPoolExecutor(**kwargs) as pool:
         # A bounded window of jobs in flight, each future dropped once its result is
         # taken: 20,000 sessions are not 20,000 futures held at once (peak memory).
-        window = WINDOW * kwargs["max_workers"]
+        window *= kwargs["max_workers"]
         waiting = iter(jobs)
         futures = deque(pool.submit(func, *job) for job in islice(waiting, window))
         done = 0

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -95,6 +96,17 @@ class SearchStore:
         """A scratch file in the cache folder (gone once closed): a bundle's sorted runs."""
         self.root.mkdir(parents=True, exist_ok=True)
         return tempfile.TemporaryFile(dir=self.root)
+
+    def record_slugs(self) -> Iterator[str]:
+        """The folder of every session whose record is kept, as the folder is listed (no
+        order, never all held)."""
+        try:
+            with os.scandir(self.records) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".json"):
+                        yield entry.name[: -len(".json")]
+        except FileNotFoundError:
+            return
 
     def drop_records(self, slugs: list[str]) -> None:
         """Forget the records of sessions no longer published."""
