@@ -64,13 +64,11 @@ a search bundle           :func:`search_key` (search format, record     the key 
 (``search/<bundle>/``)    format, the build key, the chunk sizes), the  count changed, a
                           bundle count, :func:`bundle_members` (a       session of it came
                           digest of its sessions' folders); a           or went, or its meta
-                          session's bundle is a hash of its name        file is missing
-                          (:func:`.search.bundle.bundle_of`); its       (:func:`search_stale`);
-                          files' version, a hash of its records'        a session of it was
-                          bytes                                         rendered and its
-                                                                        records' version
-                                                                        changed
-                                                                        (:func:`bundle_current`)
+                          session's bundle is a hash of its name        file is missing; a
+                          (:func:`.search.bundle.bundle_of`); its       session of it was
+                          files' version, a hash of its records'        rendered and its
+                          bytes (:func:`search_stale`, then             records' version
+                          :func:`bundle_current`)                       changed
 ========================  ==========================================  =====================
 
 Every build stats every session file and every session's folder in the site, in one pass
