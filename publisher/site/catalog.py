@@ -1326,7 +1326,7 @@ class Catalog:
         con.execute("DELETE FROM records")
         con.executemany(
             "INSERT OR IGNORE INTO records VALUES (CAST(? AS TEXT))",
-            ((f if f.isascii() else text(f),) for f in folders),
+            ((text(f),) for f in folders),
         )
         # A plain pass over the table (NOT INDEXED): not a lookup of each row through the
         # published rows' partial index.

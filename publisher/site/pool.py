@@ -516,19 +516,13 @@ def _stamp_bytes(folder: str, names: Sequence[str]) -> bytes:
 
 
 def _stamps(folder: str, names: Sequence[str]) -> array[int]:
-    """(size, mtime_ns) of each of ``names`` of ``folder``, flat: one ``stat`` each relative
-    to the folder held open where the OS allows it."""
+    """(size, mtime_ns) of each of ``names`` of ``folder``, flat: one ``stat`` each
+    (:func:`.staleness.stat_in`)."""
+    from .staleness import stat_in
+
     values: array[int] = array("q")
     add = values.append
-    if os.stat in os.supports_dir_fd:
-        try:
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError:
-            fd = -1
-        stat: Callable[[str], os.stat_result] = partial(os.stat, dir_fd=fd)
-    else:
-        fd, stat = -1, lambda name: os.stat(os.path.join(folder, name))
-    try:
+    with stat_in(folder) as stat:
         for name in names:
             try:
                 st = stat(name)
@@ -538,7 +532,4 @@ def _stamps(folder: str, names: Sequence[str]) -> array[int]:
                 continue
             add(st.st_size)
             add(st.st_mtime_ns)
-    finally:
-        if fd >= 0:
-            os.close(fd)
     return values

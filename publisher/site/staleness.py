@@ -142,7 +142,7 @@ def seen_names(names: Iterable[str], seen: Collection[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def _stat_in(folder: str) -> Iterator[Callable[[str], os.stat_result]]:
+def stat_in(folder: str) -> Iterator[Callable[[str], os.stat_result]]:
     """``os.stat`` of names in ``folder``: relative to the folder held open where the OS
     allows it (no path strings made, one lookup each), else of the joined path. A folder
     that cannot be opened gives a stat that fails for every name."""
@@ -298,7 +298,7 @@ def disturbed_folders(
     disturbed: set[str] = set()
     if watched:
         return disturbed
-    with _stat_in(sessions_folder) as stat:
+    with stat_in(sessions_folder) as stat:
         for name, folder, ino, mtime_ns in recorded:
             try:
                 st = stat(folder)

@@ -141,6 +141,13 @@ def bundle_version(key: str, ident: str, chunk_bytes: int, doc_bytes: int) -> ha
     return digest
 
 
+def of_version(entry: str, version: str) -> bool:
+    """True when ``entry`` is one of the files :func:`build_bundle` names for ``version``
+    (``<kind>-<version>.js`` or ``<kind>-<version>-<n>.js``)."""
+    parts = entry.removesuffix(".js").split("-")
+    return entry.endswith(".js") and len(parts) in (2, 3) and parts[1] == version
+
+
 def version_name(digest: hashlib._Hash) -> str:
     """The version of :func:`bundle_version` once every record is in it."""
     return digest.hexdigest()[:12]

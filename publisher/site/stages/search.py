@@ -273,7 +273,7 @@ def _write_bundle(
     file), the second makes the files (:func:`..search.bundle.build_bundle`), each written
     as soon as it is made. A record that does not read in the second pass is made again and
     the bundle started over (once a record: one that fails again is left out)."""
-    from ..search.bundle import build_bundle, bundle_version, version_name
+    from ..search.bundle import build_bundle, bundle_version, of_version, version_name
 
     store = SearchStore(store_root)
     rel = f"{FOLDER}/{job.ident}"
@@ -303,7 +303,7 @@ def _write_bundle(
         written = job.written.meta if job.written is not None else None
         if bundle_current(written, f"m-{version}", partial(_is_file, target / f"m-{version}.js")):
             assert job.written is not None
-            _remove_others(target, out, partial(_of_version, version=version))
+            _remove_others(target, out, partial(of_version, version=version))
             return job.written.meta, job.written.documents, False
 
         def records(slugs: list[str] = present) -> Iterator[SessionRecord]:
@@ -333,13 +333,6 @@ def _write_bundle(
     keep = set(made.files)
     _remove_others(target, out, keep.__contains__)
     return made.meta, made.documents, True
-
-
-def _of_version(entry: str, *, version: str) -> bool:
-    """True when ``entry`` is a file of a bundle's files of ``version``
-    (:func:`..search.bundle.build_bundle` names each ``<kind>-<version>[-<n>].js``)."""
-    parts = entry.removesuffix(".js").split("-")
-    return entry.endswith(".js") and len(parts) in (2, 3) and parts[1] == version
 
 
 def _remove_others(target: Path, out: Path, keep: Callable[[str], bool]) -> None:
