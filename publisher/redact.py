@@ -368,10 +368,14 @@ class _Job:
 
 #: A line break the strict joined view may remove (RE2), with the token character
 #: before it: a backslash-newline before a token character, or a newline, indentation
-#: and a run of token characters that is not all lowercase (:data:`_STRICT_JOIN_RE`
-#: decides).
+#: and a run of token characters that is neither all lowercase, nor a capitalised word
+#: of four letters or more (``Compiling``, ``Running``: a build log's indented lines), nor
+#: slashes only (a ``//`` comment); :data:`_STRICT_JOIN_RE` decides. A short run may be
+#: followed by what ends it, a line break included: the next break then starts there.
 _BREAK_CANDIDATE = (
-    r"[A-Za-z0-9+/=_.-](?:\\\r?\n[ \t]*[A-Za-z0-9+/_-]|\r?\n[ \t]+[a-z._-]*[A-Z0-9+/])"
+    r"[A-Za-z0-9+/=_.-](?:\\\r?\n[ \t]*[A-Za-z0-9+/_-]|\r?\n[ \t]+"
+    r"(?:[a-z._-]*[0-9+]|[a-z._-]+[A-Z/]|/+[A-Za-z0-9+_.-]|/(?:[^/]|$)"
+    r"|[A-Z][a-z._-]*[A-Z0-9+/]|[A-Z][a-z._-]{0,2}(?:[^A-Za-z0-9+/_.:(-]|$)))"
 )
 #: Set patterns that say which views of a text to derive (see :class:`_View`).
 _VIEW_TRIGGERS = (
@@ -379,9 +383,10 @@ _VIEW_TRIGGERS = (
     ("url", r"%[0-9A-Fa-f]{2}", "%2F"),
     ("join", _BREAK_CANDIDATE, "a\n  A"),
 )
-#: Texts this long or longer first ask one RE2 set of the hot rules which of them match
-#: at all (one pass instead of one a rule; see :class:`_Hot`); shorter ones run the rules
-#: their keywords chose one by one.
+#: Texts this long or longer choose which rules are hot (see :class:`_Hot`); once some
+#: are, every text asks one RE2 set of their patterns which of them match at all (one
+#: pass instead of one a rule). Shorter texts first ask the trigger set whether anything
+#: is to be looked for (:meth:`_Texts.quiet`).
 HOT_MIN_BYTES = 2048
 #: Most rules in the hot set (a larger one makes RE2's DFA thrash).
 HOT_MAX_RULES = 12
@@ -421,10 +426,22 @@ class _Trigger:
     """For each pattern, the view it calls for, or None."""
     matches: tuple[int, ...]
     """For each pattern, the hot job whose (looser) pattern it is, or -1."""
+    keys: tuple[tuple[int, ...], ...]
+    """For each pattern, the hot jobs whose keyword it is (a hot job runs where its
+    pattern matched only if one of its keywords occurs too)."""
+    inert: frozenset[int]
+    """The patterns whose hit alone starts nothing: ``\\A`` and the hot jobs' keywords (a
+    text that hits only these is quiet)."""
     hot: frozenset[int]
-    """The hot jobs (their keywords are not in the set)."""
+    """The hot jobs (their keywords start nothing: they only allow their patterns)."""
     patterns: tuple[str, ...]
     """The patterns as added (kept for the base trigger, which others are made from)."""
+
+    def quiet(self, data: bytes) -> bool:
+        """Whether nothing is to be looked for in ``data``: the set hits only
+        :attr:`inert` patterns (and RE2 did not give up)."""
+        found = self.set.Match(data) or ()
+        return 0 in found and self.inert.issuperset(found)
 
 
 class _Hot:
@@ -434,7 +451,10 @@ class _Hot:
     (``key``, ``token``, ``ey``, ``s.``, ``sk``…): each would be one more pass over the
     text. Added to the trigger set, their whole patterns cost almost nothing more in the
     pass the text gets anyway, and say which of them match at all: only those run
-    (usually none). Which jobs are hot is counted from the long texts seen (chosen by at
+    (usually none). Short texts use the same set once it exists: prose that says "token"
+    or "secret" is then quiet unless something shaped like one follows (on a build log
+    archive, 6,800 short texts a pass ran rules for nothing before; redaction's cost fell
+    by a fifth). Which jobs are hot is counted from the long texts seen (chosen by at
     least a tenth of them, at most :data:`HOT_MAX_RULES`), decided again after 16, 64,
     256… of them. This only decides what is skipped for sure: what is found never depends
     on it (the same secrets, whatever the order of the texts).
@@ -473,6 +493,12 @@ class _Hot:
             self._hot = tuple(sorted(ranked))
 
 
+#: A marker of any kind: what it names is checked against the kinds known (one pattern
+#: of every kind's name took longer to compile than the rest of the trigger pass). A
+#: kind's name holds no bracket or space, so this finds the same spans.
+_MARKER_RE = re.compile(r"\[REDACTED:([^\[\]\s]+)\]")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _Detector:
     """Every rule of a redactor, and the trigger pass: one RE2 set of every provider
@@ -484,8 +510,8 @@ class _Detector:
     """The provider rules."""
     kinds: tuple[str, ...]
     """Every kind a marker can name, in the order markers prefer them."""
-    marker_re: re.Pattern[str]
-    """A marker of any of :attr:`kinds`."""
+    known: frozenset[str]
+    """:attr:`kinds` as a set (what a marker in a text must name to be one)."""
     base: _Trigger
     """The trigger: every keyword, anchor, the assignment words and view triggers."""
     always: tuple[int, ...]
@@ -498,6 +524,10 @@ class _Detector:
     """The RE2 jobs long texts choose most, and their set (a cache, see :class:`_Hot`)."""
     re2_jobs: frozenset[int] = frozenset()
     """The jobs that run RE2 patterns (the rule set's rules, the assignments)."""
+
+    def markers(self, text: str) -> list[tuple[int, int]]:
+        """The spans of the markers already in ``text`` (of a kind this detector knows)."""
+        return [m.span() for m in _MARKER_RE.finditer(text) if m.group(1) in self.known]
 
     def re2_patterns(self, number: int) -> tuple[str, ...]:
         """The RE2 patterns of job ``number`` (none for a built-in job)."""
@@ -555,12 +585,13 @@ class _Detector:
         found = trigger.Match(" ".join(probes.values()).encode()) or []
         if len(found) != len(patterns):  # RE2 ran out of memory: fail loudly, never skip rules
             raise RuntimeError("the redaction trigger set does not see every keyword")
-        marker_re = re.compile(r"\[REDACTED:(?:" + "|".join(map(re.escape, kinds)) + r")\]")
         base = _Trigger(
             trigger,
             tuple(tuple(found) for found in patterns.values()),
             tuple(view_patterns.get(pattern) for pattern in patterns),
             (-1,) * len(patterns),
+            ((),) * len(patterns),
+            frozenset({0}),
             frozenset(),
             tuple(patterns),
         )
@@ -569,7 +600,14 @@ class _Detector:
             n for n, job in enumerate(jobs) if job.provider is not None or job.assignments
         )
         return cls(
-            rule_set, kinds, marker_re, base, tuple(always), tuple(jobs), join, re2_jobs=re2_jobs
+            rule_set,
+            kinds,
+            frozenset(kinds),
+            base,
+            tuple(always),
+            tuple(jobs),
+            join,
+            re2_jobs=re2_jobs,
         )
 
     def detect(
@@ -605,14 +643,16 @@ class _Detector:
         calls for): the trigger pass, with the hot jobs' patterns for a long text (see
         :class:`_Hot`)."""
         long = len(data) >= HOT_MIN_BYTES
-        trigger = (self.hot.trigger(self) if long else None) or self.base
+        trigger = self.hot.trigger(self) or self.base
         found = trigger.set.Match(data) or ()
         if 0 not in found:
             return list(range(len(self.jobs)))  # RE2 gave up (out of memory): run them all
         chosen = set(self.always)
         matching = []
+        keyed: set[int] = set()
         for hit in found:
             chosen.update(trigger.jobs[hit])
+            keyed.update(trigger.keys[hit])
             view = trigger.views[hit]
             if view is not None:
                 views.add(view)
@@ -620,46 +660,50 @@ class _Detector:
                 matching.append(trigger.matches[hit])
         if long:
             self.hot.count(chosen | trigger.hot, self)
-        if matching:
-            lowered = text.lower()  # a hot rule runs only where one of its keywords is
-            for number in matching:
-                provider = self.jobs[number].provider
-                words = provider.keywords if provider is not None else ()
-                if not words or any(word in lowered for word in words):
-                    chosen.add(number)
+        for number in matching:  # a hot rule runs only where one of its keywords is too
+            provider = self.jobs[number].provider
+            if provider is None or not provider.keywords or number in keyed:
+                chosen.add(number)
         return sorted(chosen)
 
     def trigger_with(self, hot: tuple[int, ...]) -> _Trigger | None:
-        """The trigger set for long texts once ``hot`` jobs are known: their patterns
-        (:func:`.secret_rules.looser`) instead of their keywords, which occur in most texts
-        (when a pattern matches, the keywords are looked for in the text: only then).
+        """The trigger set once ``hot`` jobs are known: their patterns
+        (:func:`.secret_rules.looser`) start them, not their keywords, which occur in most
+        texts (a keyword's hit only allows its job to run where its pattern matched).
         None when RE2 refuses it."""
         hot_set = frozenset(hot)
         merged = re2.Set.SearchSet(_re2_options())
         jobs: list[tuple[int, ...]] = []
+        keys: list[tuple[int, ...]] = []
         views: list[str | None] = []
         matches: list[int] = []
         try:
             for pattern, gated, view in zip(
                 self.base.patterns, self.base.jobs, self.base.views, strict=True
             ):
-                kept = tuple(n for n in gated if n not in hot_set)
-                if pattern != r"\A" and not kept and view is None:
-                    continue
                 merged.Add(pattern)
-                jobs.append(kept)
+                jobs.append(tuple(n for n in gated if n not in hot_set))
+                keys.append(tuple(n for n in gated if n in hot_set))
                 views.append(view)
                 matches.append(-1)
             for number in hot:
                 for pattern in self.re2_patterns(number):
                     merged.Add(looser(pattern))  # counting costs the DFA dearly
                     jobs.append(())
+                    keys.append(())
                     views.append(None)
                     matches.append(number)
             merged.Compile()
         except re2.error:
             return None
-        return _Trigger(merged, tuple(jobs), tuple(views), tuple(matches), hot_set, ())
+        inert = frozenset(
+            i
+            for i, (started, view, match) in enumerate(zip(jobs, views, matches, strict=True))
+            if not started and view is None and match < 0
+        )
+        return _Trigger(
+            merged, tuple(jobs), tuple(views), tuple(matches), tuple(keys), inert, hot_set, ()
+        )
 
     def _run(
         self,
@@ -831,14 +875,16 @@ def _url_view(view: _View) -> _View | None:
 # Joined views remove line breaks. The strict one, for the rules, removes only a break
 # that plausibly wraps one token: a backslash-newline between token characters, or a
 # newline after a token character followed by indentation and a continuation that is not
-# a lowercase word, a "key:", "KEY=value", "x = " or "call(" (so "KEY=sk-..." lines and
-# code are not glued together; base64 padding such as "abc==" is fine). A line that
+# a lowercase word, a capitalised word of four letters or more ("Compiling"), a run of
+# slashes (a "//" comment), a "key:", "KEY=value", "x = " or "call(" (so "KEY=sk-..."
+# lines, code and build logs are not glued together; base64 padding such as "abc==" is
+# fine). A line that
 # starts with a known token prefix starts a new token (a list of keys, one per line)
 # unless the break follows a '.' (a JWT wrapped between its segments).
 _WRAP_PREV = r"[A-Za-z0-9+/=_.-]"
 _WRAP_NEXT = r"[A-Za-z0-9+/_-]"
 _CONTINUATION = (
-    r"(?![a-z._-]*+(?![A-Za-z0-9+/_.-]))[A-Za-z0-9+/_.-]++"
+    r"(?!(?:[a-z._-]*+|[A-Z][a-z._-]{3,}+|/{2,}+)(?![A-Za-z0-9+/_.-]))[A-Za-z0-9+/_.-]++"
     r"(?![ \t]*+[:(]|[ \t]++=|=[^=\s\"',;)\]}])"
 )
 _TOKEN_START = (
@@ -890,7 +936,9 @@ def _strict_joined_view(view: _View, data: bytes, candidates: Any) -> _View | No
     for found in candidates.finditer(data):
         starts.append(found.start() + 1)
         end = found.end()
-        if end < len(data) and data[end] in b"\\\r\n":
+        if data[end - 1] in b"\\\r\n":
+            starts.append(end - 1)  # a short word's end, read past: the next break
+        elif end < len(data) and data[end] in b"\\\r\n":
             starts.append(end)  # the next break's token character was this match's last
     if not starts:
         return None
@@ -1123,7 +1171,7 @@ class Redactor:
         if not first.spans and not first.views and not (listed and "\n" in text):
             return []  # the common case: nothing found, no view worth deriving
         if "[REDACTED:" in text:
-            found = [m.span() for m in engine.marker_re.finditer(text)]
+            found = engine.markers(text)
             mark_starts, mark_ends = [s for s, _ in found], [e for _, e in found]
         else:
             mark_starts, mark_ends = [], []
@@ -1266,13 +1314,13 @@ class _Texts:
     tool names, statuses, roles and models many times), and notes what changed by the
     position of the string in the walk (:class:`RedactionRecord`)."""
 
-    __slots__ = ("base", "changes", "counts", "memo", "position", "redactor", "shortest")
+    __slots__ = ("changes", "counts", "memo", "position", "quick", "redactor", "shortest")
 
     def __init__(self, redactor: Redactor, counts: Counter[str] | None) -> None:
         self.redactor = redactor
         self.shortest = MIN_VALUE_LENGTH if redactor.values else SHORTEST_SECRET
         engine = redactor._engine
-        self.base = None if redactor.values or engine.always else engine.base.set
+        self.quick = None if redactor.values or engine.always else engine
         self.counts = counts
         self.memo: dict[str, tuple[str, Passes] | None] = {}
         self.position = 0
@@ -1298,11 +1346,14 @@ class _Texts:
         return hit[0]
 
     def quiet(self, text: str) -> bool:
-        """A short text in which no keyword, prefix or view trigger occurs: nothing to look
-        for (the common case, asked of the trigger set directly)."""
-        if self.base is None or len(text) >= HOT_MIN_BYTES:
+        """A short text in which nothing of the trigger set occurs (no keyword, prefix or
+        view trigger; once rules are hot, none of their patterns): nothing to look for
+        (the common case, asked of the trigger set directly)."""
+        engine = self.quick
+        if engine is None or len(text) >= HOT_MIN_BYTES:
             return False
-        return self.base.Match(text.encode("utf-8", "surrogatepass")) == [0]
+        trigger = engine.hot.trigger(engine) or engine.base
+        return trigger.quiet(text.encode("utf-8", "surrogatepass"))
 
 
 class _Replay(_Texts):

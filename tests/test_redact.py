@@ -511,6 +511,24 @@ def test_wrapped_lines_are_not_glued_to_a_secret() -> None:
     assert redactor.counts == Counter({"openai": 2, "anthropic": 1})
 
 
+def test_a_build_logs_words_and_comments_are_not_glued_to_a_secret() -> None:
+    # An indented "Compiling ..." line or "// ..." comment is not a token's continuation:
+    # the secret before it is redacted, the line stays as written.
+    for line in ("    Compiling serde v1.0.219", "    // retries once", "    Finished `dev`"):
+        text = f"export PAYMENTS_API_KEY=Zq7Wd3Hsx2Kp8Rv5\n{line}\n"
+        out = Counting().redact_text(text)
+        assert out == f"export PAYMENTS_API_KEY=[REDACTED:assigned-secret]\n{line}\n", out
+
+
+def test_a_token_wrapped_over_a_short_capitalised_piece_is_joined_whole() -> None:
+    # The middle line ("Ab", "Xyz") is a short run, read past by the break finder: the
+    # break after it is still one to join.
+    for middle in ("Ab", "Xyz", "Q"):
+        text = f"token: sk-proj-Ab3dEfGh1jKlMnOp\n    {middle}\n    Qr7StUvWx0123yZ\n"
+        out = Counting().redact_text(text)
+        assert "Qr7StUvWx0123yZ" not in out and "MnOp" not in out, out
+
+
 # --------------------------------------------------------------------------------------
 # The API.
 

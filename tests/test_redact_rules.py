@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from publisher import assignments
-from publisher.redact import KINDS, Redactor, marker
+from publisher.redact import HOT_SETTLED, KINDS, Redactor, _Detector, marker, redact_json
 from publisher.secret_rules import (
     DEFAULT_ORIGIN,
     DEFAULT_RULES,
@@ -328,14 +328,15 @@ def test_each_rule_finds_its_samples_and_none_survives_any_form(rule_id: str) ->
 def joinable(secret: str) -> bool:
     """Whether a line break in the middle of ``secret`` is one the strict joined view
     removes (docs/redaction.md, "Encoded and split forms"): the continuation is not all
-    lowercase letters, does not look like a ``KEY=value``, a ``key:`` or a call, and does
-    not start like a new token."""
+    lowercase letters, a capitalised word of four letters or more or a run of slashes,
+    does not look like a ``KEY=value``, a ``key:`` or a call, and does not start like a
+    new token."""
     k = middle(secret)
     if k is None:
         return False
     tail = secret[k:]
     run = re.match(r"[A-Za-z0-9+/_.-]+", tail)
-    if run is None or re.fullmatch(r"[a-z._-]+", run.group()):
+    if run is None or re.fullmatch(r"[a-z._-]+|[A-Z][a-z._-]{3,}|/{2,}", run.group()):
         return False
     return tail[run.end() : run.end() + 1] not in ("=", ":", "(")
 
@@ -467,3 +468,52 @@ def test_the_assignments_and_the_whole_redactor_stay_linear(unit: str) -> None:
 def test_markers_of_every_kind_are_left_alone() -> None:
     text = " ".join(marker(kind) for kind in REDACTOR.kinds)
     assert REDACTOR.redact_text(text) == text
+
+
+# --------------------------------------------------------------------------------------
+# Hot rules: what the trigger set skips, never what is found.
+
+#: Long prose full of the everyday keywords some rules are started by (``key``,
+#: ``token``, ``secret``, ``sk``, ``ey``…): after a few texts like it, those rules are
+#: hot (their patterns, not their keywords, start them).
+EVERYDAY = (
+    "They keep the api key, the token and the secret in the vault; the password was "
+    "rotated, the credentials task is done, risk assessed, key=value pairs parsed.\n"
+) * 16
+
+
+def redactor_with_own_detector(hot: bool) -> Redactor:
+    """A redactor with a detector of its own: its rules made hot by long everyday texts
+    (``hot``), or settled with none hot (every text asks the keywords' trigger set)."""
+    redactor = Redactor.create()
+    detector = _Detector.of(RULES)
+    object.__setattr__(redactor, "_detector", detector)
+    if hot:
+        for i in range(64):
+            redactor.redact_text(f"{i} {EVERYDAY}")
+        assert detector.hot.trigger(detector) is not None
+    else:
+        detector.hot._seen = HOT_SETTLED
+    return redactor
+
+
+def test_hot_rules_change_what_is_skipped_never_what_is_found() -> None:
+    hot, cold = redactor_with_own_detector(True), redactor_with_own_detector(False)
+    for sample in SAMPLES:
+        for text in (f"see {sample['text']} here", f"{EVERYDAY}{sample['text']}\n{EVERYDAY}"):
+            assert hot.redact_text(text) == cold.redact_text(text), sample
+            # The walk of a session asks short texts whether they are quiet first.
+            value = {"output": text, "note": f"the token: {sample['secret']}"}
+            assert redact_json(value, hot) == redact_json(value, cold), sample
+
+
+def test_a_marker_of_every_kind_is_known_as_one() -> None:
+    detector = REDACTOR._engine
+    for kind in detector.kinds:
+        text = f"a [{marker(kind)}] {marker(kind)}[REDACTED:not-a-kind]"
+        start = text.index(marker(kind))
+        second = text.rindex(marker(kind))
+        assert detector.markers(text) == [
+            (start, start + len(marker(kind))),
+            (second, second + len(marker(kind))),
+        ], kind
