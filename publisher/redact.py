@@ -34,7 +34,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -1309,6 +1309,15 @@ class RedactionRecord:
     """What was replaced, by kind."""
 
 
+def _memo_key(text: str) -> Hashable:
+    """What :class:`_Texts` finds a text seen before by: the text itself, or for a long
+    one its length and ends (hashing every byte of the long tool outputs cost a twentieth
+    of redaction; a text found by its key is compared whole before its result is used)."""
+    if len(text) < HOT_MIN_BYTES:
+        return text
+    return (len(text), text[:64], text[-64:])
+
+
 class _Texts:
     """Redacts the strings of one walk, each distinct string once (a session repeats its
     tool names, statuses, roles and models many times), and notes what changed by the
@@ -1322,7 +1331,8 @@ class _Texts:
         engine = redactor._engine
         self.quick = None if redactor.values or engine.always else engine
         self.counts = counts
-        self.memo: dict[str, tuple[str, Passes] | None] = {}
+        self.memo: dict[Hashable, tuple[str, tuple[str, Passes] | None]] = {}
+        """Each distinct text seen (by :func:`_memo_key`), with what it became."""
         self.position = 0
         self.changes: dict[int, Passes] = {}
 
@@ -1331,13 +1341,18 @@ class _Texts:
         self.position += 1
         if len(text) < self.shortest:
             return text  # shorter than any secret
-        if text in self.memo:
-            hit = self.memo[text]
-        elif self.quiet(text):
-            hit = self.memo[text] = None
+        key = _memo_key(text)
+        seen = self.memo.get(key)
+        if seen is not None and seen[0] == text:
+            hit = seen[1]
         else:
-            passes = self.redactor._passes(text)
-            hit = self.memo[text] = None if passes is None else (_apply(text, passes), passes)
+            if self.quiet(text):
+                hit = None
+            else:
+                passes = self.redactor._passes(text)
+                hit = None if passes is None else (_apply(text, passes), passes)
+            if seen is None:
+                self.memo[key] = (text, hit)
         if hit is None:
             return text  # this very object: an equal string may be another one
         self.changes[position] = hit[1]

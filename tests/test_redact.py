@@ -628,6 +628,21 @@ def test_redact_json_walks_deep_values_without_recursion() -> None:
     assert out == [marker("github")]
 
 
+def test_long_texts_alike_at_both_ends_are_each_redacted_for_what_they_hold() -> None:
+    # A long text is found again by its length and ends, then compared whole: one that
+    # differs only in its middle is looked at, not given the other's result.
+    aws = next(s["text"] for s in CORPUS if s["kind"] == "aws-access-key")
+    head, tail = "log line\n" * 300, "\nend of log" * 300
+    plain = f"{head}{'x' * len(aws)}{tail}"
+    secret = f"{head}{aws}{tail}"
+    counts: Counter[str] = Counter()
+    out = redact_json([plain, secret, plain, secret], new_redactor(), counts)
+    assert isinstance(out, list)
+    assert out[0] == out[2] == plain
+    assert out[1] == out[3] == f"{head}[REDACTED:aws-access-key]{tail}"
+    assert counts == Counter({"aws-access-key": 2})
+
+
 def test_redact_json_keeps_keys_apart_and_copies() -> None:
     a, b = [s["text"] for s in CORPUS if s["kind"] == "github"][:2]
     source = {a: 1, b: 2, "plain": [1.5, None, True, {"x": "y"}]}
