@@ -640,8 +640,8 @@ class _Detector:
 
     def _chosen(self, text: str, data: bytes, views: set[str]) -> list[int]:
         """The jobs to run on ``data`` (``text`` as UTF-8; into ``views``, the views it
-        calls for): the trigger pass, with the hot jobs' patterns for a long text (see
-        :class:`_Hot`)."""
+        calls for): the trigger pass, with the hot jobs' patterns once some are hot (see
+        :class:`_Hot`; only a long text counts towards which are)."""
         long = len(data) >= HOT_MIN_BYTES
         trigger = self.hot.trigger(self) or self.base
         found = trigger.set.Match(data) or ()
@@ -878,9 +878,9 @@ def _url_view(view: _View) -> _View | None:
 # a lowercase word, a capitalised word of four letters or more ("Compiling"), a run of
 # slashes (a "//" comment), a "key:", "KEY=value", "x = " or "call(" (so "KEY=sk-..."
 # lines, code and build logs are not glued together; base64 padding such as "abc==" is
-# fine). A line that
-# starts with a known token prefix starts a new token (a list of keys, one per line)
-# unless the break follows a '.' (a JWT wrapped between its segments).
+# fine). A line that starts with a known token prefix starts a new token (a list of
+# keys, one per line) unless the break follows a '.' (a JWT wrapped between its
+# segments).
 _WRAP_PREV = r"[A-Za-z0-9+/=_.-]"
 _WRAP_NEXT = r"[A-Za-z0-9+/_-]"
 _CONTINUATION = (
