@@ -348,8 +348,8 @@ def catalogued(
     (the folder's files, sorted: :meth:`.site.catalog.Catalog.listed`, or with ``shown``
     :meth:`.site.catalog.Catalog.shown`), or None where the
     file must be read (no row, or a stamp the rule of the site build does not trust:
-    :func:`.site.staleness.stamp_trusted`, one ``stat`` a file, half of them in a process
-    forked while the catalog is read: :class:`.site.pool.StampPass`). None when there is no
+    :func:`.site.staleness.stamp_trusted`, one ``stat`` a file, in a process forked
+    while the catalog is read: :class:`.site.pool.StampPass`). None when there is no
     catalog of this folder to read: none, another schema, another sessions folder, other
     code (the rows it keeps are that code's), a build with redaction (its summaries may not
     be the files'). Nothing is written."""

@@ -129,7 +129,7 @@ def test_a_stamp_pass_forked_gives_each_files_stamp_in_order(tmp_path: Path) -> 
     expected = [file_stamp(os.path.join(folder, name)) for name in names]
     assert expected[5] == (0, 0) and expected[-1] == (0, 0)
     forked = StampPass.start(folder, names, fork_from=10)
-    assert forked.pid != 0  # the second half is the child's
+    assert forked.pid != 0 and forked.split == 0  # every file is the child's
     assert forked.result() == expected
     alone = StampPass.start(folder, names)  # fewer than STAMPS_FORK_FROM: no child
     assert alone.pid == 0 and alone.result() == expected
