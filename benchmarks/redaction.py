@@ -60,6 +60,9 @@ def build(sessions: Path, work: Path, redact: bool) -> tuple[float, float]:
     site, cache = work / "site", work / "cache"
     shutil.rmtree(site, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
+    # The last build's files reach the disk now, not during this one: without this, a
+    # round's first build cost more than its second (+18 to +33 % against +3 to +8 %).
+    os.sync()
     argv = [sys.executable, "-m", "publisher", "site", "build", "--project", str(sessions),
             "--out", str(site), "--cache-dir", str(cache), "--quiet"]  # fmt: skip
     if redact:
