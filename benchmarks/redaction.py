@@ -9,7 +9,7 @@ site and cache folder each time, ``--rounds`` times without and with ``--redact`
 alternating which goes first, each build a fresh ``polyglav site build`` process. The
 machine is shared: both sides are measured alternately in one run, and the spread of the
 rounds is printed with their medians. Both the wall time and the CPU time of the build's
-processes (its workers and Pagefind included) are measured; the ratio is the median of
+processes (its workers included) are measured; the ratio is the median of
 the with-redaction figure over the median without, minus one.
 
 It then times redaction inside one-process builds with ``--redact`` (making the
