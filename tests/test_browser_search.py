@@ -142,9 +142,13 @@ def search(page: Page, query: str) -> list[tuple[str, str]]:
     else:  # typed through an input method: the text arrives at once
         page.fill("#search-input", query)
     # Shown for this very query (the client marks the results with the query they are of).
+    # "Type a word" ends only a query with no letter or digit: typed slowly (a loaded
+    # machine), '"timing out"' shows it for its first keystroke, '"', before its results.
     page.wait_for_function(
-        "q => document.getElementById('search-results').dataset.query === q"
-        " || /not available|Type a word/.test(document.getElementById('search-status').textContent)",
+        "q => { const said = document.getElementById('search-status').textContent;"
+        " return document.getElementById('search-results').dataset.query === q"
+        " || /not available/.test(said)"
+        " || (/Type a word/.test(said) && !/[\\p{L}\\p{N}]/u.test(q)); }",
         arg=query,
         timeout=15_000,
     )
