@@ -30,6 +30,7 @@ import base64
 import binascii
 import dataclasses
 import functools
+import operator
 import re
 from array import array
 from bisect import bisect_left, bisect_right
@@ -436,11 +437,20 @@ class _Trigger:
     """The hot jobs (their keywords start nothing: they only allow their patterns)."""
     patterns: tuple[str, ...]
     """The patterns as added (kept for the base trigger, which others are made from)."""
+    match: Callable[[bytes], Iterable[int] | None] = field(init=False, repr=False, compare=False)
+    """:attr:`set`'s match of UTF-8 bytes: the numbers of the patterns found (empty or
+    None when none is). google-re2's own set when it has one: its Python wrapper, asked
+    of tens of thousands of short texts a build, cost a fortieth of redaction."""
+
+    def __post_init__(self) -> None:
+        inner = getattr(self.set, "_set", None)
+        match = getattr(inner, "Match", None) if inner is not None else None
+        object.__setattr__(self, "match", match if callable(match) else self.set.Match)
 
     def quiet(self, data: bytes) -> bool:
         """Whether nothing is to be looked for in ``data``: the set hits only
         :attr:`inert` patterns (and RE2 did not give up)."""
-        found = self.set.Match(data) or ()
+        found = self.match(data) or ()
         return 0 in found and self.inert.issuperset(found)
 
 
@@ -460,7 +470,7 @@ class _Hot:
     on it (the same secrets, whatever the order of the texts).
     """
 
-    __slots__ = ("_counts", "_hot", "_next", "_seen", "_sets")
+    __slots__ = ("_counts", "_hot", "_next", "_seen", "_sets", "current")
 
     def __init__(self) -> None:
         self._counts: Counter[int] = Counter()
@@ -468,16 +478,9 @@ class _Hot:
         self._next = 16
         self._hot: tuple[int, ...] = ()
         self._sets: dict[tuple[int, ...], _Trigger | None] = {}
-
-    def trigger(self, detector: _Detector) -> _Trigger | None:
-        """The trigger for long texts with the hot jobs' patterns (None while no job is
-        hot)."""
-        hot = self._hot
-        if not hot:
-            return None
-        if hot not in self._sets:
-            self._sets[hot] = detector.trigger_with(hot)
-        return self._sets[hot]
+        self.current: _Trigger | None = None
+        """The trigger with the hot jobs' patterns (None while no job is hot, or when RE2
+        refused the set): made when they are decided, read for every text."""
 
     def count(self, chosen: set[int], detector: _Detector) -> None:
         """Count the RE2 jobs one long text chose (and decide the hot ones when due; after
@@ -490,7 +493,10 @@ class _Hot:
             self._next *= 4
             floor = self._seen / 10
             ranked = [n for n, c in self._counts.most_common(HOT_MAX_RULES) if c >= floor]
-            self._hot = tuple(sorted(ranked))
+            hot = self._hot = tuple(sorted(ranked))
+            if hot and hot not in self._sets:
+                self._sets[hot] = detector.trigger_with(hot)
+            self.current = self._sets[hot] if hot else None
 
 
 #: A marker of any kind: what it names is checked against the kinds known (one pattern
@@ -643,8 +649,8 @@ class _Detector:
         calls for): the trigger pass, with the hot jobs' patterns once some are hot (see
         :class:`_Hot`; only a long text counts towards which are)."""
         long = len(data) >= HOT_MIN_BYTES
-        trigger = self.hot.trigger(self) or self.base
-        found = trigger.set.Match(data) or ()
+        trigger = self.hot.current or self.base
+        found = trigger.match(data) or ()
         if 0 not in found:
             return list(range(len(self.jobs)))  # RE2 gave up (out of memory): run them all
         chosen = set(self.always)
@@ -1367,7 +1373,7 @@ class _Texts:
         engine = self.quick
         if engine is None or len(text) >= HOT_MIN_BYTES:
             return False
-        trigger = engine.hot.trigger(engine) or engine.base
+        trigger = engine.hot.current or engine.base
         return trigger.quiet(text.encode("utf-8", "surrogatepass"))
 
 
@@ -1397,32 +1403,40 @@ def redact_json(value: JSON, redactor: Redactor, counts: Counter[str] | None = N
     return _copy_json(value, iter(found))
 
 
-def _json_strings(value: JSON) -> Iterator[str]:
+def _json_strings(value: JSON) -> list[str]:
     """The strings of a JSON value (keys too), in the order :func:`_copy_json` puts them
-    back."""
+    back (a list: collected in one loop, no generator resumed per string)."""
+    out: list[str] = []
+    append = out.append
     stack: list[JSON] = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, dict):
+        cls = item.__class__
+        if cls is str:
+            append(cast(str, item))
+        elif cls is dict or isinstance(item, dict):
             containers = []
-            for key, child in item.items():
+            for key, child in cast(dict[str, JSON], item).items():
                 if isinstance(key, str):
-                    yield key
+                    append(key)
                 if isinstance(child, str):
-                    yield child
+                    append(child)
                 elif isinstance(child, (dict, list)):
                     containers.append(child)
-            stack.extend(reversed(containers))
-        elif isinstance(item, list):
+            if containers:
+                stack.extend(reversed(containers))
+        elif cls is list or isinstance(item, list):
             containers = []
-            for child in item:
+            for child in cast(list[JSON], item):
                 if isinstance(child, str):
-                    yield child
+                    append(child)
                 elif isinstance(child, (dict, list)):
                     containers.append(child)
-            stack.extend(reversed(containers))
+            if containers:
+                stack.extend(reversed(containers))
+        elif isinstance(item, str):
+            append(item)
+    return out
 
 
 def _copy_json(value: JSON, found: Iterator[str]) -> JSON:
@@ -1477,7 +1491,7 @@ def _redact_field(value: Any, redact: _Texts) -> Any:
     if cls in _SCALARS:
         return value
     if cls is list or cls is dict:
-        return _redact_container(value, redact)
+        return _redact_container(value, redact) if value else value
     if isinstance(value, Image):
         # An image's base64 is bytes, not text: a rule matching in it would only break the
         # image (and scanning megabytes of it costs). What it shows is not text to redact.
@@ -1487,7 +1501,7 @@ def _redact_field(value: Any, redact: _Texts) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, (dict, list)):
-        return _redact_container(value, redact)
+        return _redact_container(value, redact) if value else value
     return value  # a number, None
 
 
@@ -1501,10 +1515,10 @@ def _redact_container(value: list[Any] | dict[str, Any], redact: _Texts) -> Any:
     """A list of models, or a JSON value: redacted, or ``value`` itself when unchanged."""
     if isinstance(value, list) and value and _is_model_class(value[0].__class__):
         items = [_redact_field(item, redact) for item in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    originals = list(_json_strings(value))
+        return items if any(map(operator.is_not, items, value)) else value
+    originals = _json_strings(value)
     found = [redact(text) for text in originals]
-    if all(new is old for new, old in zip(found, originals, strict=True)):
+    if not any(map(operator.is_not, found, originals)):
         return value  # unchanged: the original, not a copy
     return _copy_json(value, iter(found))
 
@@ -1516,21 +1530,28 @@ def _is_model_class(cls: type) -> bool:
 
 
 @functools.cache
-def _fields(cls: object) -> tuple[str, ...]:
-    """The fields of a model class a copy is made with (``init`` fields)."""
-    return tuple(f.name for f in dataclasses.fields(cast(Any, cls)) if f.init)
+def _fields(cls: object, keep: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The fields of a model class a copy is made with (``init`` fields), but ``keep``."""
+    fields = dataclasses.fields(cast(Any, cls))
+    return tuple(f.name for f in fields if f.init and f.name not in keep)
 
 
 def _redact_object(obj: Any, redact: _Texts, keep: frozenset[str] = frozenset()) -> Any:
     """``obj`` (a model dataclass) with every field redacted except those in ``keep``: a
-    copy, or ``obj`` itself when no field changed."""
+    copy, or ``obj`` itself when no field changed. A text, a scalar and an empty container
+    are taken here (most fields: :func:`_redact_field` is called for the rest)."""
     changes = {}
-    for name in _fields(obj.__class__):
-        if name not in keep:
-            old = getattr(obj, name)
+    for name in _fields(obj.__class__, keep):
+        old = getattr(obj, name)
+        cls = old.__class__
+        if cls is str:
+            new = redact(old)
+        elif cls in _SCALARS or ((cls is dict or cls is list) and not old):
+            continue
+        else:
             new = _redact_field(old, redact)
-            if new is not old:
-                changes[name] = new
+        if new is not old:
+            changes[name] = new
     return dataclasses.replace(obj, **changes) if changes else obj
 
 
