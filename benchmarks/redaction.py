@@ -12,19 +12,23 @@ rounds is printed with their medians. Both the wall time and the CPU time of the
 processes (its workers included) are measured; the ratio is the median of
 the with-redaction figure over the median without, minus one.
 
-It then times redaction inside one-process builds with ``--redact`` (making the
-redactor, redacting each session, checking its names), against the whole build's CPU in
-the same process: a figure the machine's drift between two builds does not move.
+It then times redaction inside full builds with ``--redact`` run in this process, over
+one process and over the default number (its forked workers, as ``site build`` runs):
+making the redactor, redacting each session and checking its names, timed in the
+process that did it, against the CPU of the build's processes around it: a figure the
+machine's drift between two builds does not move. The target is judged on it, over the
+default number of processes.
 
 It also times, in this process, the redaction alone (``redact_session`` of every loadable
 session, after loading the rule set) against loading the sessions, alternately, to say
-where redaction's cost goes. Exit status 1 when the median CPU overhead is above the
-target.
+where redaction's cost goes. Exit status 1 when redaction's median CPU inside the
+default builds is above the target share of the build without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import shutil
@@ -107,19 +111,23 @@ def in_process(sessions: Path, rounds: int) -> tuple[list[float], list[float], i
     return loads, redactions, found, chars
 
 
-def in_build(sessions: Path, rounds: int) -> list[tuple[float, float]]:
-    """(redaction's CPU seconds, the whole build's) of one-process full builds with
-    ``--redact``: what making the redactor (rules loaded and compiled), redacting each
-    session and checking its names for secrets cost inside the build, timed in the same
-    process as the build around it (immune to the machine's drift between builds)."""
+def in_build(sessions: Path, rounds: int, workers: int) -> list[tuple[float, float]]:
+    """(redaction's CPU seconds, the whole build's) of full builds with ``--redact`` run
+    in this process over ``workers`` processes (1: the build's own; more: its forked
+    workers, as ``site build`` runs): what making the redactor (rules loaded and
+    compiled), redacting each session and checking its names for secrets cost, timed in
+    the process that did it, against the CPU of the build's processes around it (immune
+    to the machine's drift between two builds)."""
     sys.path.insert(0, str(ROOT))
     import publisher.prepare as prepare
+    import publisher.site.pool as pool
     from publisher import redact, secret_rules
     from publisher.site.build import BuildOptions, build_site
 
     spent = [0.0]
 
     def timed(function):  # type: ignore[no-untyped-def]
+        @functools.wraps(function)  # a worker's job names it: it must pickle as the original
         def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
             started = time.process_time()
             try:
@@ -129,27 +137,49 @@ def in_build(sessions: Path, rounds: int) -> list[tuple[float, float]]:
 
         return wrapper
 
-    originals = prepare.redact_recorded, prepare.identifier_findings
-    prepare.redact_recorded = timed(prepare.redact_recorded)
-    prepare.identifier_findings = timed(prepare.identifier_findings)
-    results = []
-    try:
-        for _ in range(rounds):
-            redact._detector.cache_clear()  # compiled again, as in a fresh process
-            secret_rules._load.cache_clear()
-            with tempfile.TemporaryDirectory(prefix="polyglav-redaction-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="polyglav-redaction-") as tmp:
+        told = Path(tmp) / "workers"
+        serve = pool._serve
+
+        def serve_timed(*args):  # type: ignore[no-untyped-def]
+            spent[0] = 0.0  # a forked worker starts with the build's count
+            try:
+                serve(*args)
+            finally:
+                with told.open("a") as out:  # what this worker spent redacting
+                    out.write(f"{spent[0]}\n")
+
+        originals = prepare.redact_recorded, prepare.identifier_findings
+        prepare.redact_recorded = timed(prepare.redact_recorded)
+        prepare.identifier_findings = timed(prepare.identifier_findings)
+        pool._serve = serve_timed
+        results = []
+        try:
+            for _ in range(rounds):
+                redact._detector.cache_clear()  # compiled again, as in a fresh process
+                secret_rules._load.cache_clear()
+                told.unlink(missing_ok=True)
+                work = Path(tmp) / "build"
+                shutil.rmtree(work, ignore_errors=True)
+                os.sync()
                 spent[0] = 0.0
+                children = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.process_time()
                 redactor = redact.Redactor.create()
                 spent[0] += time.process_time() - started
                 options = BuildOptions(
-                    sessions_dir=sessions, out_dir=Path(tmp) / "site",
-                    cache_dir=Path(tmp) / "cache", workers=1, redactor=redactor,
+                    sessions_dir=sessions, out_dir=work / "site",
+                    cache_dir=work / "cache", workers=workers, redactor=redactor,
                 )  # fmt: skip
                 build_site(options)
-                results.append((spent[0], time.process_time() - started))
-    finally:
-        prepare.redact_recorded, prepare.identifier_findings = originals
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                whole = time.process_time() - started
+                whole += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+                in_workers = sum(float(x) for x in told.read_text().split()) if told.exists() else 0
+                results.append((spent[0] + in_workers, whole))
+        finally:
+            prepare.redact_recorded, prepare.identifier_findings = originals
+            pool._serve = serve
     return results
 
 
@@ -194,14 +224,20 @@ def main() -> int:
     print(f"in one process: loading the sessions {spread(loads)}; redacting them "
           f"{spread(redactions)} ({chars / statistics.median(redactions) / 1e6:.0f} MB/s of "
           f"session files, {found} secrets found)")  # fmt: skip
-    shares = in_build(sessions, max(3, args.rounds // 2))
-    ratios = [spent / (whole - spent) for spent, whole in shares]
-    print(f"inside one-process builds with --redact: redaction "
-          f"{spread([spent for spent, _ in shares])} of the build's CPU "
-          f"{spread([whole for _, whole in shares])}: {statistics.median(ratios):+.1%} of the "
-          f"build without it (per build: {', '.join(f'{x:+.1%}' for x in ratios)})")  # fmt: skip
-    met = cpu_ratio <= TARGET
-    print(f"target (at most {TARGET:.0%} of a full build's CPU): {'met' if met else 'MISSED'}")
+    ratios: list[float] = []
+    for workers in (1, os.cpu_count() or 1):
+        shares = in_build(sessions, max(3, args.rounds // 2), workers)
+        ratios = [spent / (whole - spent) for spent, whole in shares]
+        print(f"inside full builds with --redact over {workers} process(es): redaction "
+              f"{spread([spent for spent, _ in shares])} of the build's CPU "
+              f"{spread([whole for _, whole in shares])}: {statistics.median(ratios):+.1%} of "
+              f"the build without it (per build: {', '.join(f'{x:+.1%}' for x in ratios)})")  # fmt: skip
+    # The target is judged on the last figure (the default number of processes, each
+    # timed where it ran): the fresh-process rounds above swing by more than the target
+    # between two builds of one kind on a shared machine (-5 % to +21 % in one run).
+    met = statistics.median(ratios) <= TARGET
+    print(f"target (redaction at most {TARGET:.0%} of the full build without it, over the "
+          f"default {os.cpu_count()} processes): {'met' if met else 'MISSED'}")  # fmt: skip
     return 0 if met else 1
 
 
