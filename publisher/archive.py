@@ -12,8 +12,9 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import refs
 from .loader import SessionLoadError, is_session_file, read_session, session_file_names
@@ -21,6 +22,9 @@ from .model import LoadFailure, Session
 
 if TYPE_CHECKING:
     from .usage import Prices, Spend
+
+T = TypeVar("T")
+"""What :func:`catalogued` makes of a catalog row."""
 
 #: A name that can be a file in the folder: no separators, no leading dot, no NUL.
 NAME_RE = re.compile(r"\A[^/\\\x00]+\Z")
@@ -216,10 +220,14 @@ class Archive:
         names = session_file_names(self.folder)
         if prices is not None:
             return self._read_files(names, workers, prices)
-        known = catalogued(self.folder, names, self.catalog()) if self.catalog else None
-        if known is None:
+        folder = self.folder
+        found = (
+            catalogued(folder, names, self.catalog(), partial(_listed_row, folder))
+            if self.catalog
+            else None
+        )
+        if found is None:
             return self.listed(names, workers)
-        found = [row if row is None else _listed_row(self.folder, row) for row in known]
         read = iter(self.listed([n for n, f in zip(names, found, strict=True) if f is None]))
         return [f if f is not None else next(read) for f in found]
 
@@ -230,15 +238,12 @@ class Archive:
         :meth:`listing`; a row not of :data:`LISTING_CELLS` cells is read too). Tuples of
         strings, never a list a file: at 100,000 files the collector would walk them all."""
         names = session_file_names(self.folder)
-        known = catalogued(self.folder, names, self.catalog(), shown=True) if self.catalog else None
-        if known is None:
-            return names, [None] * len(names)
-        return names, [
-            None
-            if row is None or row[3] is None or row[3].count(LISTING_SEPARATOR) != LISTING_CELLS - 1
-            else (row[3], tuple(json.loads(row[4])) if row[4] else ())
-            for row in known
-        ]
+        known = (
+            catalogued(self.folder, names, self.catalog(), _shown_row, shown=True)
+            if self.catalog
+            else None
+        )
+        return names, known if known is not None else [None] * len(names)
 
     def listed(self, names: list[str], workers: int | None = None) -> list[Listed]:
         """:class:`Listed` of ``names`` (files of the folder), each file loaded."""
@@ -342,17 +347,24 @@ class Archive:
 
 
 def catalogued(
-    folder: Path, names: list[str], path: Path, *, shown: bool = False
-) -> list[tuple[Any, ...] | None] | None:
-    """The row the catalog at ``path`` (:mod:`.site.catalog`) keeps of each of ``names``
-    (the folder's files, sorted: :meth:`.site.catalog.Catalog.listed`, or with ``shown``
-    :meth:`.site.catalog.Catalog.shown`), or None where the
-    file must be read (no row, or a stamp the rule of the site build does not trust:
+    folder: Path,
+    names: list[str],
+    path: Path,
+    shape: Callable[[tuple[Any, ...]], T | None],
+    *,
+    shown: bool = False,
+) -> list[T | None] | None:
+    """What the catalog at ``path`` (:mod:`.site.catalog`) keeps of each of ``names`` (the
+    folder's files, sorted), as ``shape`` makes it of the file's row
+    (:meth:`.site.catalog.Catalog.listed`, or with ``shown``
+    :meth:`.site.catalog.Catalog.shown`), or None where the file must be read (no row, a
+    row ``shape`` makes None of, or a stamp the rule of the site build does not trust:
     :func:`.site.staleness.stamp_trusted`, one ``stat`` a file, in a process forked
-    while the catalog is read: :class:`.site.pool.StampPass`). None when there is no
-    catalog of this folder to read: none, another schema, another sessions folder, other
-    code (the rows it keeps are that code's), a build with redaction (its summaries may not
-    be the files'). Nothing is written."""
+    while the catalog is read: :class:`.site.pool.StampPass`; the rows are shaped before
+    its stamps are awaited). None when there is no catalog of this folder to read: none,
+    another schema, another sessions folder, other code (the rows it keeps are that
+    code's), a build with redaction (its summaries may not be the files'). Nothing is
+    written."""
     import sqlite3
 
     from .site.catalog import Catalog
@@ -365,7 +377,9 @@ def catalogued(
     stamps = StampPass.start(os.fspath(folder), names)
     try:
         rows = catalog.shown() if shown else catalog.listed()
-        return _catalogued(names, rows, stamps.result(), catalog.meta.scanned_at_ns)
+        kept = {row[0]: ((row[1], row[2]), shape(row)) for row in rows}
+        del rows
+        return _catalogued(names, kept, stamps.result(), catalog.meta.scanned_at_ns)
     except sqlite3.Error:  # a catalog SQLite cannot read: the files are read instead
         return None
     finally:
@@ -374,18 +388,32 @@ def catalogued(
 
 
 def _catalogued(
-    names: list[str], rows: list[tuple[Any, ...]], stamps: list[tuple[int, int]], last_scan: int
-) -> list[tuple[Any, ...] | None]:
-    """:func:`catalogued` of the catalog's ``rows`` (in any order, a file name first), the
-    files' ``stamps`` now (in the order of ``names``) and ``last_scan``."""
+    names: list[str],
+    kept: dict[str, tuple[tuple[int, int], T | None]],
+    stamps: list[tuple[int, int]],
+    last_scan: int,
+) -> list[T | None]:
+    """:func:`catalogued` of what the catalog keeps of each file (by file name: its stamp
+    then, and its shaped row), the files' ``stamps`` now (in the order of ``names``) and
+    ``last_scan``."""
     from .site.staleness import stamp_trusted
 
-    by_name = {row[0]: row for row in rows}
-    del rows
-    return [
-        row if row is not None and stamp_trusted((row[1], row[2]), now, last_scan) else None
-        for row, now in zip(map(by_name.get, names), stamps, strict=True)
-    ]
+    found: list[T | None] = []
+    add = found.append
+    for known, now in zip(map(kept.get, names), stamps, strict=True):
+        add(known[1] if known is not None and stamp_trusted(known[0], now, last_scan) else None)
+    return found
+
+
+def _shown_row(row: tuple[Any, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """What ``polyglav sessions`` shows and tells of a file from its catalog row
+    (:meth:`.site.catalog.Catalog.shown`): its listing row (:func:`listing_text`) and its
+    warnings; None when the row has no listing or one not of :data:`LISTING_CELLS` cells
+    (the file is read)."""
+    listing = row[3]
+    if listing is None or listing.count(LISTING_SEPARATOR) != LISTING_CELLS - 1:
+        return None
+    return listing, tuple(json.loads(row[4])) if row[4] else ()
 
 
 def _listed_row(folder: Path, row: tuple[Any, ...]) -> Listed:
