@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..site.build import BuildOptions, BuildReport
+    from ..site.pool import FolderStamps
 
 
 def build_options(
@@ -63,6 +65,20 @@ def build_options(
         redactor=make_redactor(redact, redact_values),
         prices=make_prices(prices),
     )
+
+
+def stamps_ahead(project: Path | None) -> FolderStamps | None:
+    """The sessions folder's files, their stamps taken by a child forked now, before the
+    build is imported (:class:`..site.pool.FolderStamps`); None for a folder that is not
+    there (the build says why) or too small to pay a process."""
+    from ..archive import ArchiveError, find_sessions_dir
+    from ..site.pool import FolderStamps
+
+    try:
+        folder = find_sessions_dir(project)
+    except ArchiveError:
+        return None
+    return FolderStamps.start(os.fspath(folder))
 
 
 def say_waiting(holder: int | None) -> None:
@@ -115,14 +131,21 @@ def build(
     """
 
     def action() -> tuple[BuildReport, BuildOptions]:
-        from ..site.build import build_site
-        from ..site.progress import progress_hook
+        listing = stamps_ahead(project)  # the files' stamps, taken while the build imports
+        try:
+            from ..site.build import build_site
+            from ..site.progress import progress_hook
 
-        options = build_options(
-            project, out, cache_dir, theme, search, redact, redact_values, prices=prices
-        )
+            options = build_options(
+                project, out, cache_dir, theme, search, redact, redact_values, prices=prices
+            )
+        except BaseException:
+            if listing is not None:
+                listing.close()
+            raise
         options.wait, options.on_wait = not no_wait, say_waiting
         options.scheduler = scheduler or None
+        options.listing = listing
         with progress_hook(enabled=not quiet and sys.stderr.isatty()) as hook:
             options.progress = hook
             return build_site(options), options

@@ -96,9 +96,22 @@ def build_site(
     starts again from nothing: a lost cache costs time, never a wrong page."""
     if lock is None:
         cache = CachePaths.of(options)
-        BuildContext.check(options, cache.root)  # (a folder error before any wait)
-        with holding(cache.lock, wait=options.wait, on_wait=options.on_wait) as held:
-            return build_site(options, warm, lock=held)
+        listing = options.listing
+        told = options.on_wait
+
+        def waiting(holder: int | None) -> None:
+            if listing is not None:
+                listing.close()  # its stamps would be as old as the wait
+            if told is not None:
+                told(holder)
+
+        try:
+            BuildContext.check(options, cache.root)  # (a folder error before any wait)
+            with holding(cache.lock, wait=options.wait, on_wait=waiting) as held:
+                return build_site(options, warm, lock=held)
+        finally:
+            if listing is not None:
+                listing.close()  # not taken (a build that reads every file)
     try:
         return _build(options, warm, lock)
     except Exception as exc:

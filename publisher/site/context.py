@@ -1,6 +1,7 @@
 """What a site build is given and what it carries from stage to stage.
 
-- :class:`BuildOptions`: what the user asked for (the CLI fills it).
+- :class:`BuildOptions`: what the user asked for (the CLI fills it), and a
+  :class:`Listing` of the folder ``site build`` may have started taking before the build.
 - :class:`Tunables`: the sizes that shape the work (worker batches, pages, search shards),
   with documented defaults; tests and benchmarks pass their own instead of patching
   module constants.
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..archive import ArchiveError
 from ..theme import Theme
@@ -38,6 +39,24 @@ ProgressHook = Callable[[str, int, int], None]
 """Called with (stage, done, total) as work proceeds."""
 HoldHook = Callable[[str, str], bool]
 """Called with (file name, reason) for a file that stopped loading; True keeps its pages."""
+
+
+class Listing(Protocol):
+    """A sessions folder's files with their stamps, taken before the build started
+    (:class:`.pool.FolderStamps`)."""
+
+    folder: str
+    """The folder, as the build names it (:attr:`BuildContext.folder`)."""
+    started_ns: int
+    """The clock before the folder was listed (the scan that takes them started then)."""
+
+    def take(self) -> Iterator[tuple[str, int, int]] | None:
+        """Each file's (name, size, mtime_ns), once; None when taken or dropped before."""
+        ...
+
+    def close(self) -> None:
+        """Drop them (a build that waited: the files may have changed)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +157,10 @@ class BuildOptions:
     scheduler: str | None = None
     """The address of a Dask scheduler (``--scheduler``, ``tcp://HOST:8786``): the scan and
     the render run on its cluster (:mod:`.distributed`); None: on this machine."""
+    listing: Listing | None = None
+    """The sessions folder's files and their stamps, being taken by a process forked before
+    the build's imports (``site build``: :class:`.pool.FolderStamps`): the scan's pass over
+    every file takes them; dropped when the build waits for another one."""
 
 
 def default_cache_dir(out_dir: Path) -> Path:

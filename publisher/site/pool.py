@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -509,6 +510,61 @@ class StampPass:
         if self.pid:
             reap_child(self.pid, self.fd)
             self.pid = 0
+
+
+class FolderStamps:
+    """The session files of a sessions folder, with their stamps taken by a
+    :class:`StampPass` started before the work that comes first: ``site build`` starts one
+    before it imports the build (at 100,000 files, 0.2 s of ``stat`` beside 0.35 s of
+    imports), and the scan's pass over every file takes them (:meth:`take`) instead of
+    stating each file itself. Only where a child is forked (at least
+    :data:`STAMPS_FORK_FROM` files, no other thread); :meth:`close` drops them (a build
+    that waited for another one: its files may have changed meanwhile)."""
+
+    __slots__ = ("folder", "names", "pass_", "started_ns")
+
+    def __init__(self, folder: str, started_ns: int, names: list[str], pass_: StampPass) -> None:
+        self.folder = folder
+        """The folder (as the build names it: :attr:`.context.BuildContext.folder`)."""
+        self.started_ns = started_ns
+        """The clock before the folder was listed: the scan that takes these stamps started
+        then (what a later build trusts a stamp against: :func:`.staleness.stamp_trusted`)."""
+        self.names = names
+        self.pass_: StampPass | None = pass_
+        """None once taken or dropped."""
+
+    @classmethod
+    def start(cls, folder: str, *, fork_from: int = STAMPS_FORK_FROM) -> FolderStamps | None:
+        """List ``folder`` and fork the child that stats its files; None when no child would
+        be forked (fewer than ``fork_from`` files, or another thread: then the scan stats
+        the files as it lists them)."""
+        from ..loader import session_file_names
+
+        started_ns = time.time_ns()
+        names = session_file_names(folder)
+        if len(names) < fork_from:
+            return None
+        stamps = StampPass.start(folder, names, fork_from=fork_from)
+        if not stamps.pid:
+            return None
+        return cls(folder, started_ns, names, stamps)
+
+    def take(self) -> Iterator[tuple[str, int, int]] | None:
+        """Every file with its stamp (name, size, mtime_ns), once; None when taken or
+        dropped before."""
+        stamps, self.pass_ = self.pass_, None
+        if stamps is None:
+            return None
+        names, self.names = self.names, []
+        found = stamps.result()  # the child is reaped now, whatever the caller does next
+        return ((n, s, m) for n, (s, m) in zip(names, found, strict=True))
+
+    def close(self) -> None:
+        """Drop the stamps (the child is reaped if they were not asked)."""
+        stamps, self.pass_ = self.pass_, None
+        self.names = []
+        if stamps is not None:
+            stamps.close()
 
 
 def _stamp_bytes(folder: str, names: Sequence[str]) -> bytes:

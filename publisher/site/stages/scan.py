@@ -133,9 +133,16 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
         catalog.mark_to_read(untrusted_before=racy)
         same_files = not new and not gone
     else:
-        # Every file is stat'ed (as the folder is listed, never all names held at once),
+        # Every file is stat'ed (as the folder is listed, never all names held at once, or
+        # by the child ``site build`` forked before its imports: the scan started then),
         # unless none of the catalog's rows can be reused: then every file is read.
-        catalog.list_folder(_stamped_all(folder) if same_key else _unstamped_all(folder))
+        ahead = ctx.options.listing if same_key else None
+        taken = ahead.take() if ahead is not None and ahead.folder == folder else None
+        if ahead is not None and taken is not None:
+            started_ns = min(started_ns, ahead.started_ns)
+            catalog.list_folder(taken)
+        else:
+            catalog.list_folder(_stamped_all(folder) if same_key else _unstamped_all(folder))
         if same_key:
             catalog.mark_to_read(untrusted_before=racy)
         else:
