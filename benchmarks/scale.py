@@ -58,11 +58,14 @@ from generate import ARCHIVES, generate, long_session, small_archive  # noqa: E4
 BUILD = """
 import resource, sys, time
 from pathlib import Path
+from publisher.site.pool import FolderStamps
+listing = FolderStamps.start(sys.argv[1])  # as polyglav site build: before the imports
 from publisher.site.build import build_site
 from publisher.site.context import BuildOptions
 t, c = time.perf_counter(), time.process_time()
 build_site(BuildOptions(sessions_dir=Path(sys.argv[1]), out_dir=Path(sys.argv[2]),
-                        cache_dir=Path(sys.argv[3]), search=sys.argv[4] == "on"))
+                        cache_dir=Path(sys.argv[3]), search=sys.argv[4] == "on",
+                        listing=listing))
 print(time.process_time() - c)
 print(time.perf_counter() - t)
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -114,6 +114,9 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
     relist, warm.relist = warm.relist, True  # taken, as ``seen`` is
     folder = os.fspath(ctx.folder)
     racy = catalog.meta.scanned_at_ns - RACY_NS
+    ahead = ctx.options.listing  # the stamps site build took ahead (taken below, or dropped)
+    if ahead is not None and not same_key:
+        ahead.close()  # every file is read: they are not needed, nor held meanwhile
     if seen is not None and same_key and not relist:
         # No file was created, deleted or moved: the catalog's files are the folder's, and
         # only those the watcher saw written are looked at.
@@ -136,8 +139,7 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
         # Every file is stat'ed (as the folder is listed, never all names held at once, or
         # by the child ``site build`` forked before its imports: the scan started then),
         # unless none of the catalog's rows can be reused: then every file is read.
-        ahead = ctx.options.listing if same_key else None
-        taken = ahead.take() if ahead is not None and ahead.folder == folder else None
+        taken = ahead.take() if ahead is not None and same_key and ahead.folder == folder else None
         if ahead is not None and taken is not None:
             started_ns = min(started_ns, ahead.started_ns)
             catalog.list_folder(taken)
@@ -153,6 +155,8 @@ def scan(ctx: BuildContext, catalog: Catalog, crew: Runner, seen: set[str] | Non
         known = listed - new_count
         gone = [] if known == catalog.meta.files else catalog.gone_files()
         same_files = same_key and not gone and not new_count
+    if ahead is not None:
+        ahead.close()  # not held while the files are read (at 100,000 files, 8 MB of names)
     for name in gone:
         catalog.drop(name)
     holds = Holds(ctx.options.hold)
