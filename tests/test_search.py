@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import tracemalloc
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -280,18 +281,20 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
     data = bundle_data(made, "b000-of-001")
     meta = data[made.meta]
     assert isinstance(meta, dict)
-    version = meta["version"]
     firsts = ["", *meta["terms"].split(" ")]
-    assert len(firsts) == meta["termChunks"]
-    chunks = [f"t-{version}-{i}" for i in range(len(firsts))]
-    assert set(data) == {
-        *chunks,
-        *(f"d-{version}-{i}" for i in range(len(data) - len(chunks) - 3)),
-        f"s-{version}",
-        f"f-{version}",
-        f"m-{version}",
-    }
-    assert len(chunks) > 3 and len(data) - len(chunks) - 3 > 1
+    chunks = [f"t-{name}" for name in meta["chunks"].split(" ")]
+    assert len(firsts) == len(chunks)
+    starts_data = data[meta["starts"]]
+    assert isinstance(starts_data, list)
+    doc_names = starts_data[1].split(" ")
+    # Every file but the meta is named by what it holds: its bundle, kind and payload.
+    assert set(data) == {*chunks, *doc_names, meta["starts"], meta["facets"], made.meta}
+    assert len(set(data)) == len(chunks) + len(doc_names) + 3
+    for name in set(data) - {made.meta}:
+        kind = name.split("-")[0]
+        payload = json.dumps(data[name], ensure_ascii=False, separators=(",", ":"))
+        assert name == f"{kind}-{bundle.content_name('b000-of-001', kind, payload)}"
+    assert len(chunks) > 3 and len(doc_names) > 1
     ordered = sorted(records, key=lambda r: r.slug)
     seen: dict[str, list[tuple[int, int, int]]] = {}
     last = ""
@@ -332,7 +335,7 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
             assert mine == list(zip(flat[0::2], flat[1::2], strict=True))
     assert meta["documents"] == sum(len(r.docs) for r in records) == made.documents
     # Every turn is in the document chunk the starts say, as its record has it.
-    starts = bundle.decode_numbers(data[f"s-{version}"])  # type: ignore[arg-type]
+    starts = bundle.decode_numbers(starts_data[0])
     firsts_of = []
     session = 0
     for k in range(0, len(starts), 2):
@@ -341,11 +344,54 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
     for number, record in enumerate(ordered):
         for position, doc in enumerate(record.docs):
             chunk = max(i for i, first in enumerate(firsts_of) if first <= (number, position))
-            segments = data[f"d-{version}-{chunk}"]
+            segments = data[doc_names[chunk]]
             assert isinstance(segments, list)
             segment = next(s for s in segments if s[0] == number)
             assert segment[1:4] == [record.name, record.slug, record.pages]
             assert segment[5][position - segment[4]] == json.loads(doc)
+
+
+@pytest.mark.unit
+def test_an_appended_turn_renames_only_the_files_it_touches() -> None:
+    """Issue 33: files rewritten by an append do not grow with the bundle. Every file but
+    the meta is named by what it holds and chunks end where their terms (turns) say, not
+    where the bytes before them do: a session that got a turn changes the term chunks of
+    that turn's words, its document chunk (and a neighbour at most), the document starts
+    and the meta; every other file keeps its name. A bundle of 24 sessions (207 files) and
+    one of 384 (984 files) rewrite the same files: 7 term chunks (the turn's 7 words), a
+    document chunk, the starts and the meta."""
+    import copy
+
+    path = SAMPLES / "ses_20260817_120000_ab12cd.json"
+    session = read_session(path)
+    base = extract.session_record(session)
+    grown = copy.deepcopy(session)
+    grown.turns.append(copy.deepcopy(grown.turns[-1]))
+    grown.turns[-1].index = grown.turns[-2].index + 1
+    appended = extract.session_record(grown)
+    assert len(appended.docs) == len(base.docs) + 1
+    turn_terms = {
+        t for t, (n, _) in appended.postings.items() if base.postings.get(t, (0,))[0] != n
+    }
+
+    def named(record: extract.SessionRecord, i: int) -> extract.SessionRecord:
+        return replace(record, name=f"{record.name}-{i:03d}", slug=f"{record.slug}-{i:03d}")
+
+    rewritten = []
+    for count in (24, 384):
+        before = [named(base, i) for i in range(count)]
+        after = [named(appended if i == count // 2 else base, i) for i in range(count)]
+        old = bundle.bundle_files("b000-of-001", before, chunk_bytes=300, doc_bytes=500).files
+        new = bundle.bundle_files("b000-of-001", after, chunk_bytes=300, doc_bytes=500).files
+        changed = {name for name in old.keys() ^ new.keys()}
+        assert all(old[name] == new[name] for name in old.keys() & new.keys())
+        kinds = [name.split("-")[0] for name in sorted(changed - old.keys())]
+        assert kinds.count("m") == kinds.count("s") == 1 and "f" not in kinds, kinds
+        assert 1 <= kinds.count("d") <= 2, kinds
+        assert 1 <= kinds.count("t") <= len(turn_terms), (kinds, len(turn_terms))
+        rewritten.append(sorted(kinds))
+        assert len(changed) < len(old) / 2, (len(changed), len(old))
+    assert rewritten[0] == rewritten[1], rewritten
 
 
 @pytest.mark.unit

@@ -429,16 +429,20 @@ def search_stale(
     return not same_key or members_then != members_now or rendered or pending or not meta_present()
 
 
-def bundle_current(written: str | None, meta: str, meta_present: Callable[[], bool]) -> bool:
+def bundle_current(
+    written: str | None, meta: str, files_known: bool, meta_present: Callable[[], bool]
+) -> bool:
     """The rule for a search bundle :func:`search_stale` sends to be written: its files need
     not be made again when its records now hash to the version its files were last made of
     (``meta``, its meta file's name by :func:`.search.bundle.bundle_version` of the index
     key, the bundle and every record's bytes, against ``written``, the one the last build
-    recorded; None: none) and that meta file, written after every other file of the
-    version, is in the site (``meta_present``). A session rendered again whose record came
-    out the same (the next run of a series, whose comparison page shows an appended
-    turn) costs one read of the bundle's records, not the bundle."""
-    return written == meta and meta_present()
+    recorded; None: none), the names of the files it was made of are kept (``files_known``:
+    they are named by what they hold, and any other file in its folder is removed) and that
+    meta file, written after every other file of the version, is in the site
+    (``meta_present``). A session rendered again whose record came out the same (the next
+    run of a series, whose comparison page shows an appended turn) costs one read of the
+    bundle's records, not the bundle."""
+    return written == meta and files_known and meta_present()
 
 
 def session_stale(

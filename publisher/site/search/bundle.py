@@ -8,28 +8,36 @@ again: an append rewrites the bundle of its session, nothing else (but ``index.j
 
 Every file is a script that hands its data to the client: ``__polyglavSearch.add(bundle,
 kind, name, data)`` (a script tag cannot return a value; the client owns that global). Every
-file of a bundle is named by one *version*: a hash of the index's key, the bundle and its
-records' bytes (:func:`bundle_version`), so a browser never mixes a cached old file with a
-new one, and the names are known before the files are made (each is written as soon as it
-is full, never the whole bundle held at once). In ``search/<bundle>/``:
+file of a bundle but its meta file is named by what it holds (:func:`content_name`: a hash
+of the layout, the bundle, its kind and its data), so a browser never mixes a cached old
+file with a new one and a file whose bytes did not change keeps its name; the meta file is
+named by the bundle's *version*, a hash of the index's key, the bundle and its records'
+bytes (:func:`bundle_version`), known before the files are made. Chunks end where their
+contents say (:func:`_cut_after`, :func:`_cut_before`), not where the bytes before them
+do: a turn appended to a session changes the term chunks of its words, its document chunk
+(a neighbour at most), the document starts and the meta, at any size of bundle. In
+``search/<bundle>/``:
 
-- ``m-<version>.js``, the **meta**: the bundle's session and turn counts and where each
-  term chunk starts (the shortest beginning of its first term that sorts after the previous
-  chunk's last, space-separated); every bundle's is loaded before the first query;
-- ``t-<version>-<n>.js``, the **term chunks**: the bundle's terms in the client's string
-  order (UTF-16 code units), each with how many turns hold it and its postings, cut into
-  chunks of about :attr:`..context.Tunables.search_chunk_bytes`; beside them the
+- ``m-<version>.js``, the **meta**: the bundle's session and turn counts, where each term
+  chunk starts (the shortest beginning of its first term that sorts after the previous
+  chunk's last, space-separated), the term chunks' names and the names of the starts and
+  facets files; every bundle's is loaded before the first query;
+- ``t-<hash>.js``, the **term chunks**: the bundle's terms in the client's string order
+  (UTF-16 code units), each with how many turns hold it and its postings, cut into chunks
+  of about :attr:`..context.Tunables.search_chunk_bytes` (a chunk ends after a term whose
+  hash says so, once it holds a third of that; at most four times that); beside them the
   *aliases* (an English word and its stem, for prefix search). A query loads, in each
   bundle, only the chunks of its words;
-- ``d-<version>-<n>.js``, the **document chunks**: the turns' texts (for excerpts and
-  quoted phrases), each chunk a run of turns of the bundle's sessions in order, with each
+- ``d-<hash>.js``, the **document chunks**: the turns' texts (for excerpts and quoted
+  phrases), each chunk a run of turns of the bundle's sessions in order, with each
   session's name, folder and page starts: at least
   :attr:`..context.Tunables.search_doc_bytes` and :data:`DOC_TURNS` turns a chunk (a
-  results screen loads a few turns' worth a result, whether turns are small or large), at
-  most :data:`DOC_MOST` bytes; loaded only for the results shown;
-- ``s-<version>.js``, the **document starts**: each document chunk's first turn; loaded
-  with a bundle's first result shown;
-- ``f-<version>.js``, the **facets**: which sessions have each kind, role and last status
+  results screen loads a few turns' worth a result, whether turns are small or large),
+  then ending before one turn in two (by the turn's hash), at most :data:`DOC_MOST` bytes;
+  loaded only for the results shown;
+- ``s-<hash>.js``, the **document starts**: each document chunk's first turn and its name;
+  loaded with a bundle's first result shown;
+- ``f-<hash>.js``, the **facets**: which sessions have each kind, role and last status
   and which have failures of their own; loaded only when a filter is set.
 
 **Postings** are a string of base-64 digits: for each session holding the term, the
@@ -52,6 +60,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
@@ -70,7 +79,7 @@ __all__ = [
 
 GLOBAL = "__polyglavSearch"
 """The client's global every index file calls."""
-FORMAT = 2
+FORMAT = 3
 """The layout of the bundles' files (``index.js`` says it; the client checks it)."""
 DOC_TURNS = 4
 """A document chunk holds at least this many turns (and ``doc_bytes``)..."""
@@ -141,11 +150,29 @@ def bundle_version(key: str, ident: str, chunk_bytes: int, doc_bytes: int) -> ha
     return digest
 
 
-def of_version(entry: str, version: str) -> bool:
-    """True when ``entry`` is one of the files :func:`build_bundle` names for ``version``
-    (``<kind>-<version>.js`` or ``<kind>-<version>-<n>.js``)."""
-    parts = entry.removesuffix(".js").split("-")
-    return entry.endswith(".js") and len(parts) in (2, 3) and parts[1] == version
+def content_name(ident: str, kind: str, payload: str) -> str:
+    """The name of a bundle's file of ``kind`` holding ``payload`` (but the meta file's):
+    a hash of what it holds, so a file whose bytes did not change keeps its name (an append
+    writes again the chunks its turn touched, not the bundle's) and a browser never mixes a
+    cached old file with a new one."""
+    digest = hashlib.sha256(f"{FORMAT}\0{ident}\0{kind}\0".encode())
+    digest.update(payload.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:12]
+
+
+def _cut_after(term: str, size: int, gap: int) -> bool:
+    """Whether a term chunk may end after ``term`` (whose entry is ``size`` bytes), once it
+    holds its least: a hash of the term against the entry's share of ``gap`` (the mean
+    bytes a chunk holds beyond its least). Where chunks end depends on their terms, not on
+    the bytes before them, so a term whose postings grew moves no other chunk's ends."""
+    return zlib.crc32(term.encode("utf-8", "surrogatepass")) * gap < size << 32
+
+
+def _cut_before(slug: str, position: int) -> bool:
+    """Whether a document chunk may end before turn ``position`` of session ``slug``, once
+    it holds its least: one turn in two, by a hash of the turn (an appended turn moves no
+    other chunk's ends)."""
+    return zlib.crc32(f"{slug}\0{position}".encode("utf-8", "surrogatepass")) & 1 == 0
 
 
 def version_name(digest: hashlib._Hash) -> str:
@@ -176,19 +203,23 @@ def build_bundle(
     scratch: Callable[[], IO[bytes]] | None = None,
     run_bytes: int = RUN_BYTES,
 ) -> BundleMade:
-    """Make the files of bundle ``ident`` (named by ``version``: :func:`bundle_version`) of
-    ``records``, in the bundle's order (by folder), each handed to ``emit`` (its file name,
+    """Make the files of bundle ``ident`` (its meta file named by ``version``:
+    :func:`bundle_version`; the others by what they hold) of ``records``, in the bundle's order (by folder), each handed to ``emit`` (its file name,
     its bytes) as soon as it is made. ``scratch`` opens a file for the sorted runs of a
     bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
-    made: list[str] = []
+    made: dict[str, None] = {}
 
-    def add(kind: str, name: str, payload: str) -> str:
-        emit(f"{name}.js", script(ident, kind, name, None, payload))
-        made.append(f"{name}.js")
+    def add(kind: str, payload: str, name: str | None = None) -> str:
+        """Write one file (named by its content unless ``name`` is given); its name."""
+        if name is None:
+            name = f"{kind}-{content_name(ident, kind, payload)}"
+        if f"{name}.js" not in made:
+            emit(f"{name}.js", script(ident, kind, name, None, payload))
+            made[f"{name}.js"] = None
         return name
 
     runs = _Runs(run_bytes, scratch)
-    docs = _Documents(doc_bytes, lambda n, payload: add("d", f"d-{version}-{n}", payload))
+    docs = _Documents(doc_bytes, lambda payload: add("d", payload))
     facets: dict[str, dict[str, list[int]]] = {"kind": {}, "role": {}, "status": {}}
     with_failures: list[int] = []
     sessions = 0
@@ -208,38 +239,40 @@ def build_bundle(
     documents, starts = docs.finish()
 
     firsts: list[str] = []
+    chunks: list[str] = []
     chunk: list[str] = []
     size = 0
     last = ""
+    least, most = chunk_bytes // 3, chunk_bytes * 4
     for term, entry in runs.entries():
         payload = _json(entry)
-        if chunk and size + len(payload) > chunk_bytes:
-            add("t", f"t-{version}-{len(firsts) - 1}", "[" + ",".join(chunk) + "]")
-            chunk, size = [], 0
         if not chunk:
             firsts.append(_separator(last, term) if firsts else "")
         chunk.append(payload)
         size += len(payload) + 1
         last = term
+        if size >= most or (size >= least and _cut_after(term, len(payload), chunk_bytes - least)):
+            chunks.append(add("t", "[" + ",".join(chunk) + "]"))
+            chunk, size = [], 0
     if chunk:
-        add("t", f"t-{version}-{len(firsts) - 1}", "[" + ",".join(chunk) + "]")
+        chunks.append(add("t", "[" + ",".join(chunk) + "]"))
 
-    add("s", f"s-{version}", _json(encode_numbers(starts)))
+    starts_name = add("s", _json([encode_numbers(starts), " ".join(docs.names)]))
     facet_data: dict[str, object] = {
         name: {value: _deltas(numbers) for value, numbers in sorted(values.items())}
         for name, values in facets.items()
     }
     facet_data["failures"] = _deltas(with_failures)
-    add("f", f"f-{version}", _json(facet_data))
     meta = {
         "sessions": sessions,
         "documents": documents,
-        "version": version,
         "terms": " ".join(firsts[1:]),
-        "termChunks": len(firsts),
+        "chunks": " ".join(name[2:] for name in chunks),
+        "starts": starts_name,
+        "facets": add("f", _json(facet_data)),
     }
-    name = add("m", f"m-{version}", _json(meta))
-    return BundleMade(name, documents, made)
+    name = add("m", _json(meta), f"m-{version}")
+    return BundleMade(name, documents, list(made))
 
 
 class _Runs:
@@ -357,9 +390,11 @@ class _Runs:
 class _Documents:
     """The document chunks of a bundle, each written once full."""
 
-    __slots__ = ("_emit", "_last", "_least", "_segments", "_size", "_turns", "documents", "starts")
+    __slots__ = (
+        "_emit", "_last", "_least", "_segments", "_size", "_turns", "documents", "names", "starts",
+    )  # fmt: skip
 
-    def __init__(self, least: int, emit: Callable[[int, str], object]) -> None:
+    def __init__(self, least: int, emit: Callable[[str], str]) -> None:
         self._least = least
         self._emit = emit
         self._segments: list[tuple[str, list[str]]] = []
@@ -372,13 +407,19 @@ class _Documents:
         self.starts: list[int] = []
         """For each chunk, its first turn: its session's number after the previous
         chunk's, and its position."""
+        self.names: list[str] = []
+        """Each chunk's file name (without ``.js``)."""
 
     def add_record(self, number: int, record: SessionRecord) -> None:
         head = f"[{number},{_json(record.name)},{_json(record.slug)},{_json(record.pages)},"
         started = False
         for position, doc in enumerate(record.docs):
             self.documents += 1
-            full = self._turns >= DOC_TURNS and self._size >= self._least
+            full = (
+                self._turns >= DOC_TURNS
+                and self._size >= self._least
+                and _cut_before(record.slug, position)
+            )
             if self._segments and (full or self._size + len(doc) > DOC_MOST):
                 self._flush()
             if not self._segments:
@@ -394,7 +435,7 @@ class _Documents:
     def _flush(self) -> None:
         if self._segments:
             body = ",".join(f"{h}{','.join(d)}]]" for h, d in self._segments)
-            self._emit(len(self.starts) // 2 - 1, f"[{body}]")
+            self.names.append(self._emit(f"[{body}]"))
         self._segments, self._size, self._turns = [], 0, 0
 
     def finish(self) -> tuple[int, list[int]]:

@@ -1,6 +1,6 @@
 """What the search keeps in the build's cache folder, behind one small interface.
 
-Two things, both only ever read by the search (so they can move into another store, such
+Three things, all only ever read by the search (so they can move into another store, such
 as the catalog issue 33 plans, by reimplementing this class alone):
 
 - each published session's **record** (:class:`.extract.SessionRecord`), written by the
@@ -8,7 +8,9 @@ as the catalog issue 33 plans, by reimplementing this class alone):
   session, ``search/records/<slug>.json``;
 - the **state** of the index: the key it was made under (:func:`..staleness.search_key`),
   the bundle count, for each bundle the digest of its members' names, its meta file and
-  its turn count, and the bundles a deferred build left to write (``search/state.json``).
+  its turn count, and the bundles a deferred build left to write (``search/state.json``);
+- for each bundle, the names of the files it was last made of (``search/files/<bundle>.txt``:
+  its files are named by what they hold, so its version alone does not say which).
 
 Losing any of it costs time, never a wrong index: a missing record is made again from the
 session file, a missing or foreign state makes every bundle again.
@@ -91,6 +93,34 @@ class SearchStore:
         data = self.record_bytes(slug)
         record = SessionRecord.from_bytes(data) if data is not None else None
         return record if record is not None and record.slug == slug else None
+
+    @property
+    def file_lists(self) -> Path:
+        return self.root / "files"
+
+    def put_files(self, ident: str, meta: str, files: list[str]) -> None:
+        """Keep the names of the files bundle ``ident`` was made of, its meta file
+        ``meta`` (written atomically)."""
+        self.file_lists.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.file_lists / f"{ident}.txt", ["\n".join([meta, *files]), "\n"])
+
+    def files(self, ident: str, meta: str) -> list[str] | None:
+        """The names of the files of bundle ``ident`` when it was last made of meta file
+        ``meta``, or None (not kept, or kept for another)."""
+        try:
+            lines = (self.file_lists / f"{ident}.txt").read_text(encoding="utf-8").splitlines()
+        except (OSError, ValueError):
+            return None
+        return lines[1:] if lines and lines[0] == meta else None
+
+    def keep_files(self, bundles: list[str]) -> None:
+        """Forget the file lists of bundles no longer in the index."""
+        keep = {f"{ident}.txt" for ident in bundles}
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(self.file_lists):
+                if entry not in keep:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.file_lists / entry)
 
     def scratch(self) -> IO[bytes]:
         """A scratch file in the cache folder (gone once closed): a bundle's sorted runs."""

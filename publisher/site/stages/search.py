@@ -239,6 +239,7 @@ def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> 
                 remove_tree(site / entry, out)
     state.pending = []
     work.store.save(state)
+    work.store.keep_files(work.bundles)
     work.store.drop_records(work.stale)
     if not built:
         return "unchanged"
@@ -273,7 +274,7 @@ def _write_bundle(
     file), the second makes the files (:func:`..search.bundle.build_bundle`), each written
     as soon as it is made. A record that does not read in the second pass is made again and
     the bundle started over (once a record: one that fails again is left out)."""
-    from ..search.bundle import build_bundle, bundle_version, of_version, version_name
+    from ..search.bundle import build_bundle, bundle_version, version_name
 
     store = SearchStore(store_root)
     rel = f"{FOLDER}/{job.ident}"
@@ -301,9 +302,11 @@ def _write_bundle(
         damaged = set()
         version = version_name(digest)
         written = job.written.meta if job.written is not None else None
-        if bundle_current(written, f"m-{version}", partial(_is_file, target / f"m-{version}.js")):
-            assert job.written is not None
-            _remove_others(target, out, partial(of_version, version=version))
+        files = store.files(job.ident, f"m-{version}")
+        meta = target / f"m-{version}.js"
+        if bundle_current(written, f"m-{version}", files is not None, partial(_is_file, meta)):
+            assert job.written is not None and files is not None
+            _remove_others(target, out, set(files).__contains__)
             return job.written.meta, job.written.documents, False
 
         def records(slugs: list[str] = present) -> Iterator[SessionRecord]:
@@ -330,8 +333,8 @@ def _write_bundle(
             (given_up if exc.slug in tried else damaged).add(exc.slug)
             continue
         break
-    keep = set(made.files)
-    _remove_others(target, out, keep.__contains__)
+    store.put_files(job.ident, made.meta, made.files)
+    _remove_others(target, out, set(made.files).__contains__)
     return made.meta, made.documents, True
 
 

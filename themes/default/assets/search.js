@@ -171,10 +171,11 @@
   function open() {
     if (!index) {
       index = load("", "index").then(function (data) {
-        if (!data || data.format !== 2 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
+        if (!data || data.format !== 3 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
         return Promise.all(data.bundles.map(function (b) {
           return load(b[0], b[1]).then(function (meta) {
             meta.firsts = [""].concat(meta.terms ? String(meta.terms).split(" ") : []);
+            meta.chunkNames = meta.chunks ? String(meta.chunks).split(" ") : [];
             return { id: b[0], meta: meta };
           });
         })).then(function (bundles) { return { data: data, bundles: bundles }; });
@@ -272,7 +273,7 @@
       return out;
     }
     function loadChunks(list) {
-      return Promise.all(list.map(function (i) { return load(bundle.id, "t-" + meta.version + "-" + i); }));
+      return Promise.all(list.map(function (i) { return load(bundle.id, "t-" + meta.chunkNames[i]); }));
     }
     var wanted = [];
     clauses.forEach(function (c) { chunksFor(c).forEach(function (i) { if (wanted.indexOf(i) < 0) { wanted.push(i); } }); });
@@ -314,7 +315,7 @@
     if (!parsed.clauses.length) { return Promise.resolve({ parsed: parsed, results: [], sessions: 0 }); }
     return open().then(function (idx) {
       return Promise.all(idx.bundles.map(function (b) {
-        return Promise.all([bundleEntries(b, parsed.clauses), filters.active ? load(b.id, "f-" + b.meta.version) : null]);
+        return Promise.all([bundleEntries(b, parsed.clauses), filters.active ? load(b.id, String(b.meta.facets)) : null]);
       })).then(function (loaded) {
         var total = idx.data.documents || 1, df = Object.create(null);
         loaded.forEach(function (l) { l[0].forEach(function (list) { list.forEach(function (e) { df[e[0]] = (df[e[0]] || 0) + e[1]; }); }); });
@@ -370,15 +371,18 @@
    * session and texts. */
   function documentOf(result) {
     var meta = result.bundle.meta;
-    return load(result.bundle.id, "s-" + meta.version).then(function (encoded) {
-      if (!meta.starts) { meta.starts = numbers(String(encoded)); }
-      var starts = meta.starts, found = 0, session = 0;
+    return load(result.bundle.id, String(meta.starts)).then(function (data) {
+      if (!meta.docStarts) {
+        meta.docStarts = numbers(String(data[0]));
+        meta.docNames = String(data[1]).split(" ");
+      }
+      var starts = meta.docStarts, found = 0, session = 0;
       /* Each chunk's first turn: its session's number after the previous chunk's, its position. */
       for (var i = 0; i + 1 < starts.length; i += 2) {
         session += starts[i];
         if (session < result.session || (session === result.session && starts[i + 1] <= result.position)) { found = i / 2; } else { break; }
       }
-      return load(result.bundle.id, "d-" + meta.version + "-" + found);
+      return load(result.bundle.id, meta.docNames[found]);
     }).then(function (segments) {
       for (var j = 0; j < segments.length; j++) {
         var seg = segments[j];
