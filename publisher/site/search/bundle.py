@@ -344,10 +344,13 @@ class _Runs:
 
     @staticmethod
     def _read(handle: IO[bytes]) -> Iterator[tuple[bytes, int, str, int, str]]:
+        term, key = "", b""  # a run's lines come by term: each term's key made once
         with handle:
             for line in handle:
-                term, number, count, payload = line.decode("utf-8").rstrip("\n").split("\t")
-                yield js_order(term), int(number), term, int(count), payload
+                text, number, count, payload = line.decode("utf-8").rstrip("\n").split("\t")
+                if text != term:
+                    term, key = text, js_order(text)
+                yield key, int(number), term, int(count), payload
 
     def entries(self) -> Iterator[tuple[str, list[object]]]:
         """The bundle's entries in order, each with its term: ``[term, turns, postings]``
