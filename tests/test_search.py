@@ -357,8 +357,8 @@ def test_an_appended_turn_renames_only_the_files_it_touches() -> None:
     the meta is named by what it holds and chunks end where their terms (turns) say, not
     where the bytes before them do: a session that got a turn changes the term chunks of
     that turn's words, its document chunk (and a neighbour at most), the document starts
-    and the meta; every other file keeps its name. A bundle of 24 sessions (207 files) and
-    one of 384 (984 files) rewrite the same files: 7 term chunks (the turn's 7 words), a
+    and the meta; every other file keeps its name. A bundle of 24 sessions (333 files) and
+    one of 384 (1,085 files) rewrite the same files: 7 term chunks (the turn's 7 words), a
     document chunk, the starts and the meta."""
     import copy
 
@@ -392,6 +392,37 @@ def test_an_appended_turn_renames_only_the_files_it_touches() -> None:
         rewritten.append(sorted(kinds))
         assert len(changed) < len(old) / 2, (len(changed), len(old))
     assert rewritten[0] == rewritten[1], rewritten
+
+
+@pytest.mark.unit
+def test_files_whose_short_names_are_the_same_get_long_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two files of one bundle whose short content names are the same (40 bits: about one
+    bundle in ten million) are told apart: the second takes a long name, the meta and the
+    starts name each, and the bundle reads as it would with no collision."""
+    records = sample_records()
+    plain = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    real = bundle.content_name
+
+    def colliding(ident: str, kind: str, payload: str, length: int = bundle.SHORT_NAME) -> str:
+        return "a" * length if length == bundle.SHORT_NAME else real(ident, kind, payload, length)
+
+    monkeypatch.setattr(bundle, "content_name", colliding)
+    made = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    assert len(made.files) == len(plain.files)
+    names = sorted(made.files)
+    assert sum(len(n) == len("t-.js") + bundle.SHORT_NAME for n in names) == 4  # d, f, s, t
+    data, before = bundle_data(made, "b000-of-001"), bundle_data(plain, "b000-of-001")
+    meta, meta_before = data[made.meta], before[plain.meta]
+    assert isinstance(meta, dict) and isinstance(meta_before, dict)
+    assert meta["terms"] == meta_before["terms"]
+    for kind, chunks, chunks_before in (
+        ("t", meta["chunks"].split(" "), meta_before["chunks"].split(" ")),
+        ("d", data[meta["starts"]][1].split(" "), before[meta_before["starts"]][1].split(" ")),  # type: ignore[index]
+    ):
+        prefix = f"{kind}-" if kind == "t" else ""
+        assert [data[prefix + n] for n in chunks] == [before[prefix + n] for n in chunks_before]
 
 
 @pytest.mark.unit

@@ -25,7 +25,8 @@ do: a turn appended to a session changes the term chunks of its words, its docum
 - ``t-<hash>.js``, the **term chunks**: the bundle's terms in the client's string order
   (UTF-16 code units), each with how many turns hold it and its postings, cut into chunks
   of about :attr:`..context.Tunables.search_chunk_bytes` (a chunk ends after a term whose
-  hash says so, once it holds a third of that; at most four times that); beside them the
+  hash says so, once it holds a quarter of that; at most twice that; a term of half that
+  or more alone); beside them the
   *aliases* (an English word and its stem, for prefix search). A query loads, in each
   bundle, only the chunks of its words;
 - ``d-<hash>.js``, the **document chunks**: the turns' texts (for excerpts and quoted
@@ -57,6 +58,7 @@ bundle's process holds does not grow with the bundle.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import heapq
 import json
@@ -81,6 +83,12 @@ GLOBAL = "__polyglavSearch"
 """The client's global every index file calls."""
 FORMAT = 3
 """The layout of the bundles' files (``index.js`` says it; the client checks it)."""
+SHORT_NAME = 8
+"""The characters of a file's :func:`content_name` (40 bits): every meta file, loaded
+before the first query, names its bundle's term chunks."""
+LONG_NAME = 20
+"""... and of the second of two files of a bundle whose short names are the same (about
+one bundle in ten million, at 500 files a bundle)."""
 DOC_TURNS = 4
 """A document chunk holds at least this many turns (and ``doc_bytes``)..."""
 DOC_MOST = 64_000
@@ -150,14 +158,15 @@ def bundle_version(key: str, ident: str, chunk_bytes: int, doc_bytes: int) -> ha
     return digest
 
 
-def content_name(ident: str, kind: str, payload: str) -> str:
+def content_name(ident: str, kind: str, payload: str, length: int = SHORT_NAME) -> str:
     """The name of a bundle's file of ``kind`` holding ``payload`` (but the meta file's):
     a hash of what it holds, so a file whose bytes did not change keeps its name (an append
     writes again the chunks its turn touched, not the bundle's) and a browser never mixes a
-    cached old file with a new one."""
+    cached old file with a new one. ``length`` characters of base 32 (lower case: a folder
+    on a case-insensitive disk holds them apart), 5 bits each."""
     digest = hashlib.sha256(f"{FORMAT}\0{ident}\0{kind}\0".encode())
     digest.update(payload.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:12]
+    return base64.b32encode(digest.digest()).decode("ascii")[:length].lower()
 
 
 def _cut_after(term: str, size: int, gap: int) -> bool:
@@ -207,15 +216,19 @@ def build_bundle(
     :func:`bundle_version`; the others by what they hold) of ``records``, in the bundle's order (by folder), each handed to ``emit`` (its file name,
     its bytes) as soon as it is made. ``scratch`` opens a file for the sorted runs of a
     bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
-    made: dict[str, None] = {}
+    made: dict[str, int] = {}
+    """Each file made, and a hash of its payload (two payloads of one short name: the
+    second gets a long one)."""
 
     def add(kind: str, payload: str, name: str | None = None) -> str:
         """Write one file (named by its content unless ``name`` is given); its name."""
         if name is None:
             name = f"{kind}-{content_name(ident, kind, payload)}"
+            if made.get(f"{name}.js", hash(payload)) != hash(payload):
+                name = f"{kind}-{content_name(ident, kind, payload, LONG_NAME)}"
         if f"{name}.js" not in made:
             emit(f"{name}.js", script(ident, kind, name, None, payload))
-            made[f"{name}.js"] = None
+            made[f"{name}.js"] = hash(payload)
         return name
 
     runs = _Runs(run_bytes, scratch)
@@ -243,15 +256,22 @@ def build_bundle(
     chunk: list[str] = []
     size = 0
     last = ""
-    least, most = chunk_bytes // 3, chunk_bytes * 4
+    # A chunk holds at least a quarter of chunk_bytes, then ends after a term with a chance
+    # of its bytes in half of chunk_bytes (about chunk_bytes a chunk), at most twice that; a
+    # term of half chunk_bytes or more is a chunk of its own (a query loading it loads it
+    # alone). Each rule depends on the term, not on what came before (but the two bounds).
+    least, gap, most = chunk_bytes // 4, chunk_bytes // 2, chunk_bytes * 2
     for term, entry in runs.entries():
         payload = _json(entry)
+        if chunk and len(payload) >= gap:
+            chunks.append(add("t", "[" + ",".join(chunk) + "]"))
+            chunk, size = [], 0
         if not chunk:
             firsts.append(_separator(last, term) if firsts else "")
         chunk.append(payload)
         size += len(payload) + 1
         last = term
-        if size >= most or (size >= least and _cut_after(term, len(payload), chunk_bytes - least)):
+        if size >= most or (size >= least and _cut_after(term, len(payload), gap)):
             chunks.append(add("t", "[" + ",".join(chunk) + "]"))
             chunk, size = [], 0
     if chunk:

@@ -1,1 +1,0 @@
-__polyglavSearch.add("b000-of-001","m","m-8d375495944a",{"sessions":5,"documents":18,"terms":"noth reservationse","chunks":"c01f8bf22b2a d797e968d54d 1b7359f2ec0a","starts":"s-a7f7f13e6bed","facets":"f-fd9f8fb82487"});
