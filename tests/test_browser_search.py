@@ -315,3 +315,42 @@ def test_a_two_word_query_at_20000_sessions_shows_results_within_100_ms(
         timings.append(float(page.get_attribute("#search-results", "data-ms") or "nan"))
     context.close()
     assert max(timings) < 100, timings
+
+
+def test_a_bundle_of_no_words_finds_nothing_and_the_others_are_searched(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A bundle whose sessions hold no word names no term chunk: a query finds nothing
+    there and still searches the other bundles (it is neither an error nor "not
+    available")."""
+    from publisher.site.search.bundle import bundle_id, bundle_of
+    from publisher.site.urls import row_slot
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    # Sessions of no word (punctuation only) until one falls in a bundle of its own.
+    for i in range(40):
+        write(sessions, f"ses_20260101_{i:06d}_empty{i:02d}", [turn(1, part("user", "... !!!"))])
+    worded = "ses_20260102_000000_words1"
+    write(sessions, worded, [turn(1, part("user", "zqfindable words"))])
+    out = tmp_path / "site"
+    build(sessions, out, search=True, tunables=Tunables(sessions_per_bundle=1, max_bundles=64))
+    bundles = {p.name for p in (out / "search").iterdir() if p.is_dir()}
+    index = json.loads(
+        (out / "search" / "index.js").read_text().split(",", 3)[3].removesuffix(");\n")
+    )
+    assert len(index["bundles"]) == len(bundles) > 1
+    wordless = [b for b in bundles if not any((out / "search" / b).glob("t-*.js"))]
+    assert wordless, "no bundle without words: change the names"
+    assert bundle_id(bundle_of(row_slot(worded), 64), 64) not in wordless
+    context = browser.new_context()
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto((out / "index.html").as_uri())
+    found = search(pg, "zqfindable")
+    assert len(found) == 1 and worded in found[0][0], found
+    assert "not available" not in status(pg)
+    assert search(pg, "zqnowhere") == [] and "not available" not in status(pg)
+    context.close()
+    assert errors == [], errors

@@ -213,8 +213,9 @@ def build_bundle(
     run_bytes: int = RUN_BYTES,
 ) -> BundleMade:
     """Make the files of bundle ``ident`` (its meta file named by ``version``:
-    :func:`bundle_version`; the others by what they hold) of ``records``, in the bundle's order (by folder), each handed to ``emit`` (its file name,
-    its bytes) as soon as it is made. ``scratch`` opens a file for the sorted runs of a
+    :func:`bundle_version`; the others by what they hold) of ``records``, in the bundle's
+    order (by folder), each handed to ``emit`` (its file name, its bytes) as soon as it is
+    made. ``scratch`` opens a file for the sorted runs of a
     bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
     made: dict[str, int] = {}
     """Each file made, and a hash of its payload (two payloads of one short name: the

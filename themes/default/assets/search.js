@@ -273,7 +273,8 @@
       return out;
     }
     function loadChunks(list) {
-      return Promise.all(list.map(function (i) { return load(bundle.id, "t-" + meta.chunkNames[i]); }));
+      /* A bundle of no words names no chunk: nothing to load. */
+      return Promise.all(list.map(function (i) { return i < meta.chunkNames.length ? load(bundle.id, "t-" + meta.chunkNames[i]) : Promise.resolve([]); }));
     }
     var wanted = [];
     clauses.forEach(function (c) { chunksFor(c).forEach(function (i) { if (wanted.indexOf(i) < 0) { wanted.push(i); } }); });
