@@ -494,6 +494,28 @@ def test_a_bundle_holds_no_more_when_it_holds_four_times_the_sessions(tmp_path: 
     assert held_large > 3 * held_small, (held_small, held_large)
 
 
+@pytest.mark.unit
+def test_a_bundle_holds_at_most_a_thousand_sessions_to_the_archives_we_measure() -> None:
+    """Issue 33: an append makes its session's bundle again, so a bundle of the default
+    tunables holds no more sessions at 100,000 than at 2,000 (at most 1,000, up to 128,000
+    sessions), nor more bytes of session files than a bundle may; past that, the count
+    stays at its cap and bundles grow."""
+    t = Tunables()
+
+    def count(sessions: int, size: int = 0) -> int:
+        return bundle.bundle_count(
+            sessions, size, t.sessions_per_bundle, t.bundle_bytes, t.max_bundles
+        )
+
+    assert (count(2_000), count(20_000), count(100_000)) == (2, 32, 128)
+    assert 100_000 / count(100_000) <= 2_000 / count(2_000) == 1_000
+    for sessions in (1, 999, 1_000, 1_001, 64_001, 128_000):
+        assert sessions / count(sessions) <= t.sessions_per_bundle
+        size = sessions * 5_000_000  # long sessions: the bytes decide
+        assert size / count(sessions, size) <= t.bundle_bytes or count(sessions, size) == 128
+    assert count(256_000) == 128  # the cap: 2,000 a bundle
+
+
 def small_sessions(tmp_path: Path, tag: str, count: int, word: str) -> tuple[Path, list[str]]:
     """A sessions folder of ``count`` one-turn sessions (``ses_..._<tag>NNN``) whose prompts
     name ``word``, and their names."""

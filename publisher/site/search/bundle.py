@@ -97,7 +97,7 @@ RUN_BYTES = 8_000_000
 """What a run's entries may hold (as :class:`_Runs` estimates it) before the run is sorted
 and spilled: about 80,000 (term, session) entries of short postings. Measured
 (``benchmarks/search_scale.py``): the largest bundle's process peaks at 47 MB at 100,000
-small sessions (64 bundles of 1,600), 45 MB at 20,000."""
+small sessions (64 bundles of 1,600; 45.5 MB with 128 of 780), 45 MB at 20,000."""
 _ENTRY_BYTES = 104
 """An entry's own cost: its tuple and its place in the run's list."""
 _STR_BYTES = 49
