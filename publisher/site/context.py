@@ -102,8 +102,8 @@ class Tunables:
     """Search: at most this many bundles (shapes the output): a query loads a chunk of each
     word from every bundle, an append makes its session's bundle again from its records.
     At 128, a bundle holds at most ``sessions_per_bundle`` sessions up to 128,000 sessions
-    (at 64, a bundle of 1,560 at 100,000 made an append there cost a third more than one of
-    1,000 at 2,000; measured in ``docs/catalog.md``)."""
+    (at 64, a bundle held 1,560 at 100,000, and an append there took 1.71 s against 1.38 s
+    at 128, medians alternated in one hour: ``docs/catalog.md``)."""
     search_chunk_bytes: int = 3000
     """Search: a term chunk holds about this many bytes of terms and postings (shapes the
     output)."""
