@@ -517,6 +517,40 @@ def test_a_bundle_holds_at_most_a_thousand_sessions_to_the_archives_we_measure()
     assert count(256_000) == t.max_bundles == 128  # the cap: 2,000 a bundle
 
 
+@pytest.mark.site
+def test_another_price_table_or_theme_writes_the_same_index(tmp_path: Path) -> None:
+    """The search index is made of the sessions, the publisher and the redaction: a site
+    built where another genai-prices is installed (or with ``--prices``), or with another
+    theme, has the same index files, names and bytes (the demo site's test compares a fresh
+    build with the committed one, wherever it is installed); the pages do change."""
+    from publisher.usage import Prices, load_price_file
+
+    folder = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, folder)
+    usage = [{"model": "m-x", "input": 1000, "output": 200}]
+    doc = session_doc(turns=[turn(1, part("user", "go"), part("text", "done"), usage=usage)])
+    (folder / f"{doc['session_name']}.json").write_text(json.dumps(doc))
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": [{"model": "m-x", "input": 2, "output": 9}]}))
+    sites = {
+        "default": {},
+        "prices": {"prices": Prices(load_price_file(table))},
+        "theme": {"theme": "paper"},
+    }
+    for name, options in sites.items():
+        build(folder, tmp_path / name, search=True, **options)
+
+    def files(name: str, index: bool) -> dict[str, str]:
+        digests = tree_digest(tmp_path / name).items()
+        return {k: v for k, v in digests if k.startswith("search/") == index}
+
+    assert len(files("default", index=True)) > 3
+    assert files("prices", index=True) == files("default", index=True)
+    assert files("theme", index=True) == files("default", index=True)
+    assert files("prices", index=False) != files("default", index=False)
+    assert files("theme", index=False) != files("default", index=False)
+
+
 def small_sessions(tmp_path: Path, tag: str, count: int, word: str) -> tuple[Path, list[str]]:
     """A sessions folder of ``count`` one-turn sessions (``ses_..._<tag>NNN``) whose prompts
     name ``word``, and their names."""

@@ -274,6 +274,8 @@ class BuildContext:
     """The theme's folders."""
     key: str
     """The build key (:func:`.staleness.build_key`)."""
+    index_key: str
+    """What the search index is made of (:func:`.staleness.index_key`; part of ``key``)."""
     renderer: HtmlRenderer
     """Templates and the configured markdown-it."""
     cache: CachePaths
@@ -329,16 +331,17 @@ class BuildContext:
         theme_key = staleness.theme_key(theme)
         warm = warm if warm is not None else Warm()
         warm.code = warm.code or staleness.code_key()
+        index_key = staleness.index_key(redactor=options.redactor, code=warm.code)
         return cls(
             options=options,
             theme=theme,
             key=staleness.build_key(
                 search=options.search,
-                redactor=options.redactor,
+                index=index_key,
                 theme=theme_key,
-                code=warm.code,
                 prices=options.prices.key,
             ),
+            index_key=index_key,
             renderer=warm.renderer(theme, theme_key),
             cache=CachePaths(cache),
             workers=options.workers or os.cpu_count() or 1,

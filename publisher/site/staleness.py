@@ -8,9 +8,10 @@ see :mod:`.context`); losing any of them costs only time.
 what is kept              its key (all of it is hashed)               rebuilt when
 ========================  ==========================================  =====================
 everything below          :func:`build_key`: publisher version and     any of those changes:
-                          code, manifest format, search on/off, the    every page rendered,
-                          redaction values and rule set, every theme   fragments dropped,
-                          file (:func:`theme_key`)                     rows and shards redone
+                          code, the redaction values and rule set      every page rendered,
+                          (:func:`index_key`), manifest format, search fragments dropped,
+                          on/off, every theme file (:func:`theme_key`) rows and shards redone
+                          and the price table
 a source's scan           its stamp (size, mtime), trusted only        the stamp changed, or
 (summary, refs)           when the file was already that old when      the file was written
                           the last scan began (:func:`stamp_trusted`)  within RACY_NS of it;
@@ -61,7 +62,7 @@ the delegation tree       :func:`graph_key`                            a session
 a search session record   the session's pages: written by its render     its session was
 (the cache)               (:mod:`.search.extract`)                     rendered
 a search bundle           :func:`search_key` (search format, record     the key or bundle
-(``search/<bundle>/``)    format, the build key, the chunk sizes), the  count changed, a
+(``search/<bundle>/``)    format, :func:`index_key`, the chunk sizes),  count changed, a
                           bundle count, :func:`bundle_members` (a       session of it came
                           digest of its sessions' folders); a           or went, or its meta
                           session's bundle is a hash of its name        file is missing; a
@@ -189,20 +190,29 @@ def code_key() -> str:
     return digest.hexdigest()
 
 
-def build_key(
-    *, search: bool, redactor: Redactor | None, theme: str, code: str, prices: str = ""
-) -> str:
-    """The key of everything a build keeps: when it changes, nothing is reused.
-
-    It covers the publisher (its version and :func:`code_key`), the state format, search
-    on or off, the redaction values (hashed, never stored) and rule set (its digest:
-    ``Redactor.identity``), ``theme`` (:func:`theme_key`) and the price table (``prices``:
-    :attr:`publisher.usage.Prices.key`, the shipped table's version or a ``--prices`` file's
-    digest: every figure of cost depends on it); ``code`` is :func:`code_key`."""
+def index_key(*, redactor: Redactor | None, code: str) -> str:
+    """The key of what the search index is made of (its records, and so its files'
+    names: :func:`search_key`): the publisher (its version and :func:`code_key`, ``code``)
+    and the redaction values (hashed, never stored) and rule set (its digest:
+    ``Redactor.identity``). Not the theme nor the price table: neither shapes a record, so
+    another theme or a newer genai-prices writes every page again but no file of the index
+    (a site built where another genai-prices is installed has the same index)."""
     digest = hashlib.sha256()
-    digest.update(f"{__version__}\0{code}\0{STATE_FORMAT}\0{search}\0".encode())
+    digest.update(f"{__version__}\0{code}\0".encode())
     if redactor is not None:
         digest.update(redactor.identity())
+    return digest.hexdigest()
+
+
+def build_key(*, search: bool, index: str, theme: str, prices: str = "") -> str:
+    """The key of everything a build keeps: when it changes, nothing is reused.
+
+    It covers ``index`` (:func:`index_key`: the publisher and the redaction), the state
+    format, search on or off, ``theme`` (:func:`theme_key`) and the price table
+    (``prices``: :attr:`publisher.usage.Prices.key`, the shipped table's version or a
+    ``--prices`` file's digest: every figure of cost depends on it)."""
+    digest = hashlib.sha256()
+    digest.update(f"{index}\0{STATE_FORMAT}\0{search}\0".encode())
     digest.update(theme.encode())
     digest.update(f"\0{prices}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
@@ -397,10 +407,11 @@ def reads_last_index(turn: Turn) -> bool:
     return any(isinstance(p, CommandPart) and p.is_compaction for p in turn.parts)
 
 
-def search_key(build: str, record_format: int, chunk_bytes: int, doc_bytes: int) -> str:
-    """The key of the whole search index: its format, the records' format, the build key
-    (publisher, theme, options) and the chunk sizes. Another key writes every bundle."""
-    text = f"{SEARCH_FORMAT}\0{record_format}\0{build}\0{chunk_bytes}\0{doc_bytes}"
+def search_key(index: str, record_format: int, chunk_bytes: int, doc_bytes: int) -> str:
+    """The key of the whole search index: its format, the records' format, ``index``
+    (:func:`index_key`: the publisher and the redaction) and the chunk sizes. Another key
+    writes every bundle."""
+    text = f"{SEARCH_FORMAT}\0{record_format}\0{index}\0{chunk_bytes}\0{doc_bytes}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 

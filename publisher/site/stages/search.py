@@ -120,7 +120,9 @@ def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | No
         tunables.bundle_bytes,
         tunables.max_bundles,
     )
-    key = search_key(ctx.key, RECORD_FORMAT, tunables.search_chunk_bytes, tunables.search_doc_bytes)
+    key = search_key(
+        ctx.index_key, RECORD_FORMAT, tunables.search_chunk_bytes, tunables.search_doc_bytes
+    )
     state = store.load()
     same_key = state.key == key and state.count == count
     # The bundles whose sessions may not be those the state recorded: every one, unless
