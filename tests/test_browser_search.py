@@ -190,6 +190,32 @@ def test_every_word_is_required_and_a_turn_holding_all_comes_first(page: Page) -
     assert search(page, "zqapart zqnothing ") == []
 
 
+def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Page) -> None:
+    """A keystroke waits for the debounce (the chunks of a word half typed are not loaded
+    for nothing); text that comes in one piece (a paste, an input method's text) is
+    searched at once. The page's timers are stopped: only what runs at once runs."""
+    page.evaluate(
+        "() => { window.zqTimers = 0;"
+        " window.setTimeout = function () { window.zqTimers++; return 0; }; }"
+    )
+    results = "document.getElementById('search-results').dataset.query || ''"
+    page.locator("#search-input").press("c")
+    page.wait_for_timeout(200)
+    assert page.evaluate(results) == "" and page.evaluate("window.zqTimers") == 1
+    page.fill("#search-input", "checkout")  # one input event of the whole text
+    page.wait_for_function(f"() => ({results}) === 'checkout'", timeout=15_000)
+    assert page.locator("#search-results li a").first.get_attribute("href") == (
+        f"sessions/{A}/index.html#turn-1.1"
+    )
+    page.evaluate(
+        "() => { const i = document.getElementById('search-input'); i.value = 'zqranked';"
+        " i.dispatchEvent(new InputEvent('input', {inputType: 'insertFromPaste'})); }"
+    )
+    page.wait_for_function(f"() => ({results}) === 'zqranked'", timeout=15_000)
+    assert page.locator("#search-results li").count() == 2
+    assert page.evaluate("window.zqTimers") == 1
+
+
 def test_a_prompt_ranks_before_tool_output(page: Page) -> None:
     hits = search(page, "zqranked ")
     assert [h for h, _ in hits] == [

@@ -1,6 +1,6 @@
 """What a search term is: the one home of the rule, for the index the build writes and, in
 JavaScript, for the client that searches it (``themes/default/assets/search.js`` does the
-same steps with the same tables; ``tests/test_search_terms.py`` runs both on the same text).
+same steps with the same tables; ``tests/test_search.py`` runs both on the same text).
 
 A text becomes terms in four steps:
 
