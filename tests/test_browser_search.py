@@ -214,6 +214,14 @@ def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Pag
     page.wait_for_function(f"() => ({results}) === 'zqranked'", timeout=15_000)
     assert page.locator("#search-results li").count() == 2
     assert page.evaluate("window.zqTimers") == 1
+    # An input method's update while it composes is a keystroke: it waits.
+    page.evaluate(
+        "() => { const i = document.getElementById('search-input'); i.value = 'checkout';"
+        " i.dispatchEvent(new InputEvent('input',"
+        " {inputType: 'insertCompositionText', data: 'checkout', isComposing: true})); }"
+    )
+    page.wait_for_timeout(200)
+    assert page.evaluate(results) == "zqranked" and page.evaluate("window.zqTimers") == 2
 
 
 def test_a_prompt_ranks_before_tool_output(page: Page) -> None:

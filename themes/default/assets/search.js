@@ -631,7 +631,8 @@
     input.addEventListener("input", function (e) {
       typed = performance.now();
       if (timer !== null) { clearTimeout(timer); timer = null; }
-      var whole = e.inputType === "insertFromPaste" || e.inputType === "insertFromDrop" || (e.data || "").length > 1;
+      /* (Not while an input method composes: each of its updates is a keystroke.) */
+      var whole = !e.isComposing && (e.inputType === "insertFromPaste" || e.inputType === "insertFromDrop" || (e.data || "").length > 1);
       if (whole) { search(typed); return; }
       timer = setTimeout(function () { timer = null; search(typed); }, DEBOUNCE_MS);
     });
