@@ -192,8 +192,9 @@ def test_every_word_is_required_and_a_turn_holding_all_comes_first(page: Page) -
 
 def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Page) -> None:
     """A keystroke waits for the debounce (the chunks of a word half typed are not loaded
-    for nothing); text that comes in one piece (a paste, an input method's text) is
-    searched at once. The page's timers are stopped: only what runs at once runs."""
+    for nothing), and so does an input method's update while it composes; text that comes
+    in one piece (a paste, text inserted whole) and an input method's text once composed
+    are searched at once. The page's timers are stopped: only what runs at once runs."""
     page.evaluate(
         "() => { window.zqTimers = 0;"
         " window.setTimeout = function () { window.zqTimers++; return 0; }; }"
@@ -222,6 +223,12 @@ def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Pag
     )
     page.wait_for_timeout(200)
     assert page.evaluate(results) == "zqranked" and page.evaluate("window.zqTimers") == 2
+    page.evaluate(  # the composition ends: its text is searched at once
+        "() => document.getElementById('search-input')"
+        ".dispatchEvent(new CompositionEvent('compositionend', {data: 'checkout'}))"
+    )
+    page.wait_for_function(f"() => ({results}) === 'checkout'", timeout=15_000)
+    assert page.evaluate("window.zqTimers") == 2
 
 
 def test_a_prompt_ranks_before_tool_output(page: Page) -> None:

@@ -636,6 +636,11 @@
       if (whole) { search(typed); return; }
       timer = setTimeout(function () { timer = null; search(typed); }, DEBOUNCE_MS);
     });
+    /* An input method's text once it is composed: searched at once. */
+    input.addEventListener("compositionend", function () {
+      if (timer !== null) { clearTimeout(timer); timer = null; }
+      search(typed || performance.now());
+    });
     input.addEventListener("focus", function () { open().catch(function () { return null; }); }, { once: true });
     [kind, role, statusFilter, failed].forEach(function (el) {
       if (el) { el.addEventListener("change", function () { if (input.value.trim()) { search(); } }); }
