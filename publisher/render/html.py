@@ -475,13 +475,17 @@ def indexed_output(output: str) -> str:
     rest of the view (no scan for diffs or colours)."""
     if len(output) > EXTERNAL_CHARS:
         return ""
-    breaks = output.count("\n")
-    lines = breaks + (0 if output.endswith("\n") else 1) if output else 0
-    if lines > LONG_LINES:
-        _, _, tail, hidden = _head_tail(output, breaks)
-        if hidden:
-            return tail[_last_lines_start(tail, INDEXED_LINES) :]
-    if len(output) > COLLAPSE_CHARS or lines > COLLAPSE_LINES:
+    # More than LONG_LINES lines: the view hides some (LONG_LINES > HEAD_LINES + TAIL_LINES)
+    # and the index holds the tail's last lines, the output's. Told by finding the line
+    # break that makes it so, not by counting every one (tool output is most of the bytes).
+    cut = -1
+    for _ in range(LONG_LINES + 1 if output.endswith("\n") else LONG_LINES):
+        cut = output.find("\n", cut + 1)
+        if cut < 0:
+            break
+    else:
+        return output[_last_lines_start(output, INDEXED_LINES) :]
+    if len(output) > COLLAPSE_CHARS:  # (LONG_LINES lines or fewer: fewer than COLLAPSE_LINES)
         return ""
     return output
 
