@@ -9,6 +9,7 @@ file of the site and sweeps what the catalog does not know."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -168,3 +169,69 @@ def test_the_build_after_a_killed_one_removes_what_its_writes_left(tmp_path: Pat
     build(sessions, out, cache_dir=cache)
     assert not any(path.exists() for path in planted) and not fragment.exists()
     assert tree_digest(out) == expected
+
+
+KILLED_IN_SEARCH = """
+import os, signal, sys
+from pathlib import Path
+from publisher.site.build import build_site
+from publisher.site.context import BuildOptions, Tunables
+
+def progress(stage, done, total):
+    if stage == "search" and done == 1:  # the first bundle is written, others are under way
+        os.kill(os.getpid(), signal.SIGKILL)
+
+sessions, out, cache = map(Path, sys.argv[1:4])
+build_site(BuildOptions(sessions_dir=sessions, out_dir=out, cache_dir=cache, search=True,
+    workers=2, progress=progress, tunables=Tunables(sessions_per_bundle=4)))
+"""
+
+
+def _processes_naming(text: str) -> list[int]:
+    """The processes whose command line holds ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; flock")
+def test_a_build_killed_while_its_search_workers_write_leaves_none_holding_the_lock(
+    tmp_path: Path,
+) -> None:
+    """The bundles are written by worker processes while the build makes the archive's
+    pages. A build killed then (``kill -9``, the OOM killer) must not leave a worker
+    behind holding its copy of the cache's lock: the next build would wait for it forever.
+    Each worker closes the lock it inherited and stops once the build's process is gone."""
+    import fcntl
+
+    from publisher.site.context import CachePaths, Tunables
+
+    sessions = archive(tmp_path / "sessions")
+    out, cache = tmp_path / "site", tmp_path / "cache"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_IN_SEARCH, str(sessions), str(out), str(cache)],
+        env=python_env(),
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL  # killed in the search stage, not after
+    assert not (out / "search" / "index.js").exists()
+    deadline = time.monotonic() + 20
+    while _processes_naming(str(cache)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_naming(str(cache)) == [], "a search worker outlived the build"
+    fd = os.open(CachePaths(cache).lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises when a worker holds it
+    finally:
+        os.close(fd)
+    small = Tunables(sessions_per_bundle=4)
+    build(sessions, out, cache_dir=cache, search=True, workers=2, tunables=small, wait=False)
+    fresh = tmp_path / "fresh"
+    build(sessions, fresh, cache_dir=tmp_path / "fresh-cache", search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(fresh)

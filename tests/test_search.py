@@ -12,7 +12,7 @@ import tracemalloc
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from hypothesis import given, settings
@@ -691,23 +691,36 @@ def test_records_of_sessions_no_longer_published_are_dropped(tmp_path: Path) -> 
 def test_a_build_sends_each_bundle_with_its_sessions_only_when_it_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The build holds one bundle's sessions at a time (not the archive's), asked of the
-    catalog as each bundle is sent; a deferred index holds its own."""
+    """The build holds a few bundles' sessions at a time (not the archive's): spooled as
+    the stage plans, read back as each bundle is sent; a deferred index holds its own."""
     from publisher.site.stages import search as stage
 
     sessions, _ = small_sessions(tmp_path, "snd", 9, "figs")
     small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
     held: list[int] = []
-    real = stage.finish_search
+    spooled: list[list[tuple[str, str]]] = []
+    real = stage.start_writing
 
-    def finish(work: stage.PendingSearch, progress: object = None) -> str:
+    def start(work: stage.PendingSearch, *args: Any) -> stage.BundleWriting:
         held.append(sum(job.members is not None for job in work.jobs))
         assert work.members is not None and len(work.jobs) == 5
-        return real(work)
+        read = work.members
 
-    monkeypatch.setattr(stage, "finish_search", finish)
+        def members(index: int) -> list[tuple[str, str]]:
+            spooled.append(read(index))
+            return spooled[-1]
+
+        work.members = members
+        return real(work, *args)
+
+    monkeypatch.setattr(stage, "start_writing", start)
     build(sessions, tmp_path / "site", search=True, tunables=small)
     assert held == [0]
+    # Every published session once, each bundle's sessions by folder.
+    assert sorted(folder for members in spooled for folder, _ in members) == sorted(
+        p.stem for p in sessions.glob("*.json")
+    )
+    assert all(members == sorted(members) for members in spooled)
     monkeypatch.undo()
     report = build(sessions, tmp_path / "deferred", search=True, tunables=small, defer_search=True)
     assert report.pending_search is not None and report.pending_search.members is None
@@ -750,3 +763,53 @@ def test_planted_files_and_links_in_search_are_replaced(tmp_path: Path) -> None:
     build(SAMPLES, out, search=True)
     assert not (out / "search").is_symlink() and list(outside.iterdir()) == []
     assert tree_digest(out) == expected
+
+
+def _failing_bundle(job: Any, *args: Any) -> Any:
+    """:func:`_write_bundle`, failing for the bundle of the sessions named ``*par005``
+    (run in a search worker)."""
+    from publisher.site.stages import search as stage
+    from publisher.write import WriteError
+
+    if any(folder.endswith("par005") for folder, _ in job.members):
+        raise WriteError(f"search/{job.ident}: cannot write (planted)")
+    return stage.write_bundle_for_tests(job, *args)
+
+
+@pytest.mark.site
+def test_bundles_written_beside_the_archive_pages_are_those_written_after_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two workers the bundles are written while the build makes the archive's pages
+    (a thread feeds the workers): the site equals one process's, full and after an append;
+    a bundle that fails fails the build (raised in the build's thread, after the pages),
+    and the next build mends it."""
+    from publisher.site.stages import search as stage
+    from publisher.write import WriteError
+
+    sessions, names = small_sessions(tmp_path, "par", 12, "pears")
+    small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
+    out = tmp_path / "site"
+    report = build(sessions, out, cache_dir=tmp_path / "c", search=True, tunables=small, workers=2)
+    assert report.search == "built 6/6 bundles", report.search
+    one = tmp_path / "one"
+    build(sessions, one, search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(one)
+
+    doc = json.loads((sessions / f"{names[5]}.json").read_text())
+    doc["turns"].append(turn(2, part("user", "zqappended words")))
+    (sessions / f"{names[5]}.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(stage, "write_bundle_for_tests", stage._write_bundle, raising=False)
+    monkeypatch.setattr(stage, "_write_bundle", _failing_bundle)
+    broken = tmp_path / "broken"
+    with pytest.raises(WriteError, match="planted"):
+        build(sessions, broken, cache_dir=tmp_path / "cb", search=True, tunables=small, workers=2)
+    monkeypatch.undo()
+    again = build(sessions, out, cache_dir=tmp_path / "c", search=True, tunables=small, workers=2)
+    assert again.search == "built 1/6 bundles"
+    build(sessions, tmp_path / "again", search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(tmp_path / "again")
+    assert build(
+        sessions, broken, cache_dir=tmp_path / "cb", search=True, tunables=small, workers=2
+    ).search
+    assert tree_digest(broken) == tree_digest(tmp_path / "again")

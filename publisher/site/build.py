@@ -24,7 +24,7 @@ from .stages.index import index, options_of
 from .stages.plan import FolderCheck, plan
 from .stages.render import render
 from .stages.scan import scan
-from .stages.search import PendingSearch, finish_search, search
+from .stages.search import PendingSearch, Searching, finish_search, search
 from .stages.state import open_state, save_state, saved_changes, saved_outputs
 from .stages.write import assets, must_sweep, remove_stale, write_files
 from .staleness import folder_stamp
@@ -132,6 +132,7 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
     folders = None if told else FolderCheck.start(ctx)
     catalog = open_state(ctx)
     crew = runner(ctx, lock)  # started by the scan or the render when a pool pays
+    searching: Searching | None = None
     committed = False
     try:
         ctx.trust_written = not begin_writing(ctx)
@@ -154,12 +155,15 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
         ]
         asset_hashes, assets_written = write_files(ctx, assets(ctx), catalog.outputs_of(""))
         search_on = ctx.options.search
+        # The search's bundles are written by its workers while this process makes the
+        # archive's pages: neither reads what the other writes.
+        searching = search(ctx, catalog, lock)
         index_hashes, index_written, published = index(
             ctx, catalog, graph_key, failures, search_on, watched=scanned.watched
         )
         catalog.record_outputs("", {**asset_hashes, **index_hashes})
         removed = remove_stale(ctx, catalog, sweep=sweep)
-        search_status, pending = search(ctx, catalog)
+        search_status, pending = searching.finish()
         stamp_folders(ctx, catalog)
         warnings = [f"{f.file_name}: {f.reason}" for f in failures] + catalog.warnings()
         save_state(
@@ -189,6 +193,8 @@ def _build(options: BuildOptions, warm: Warm | None, lock: int) -> BuildReport:
     finally:
         if folders is not None:
             folders.close()
+        if searching is not None:
+            searching.close()
         crew.close()
         if not committed:
             catalog.rollback()

@@ -42,26 +42,9 @@ def forking() -> bool:
     return threading.active_count() <= 1
 
 
-class Jobs:
-    """``count`` jobs made one at a time as they are sent (``make`` gives them in order):
-    what a job holds exists only while it is in flight."""
-
-    __slots__ = ("_count", "_make")
-
-    def __init__(self, count: int, make: Callable[[], Iterator[tuple[Any, ...]]]) -> None:
-        self._count = count
-        self._make = make
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        return self._make()
-
-
 def run_jobs(
     func: Callable[..., R],
-    jobs: Sequence[tuple[Any, ...]] | Jobs,
+    jobs: Sequence[tuple[Any, ...]],
     *,
     workers: int,
     progress: ProgressHook | None,
@@ -69,15 +52,18 @@ def run_jobs(
     initializer: Callable[..., None] | None = None,
     initargs: tuple[Any, ...] = (),
     on_result: Callable[[R], None] | None = None,
-    window: int = WINDOW,
 ) -> list[R]:
     """``func(*job)`` for every job, in order, over up to ``workers`` processes.
 
     ``initializer(*initargs)`` runs once in each worker before its jobs. The caller runs
     the jobs itself when there are fewer than two, or one worker (then no initializer
     runs: the caller holds what it would set up). ``on_result`` sees each result, in
-    order, as soon as it is there (the search index starts on finished sessions). At most
-    ``window`` jobs a worker are sent and not yet done."""
+    order, as soon as it is there. At most :data:`WINDOW` jobs a worker are sent and not
+    yet done.
+
+    Its workers keep what they inherited and outlive a process killed with ``-9``: what
+    runs while a site build holds its cache's lock runs on a :class:`Crew` instead (whose
+    workers close the lock and stop with the build's process)."""
     results: list[R] = []
     if not jobs:
         return results
@@ -96,7 +82,7 @@ def run_jobs(
     with ProcessPoolExecutor(**kwargs) as pool:
         # A bounded window of jobs in flight, each future dropped once its result is
         # taken: 20,000 sessions are not 20,000 futures held at once (peak memory).
-        window *= kwargs["max_workers"]
+        window = WINDOW * kwargs["max_workers"]
         waiting = iter(jobs)
         futures = deque(pool.submit(func, *job) for job in islice(waiting, window))
         done = 0

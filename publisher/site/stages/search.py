@@ -1,5 +1,9 @@
 """Stage 6, search: the bundles of the search index whose sessions changed, written again
-from the sessions' records (:mod:`..search`). ``site watch`` defers the writing
+from the sessions' records (:mod:`..search`). The stage starts before stage 5 and ends
+after it: its worker processes write the bundles while the build's process makes the
+archive's pages (one core busy; the other idle once the render's workers are gone), fed
+by a thread of the build's process from a spool of the bundles' sessions
+(:class:`BundleWriting`, :class:`MembersSpool`). ``site watch`` defers the writing
 (:attr:`.context.BuildOptions.defer_search`) so that open pages reload before the index
 follows; the bundles it leaves are kept in the search state, so a watcher stopped in
 between leaves them to the next build.
@@ -13,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -25,7 +31,7 @@ from ...redact import Redactor
 from ...write import WriteError, is_inside, prepare_target, write_if_changed
 from ..catalog import Catalog
 from ..context import BuildContext, ProgressHook
-from ..pool import Jobs, run_jobs
+from ..pool import Crew
 from ..search.bundle import FORMAT as BUNDLE_FORMAT
 from ..search.bundle import bundle_count, bundle_id, bundle_of, script
 from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
@@ -85,11 +91,11 @@ class PendingSearch:
     workers: int
     """Processes at a time."""
     members: Callable[[int], list[tuple[str, str]]] | None = None
-    """The sessions of bundle ``index`` (:meth:`..catalog.Catalog.bundle_members`), asked
-    as each job is sent: a build holds one bundle's sessions at a time, never the
-    archive's (at 100,000 sessions, 21 MB held in the build process, and in every worker
-    forked from it). None: each job holds its own (a deferred index: the catalog is closed
-    by then)."""
+    """The sessions of bundle ``index``, asked as each job is sent, in the jobs' order
+    (:meth:`MembersSpool.read`): a build holds a few bundles' sessions at a time, never
+    the archive's (at 100,000 sessions, 21 MB held in the build process, and in every
+    worker forked from it). None: each job holds its own (a deferred index: the catalog is
+    closed by then)."""
     stale: list[str] = field(default_factory=list)
     """The kept records of sessions no longer published (:meth:`..catalog.Catalog.
     unpublished`), dropped once the bundles are written."""
@@ -99,18 +105,20 @@ def search_store(ctx: BuildContext) -> SearchStore:
     return SearchStore(ctx.cache.search)
 
 
-def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | None]:
-    """Stage 6: what the build report says of search, and the work left when deferred.
-    What is published, and which sessions this build rendered, are asked of the catalog
-    (not yet committed): a bundle's sessions are listed only when it is written again or
-    when a session came into it or left it (:meth:`..catalog.Catalog.touched_lanes`), so
-    an append lists one bundle, not the archive."""
+def search(ctx: BuildContext, catalog: Catalog, lock: int | None = None) -> Searching:
+    """Stage 6 begins: which bundles to write, asked of the catalog (not yet committed);
+    their writing starts in worker processes, and goes on while the build makes the
+    archive's pages (:meth:`Searching.finish` ends it: nothing of stage 5 is read here,
+    what is published was settled by the plan and the render). A bundle's sessions are
+    listed only when it is written again or when a session came into it or left it
+    (:meth:`..catalog.Catalog.touched_lanes`), so an append lists one bundle, not the
+    archive. ``lock``: the cache's lock, closed in the forked workers."""
     store = search_store(ctx)
     remove_legacy(ctx.out)
     if not ctx.options.search:
         remove_tree(ctx.out / FOLDER, ctx.out)
         store.clear()
-        return "off", None
+        return Searching("off")
     tunables = ctx.tunables
     sessions, size = catalog.published_totals()
     count = bundle_count(
@@ -140,6 +148,9 @@ def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | No
     jobs: list[BundleJob] = []
     bundles: list[str] = []
     gone = False
+    # The sessions of the bundles to write, spooled as each job is made (not asked again
+    # as it is sent: the catalog is busy with the archive's pages by then).
+    spool = None if ctx.options.defer_search else MembersSpool(store)
     for index in sorted(occupied):
         ident = bundle_id(index, count)
         bundles.append(ident)
@@ -163,8 +174,11 @@ def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | No
             if members is None:  # (the digest recorded with it is of what is written)
                 members = catalog.bundle_members(index, count)
                 digest = bundle_members(folder for folder, _ in members)
-            held = tuple(sorted(members)) if ctx.options.defer_search else None
-            jobs.append(BundleJob(ident, held, digest, index, old))
+            if spool is None:
+                jobs.append(BundleJob(ident, tuple(sorted(members)), digest, index, old))
+            else:
+                spool.add(index, members)
+                jobs.append(BundleJob(ident, None, digest, index, old))
         del members
     if not same_key:
         state = SearchState(key=key, count=count)
@@ -185,42 +199,211 @@ def search(ctx: BuildContext, catalog: Catalog) -> tuple[str, PendingSearch | No
         chunk_bytes=tunables.search_chunk_bytes,
         doc_bytes=tunables.search_doc_bytes,
         workers=ctx.workers,
-        members=None if ctx.options.defer_search else partial(catalog.bundle_members, count=count),
+        members=None if spool is None else spool.read,
         stale=catalog.unpublished(store.record_slugs()) if gone or not same_key else [],
     )
-    if ctx.options.defer_search:
+    if spool is None:
         store.save(state)  # what is left to write, should the caller stop first
-        return "pending", work
-    return finish_search(work, ctx.options.progress), None
+        return Searching("pending", work)
+    spool.rewind()
+    inherited = (lock,) if lock is not None else ()
+    return Searching("", work, start_writing(work, ctx.options.progress, inherited, spool))
+
+
+@dataclass(slots=True)
+class Searching:
+    """Stage 6 under way (:func:`search`): ended by :meth:`finish`, or by :meth:`close`
+    when the build stops first."""
+
+    status: str
+    """What the build report says of search when nothing is left to write here ("off";
+    "pending": deferred, :attr:`work` left to :func:`finish_search`); "" while the bundles
+    are being written."""
+    work: PendingSearch | None = None
+    """The bundles to write, and the state to save once they are."""
+    writing: BundleWriting | None = None
+    """Their writing, under way."""
+
+    def finish(self) -> tuple[str, PendingSearch | None]:
+        """Wait for the bundles, then write ``search/index.js`` and save the state; what
+        the build report says of search, and the work left when deferred."""
+        if self.writing is None:
+            return self.status, self.work
+        assert self.work is not None
+        try:
+            return complete_search(self.work, self.writing.results()), None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the writing (the bundles in hand are finished first) and its workers."""
+        if self.writing is not None:
+            self.writing.close()
+            self.writing = None
+
+
+class MembersSpool:
+    """The sessions of the bundles a build writes, asked of the catalog as the stage plans
+    (the query that tells whether a bundle changed lists them) and kept in a scratch file
+    of the cache (gone once closed, or with the process) until the jobs are sent, read
+    back one bundle at a time in the jobs' order. What sends the jobs never asks the
+    catalog (its connection is the build's, making the archive's pages meanwhile), and no
+    process holds every bundle's sessions at once."""
+
+    __slots__ = ("_file",)
+
+    def __init__(self, store: SearchStore) -> None:
+        self._file = store.scratch()
+
+    def add(self, index: int, members: list[tuple[str, str]]) -> None:
+        """Spool bundle ``index``'s sessions (the jobs' order: :meth:`read` asks them so)."""
+        pickle.dump((index, members), self._file, pickle.HIGHEST_PROTOCOL)
+
+    def rewind(self) -> None:
+        """Done adding: reading starts at the first bundle."""
+        self._file.flush()
+        self._file.seek(0)
+
+    def read(self, index: int) -> list[tuple[str, str]]:
+        """The sessions of bundle ``index``: the next one spooled."""
+        found, members = pickle.load(self._file)
+        if found != index:
+            raise RuntimeError(f"search: bundle {index} asked, {found} spooled next")
+        return list(members)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class BundleWriting:
+    """Bundles being written: by a :class:`..pool.Crew` of worker processes (forked before
+    the thread that feeds them exists), their jobs sent and their results taken by a thread
+    of the build's process, so that the build goes on meanwhile (its archive pages: one
+    core busy, the other free once the render's workers are gone). Below two workers or
+    two bundles, nothing runs until :meth:`results`, which writes them in this process.
+
+    A build killed meanwhile leaves no worker behind holding its lock: each closes its
+    copy of ``inherited`` (the cache's lock) and stops once the build's process is gone."""
+
+    __slots__ = ("_crew", "_error", "_progress", "_results", "_spool", "_stop", "_thread", "_work")
+
+    def __init__(
+        self,
+        work: PendingSearch,
+        progress: ProgressHook | None,
+        inherited: tuple[int, ...],
+        spool: MembersSpool | None,
+    ) -> None:
+        self._work = work
+        self._progress = progress
+        self._spool = spool
+        self._results: list[Any] = [None] * len(work.jobs)
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._crew: Crew | None = None
+        self._thread: threading.Thread | None = None
+        _own_folder(work.out_dir)
+        if work.workers < 2 or len(work.jobs) < 2:
+            return
+        self._crew = Crew(min(work.workers, len(work.jobs)), inherited)
+        self._crew.start()
+        self._thread = threading.Thread(target=self._feed, name="polyglav-search", daemon=True)
+        self._thread.start()
+
+    def _jobs(self) -> Iterator[tuple[Any, ...]]:
+        for job in _sent(self._work):
+            if self._stop.is_set():
+                return  # closed before the end: the jobs in hand finish, no more are sent
+            yield job
+
+    def _feed(self) -> None:
+        assert self._crew is not None
+
+        def take(i: int, value: Any, _worker: int) -> None:
+            self._results[i] = value
+
+        try:
+            self._crew.stream(
+                _write_bundle,
+                self._jobs(),
+                total=len(self._work.jobs),
+                progress=self._progress,
+                stage="search",
+                on_result=take,
+            )
+        except BaseException as exc:  # raised again by results(), in the build's thread
+            self._error = exc
+
+    def results(self) -> list[tuple[str, int, bool]]:
+        """Each bundle's meta file, turn count and whether it was made, in the jobs'
+        order, once all are written."""
+        if self._thread is None:
+            made, total = [], len(self._work.jobs)
+            for done, job in enumerate(_sent(self._work), start=1):
+                made.append(_write_bundle(*job))
+                if self._progress:
+                    self._progress("search", done, total)
+            return made
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return list(self._results)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._crew is not None:
+            self._crew.close()
+        if self._spool is not None:
+            self._spool.close()
+
+
+def start_writing(
+    work: PendingSearch,
+    progress: ProgressHook | None = None,
+    inherited: tuple[int, ...] = (),
+    spool: MembersSpool | None = None,
+) -> BundleWriting:
+    """Start writing the bundles of ``work`` (:class:`BundleWriting`)."""
+    return BundleWriting(work, progress, inherited, spool)
 
 
 def finish_search(work: PendingSearch, progress: ProgressHook | None = None) -> str:
-    """Write the bundles a build left (:func:`search`), then ``search/index.js``; what the
-    build report says."""
-    out, state = work.out_dir, work.state
+    """Write the bundles a deferred build left (:func:`search`), then ``search/index.js``;
+    what the build report says."""
+    writing = start_writing(work, progress)
+    try:
+        return complete_search(work, writing.results())
+    finally:
+        writing.close()
+
+
+def _own_folder(out: Path) -> None:
     site = out / FOLDER
     if site.is_symlink() or (site.exists() and not site.is_dir()):
         site.unlink()  # a planted link or file: the folder is ours
 
-    def sent() -> Iterator[tuple[Any, ...]]:
-        for job in work.jobs:
-            if job.members is None:
-                assert work.members is not None
-                job = replace(job, members=tuple(sorted(work.members(job.index))))
-            yield (
-                job, state.key, work.store.root, work.folder, work.redactor, work.limits,
-                work.chunk_bytes, work.doc_bytes, out,
-            )  # fmt: skip
 
-    # One job in flight a worker: each holds one bundle's sessions until it is done.
-    results = run_jobs(
-        _write_bundle,
-        Jobs(len(work.jobs), sent),
-        workers=work.workers,
-        progress=progress,
-        stage="search",
-        window=1,
-    )
+def _sent(work: PendingSearch) -> Iterator[tuple[Any, ...]]:
+    """The arguments of :func:`_write_bundle` for each job, in order, each with its
+    sessions (spooled ones read as the job is sent)."""
+    for job in work.jobs:
+        if job.members is None:
+            assert work.members is not None
+            job = replace(job, members=tuple(sorted(work.members(job.index))))
+        yield (
+            job, work.state.key, work.store.root, work.folder, work.redactor, work.limits,
+            work.chunk_bytes, work.doc_bytes, work.out_dir,
+        )  # fmt: skip
+
+
+def complete_search(work: PendingSearch, results: list[tuple[str, int, bool]]) -> str:
+    """With every bundle written (``results``: :func:`_write_bundle`'s, in the jobs'
+    order), write ``search/index.js``, remove what else is in ``search/`` and save the
+    state; what the build report says."""
+    out, state = work.out_dir, work.state
+    site = out / FOLDER
     built = 0
     for job, (meta, documents, made) in zip(work.jobs, results, strict=True):
         state.bundles[job.ident] = BundleState(job.digest, meta, documents)
