@@ -229,6 +229,19 @@ def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Pag
     )
     page.wait_for_function(f"() => ({results}) === 'checkout'", timeout=15_000)
     assert page.evaluate("window.zqTimers") == 2
+    # Firefox then sends an input event of the composed text: not searched again (the
+    # results would be cleared and shown anew). A keystroke after it is one as before.
+    page.evaluate(
+        "() => { window.zqCleared = 0; new MutationObserver((records) => {"
+        " window.zqCleared += records.filter((r) => r.removedNodes.length).length; })"
+        ".observe(document.getElementById('search-results'), {childList: true});"
+        " document.getElementById('search-input').dispatchEvent(new InputEvent('input',"
+        " {inputType: 'insertCompositionText', data: 'checkout', isComposing: false})); }"
+    )
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.zqCleared") == 0 and page.evaluate("window.zqTimers") == 2
+    page.locator("#search-input").press("s")
+    assert page.evaluate("window.zqTimers") == 3
 
 
 def test_a_prompt_ranks_before_tool_output(page: Page) -> None:

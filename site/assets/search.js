@@ -627,8 +627,13 @@
       });
     }
 
-    var timer = null, typed = 0;
+    var timer = null, typed = 0, composed = null;
     input.addEventListener("input", function (e) {
+      /* Firefox follows compositionend with an input event of the text it just composed:
+       * already searched. */
+      var echo = composed !== null && !e.isComposing && e.inputType === "insertCompositionText" && input.value === composed;
+      composed = null;
+      if (echo) { return; }
       typed = performance.now();
       if (timer !== null) { clearTimeout(timer); timer = null; }
       /* (Not while an input method composes: each of its updates is a keystroke.) */
@@ -639,6 +644,7 @@
     /* An input method's text once it is composed: searched at once. */
     input.addEventListener("compositionend", function () {
       if (timer !== null) { clearTimeout(timer); timer = null; }
+      composed = input.value;
       search(typed || performance.now());
     });
     input.addEventListener("focus", function () { open().catch(function () { return null; }); }, { once: true });
