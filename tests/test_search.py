@@ -813,3 +813,28 @@ def test_bundles_written_beside_the_archive_pages_are_those_written_after_them(
         sessions, broken, cache_dir=tmp_path / "cb", search=True, tunables=small, workers=2
     ).search
     assert tree_digest(broken) == tree_digest(tmp_path / "again")
+
+
+@pytest.mark.site
+def test_a_deferred_index_written_by_workers_from_a_process_with_threads(tmp_path: Path) -> None:
+    """``site watch`` writes the bundles it deferred from a process running threads (its
+    observers, its server): the workers start from a clean server process, not forked, and
+    the index equals a fresh build's."""
+    import threading
+
+    from publisher.site.build import finish_search
+
+    sessions, _ = small_sessions(tmp_path, "dfw", 12, "plums")
+    small = Tunables(sessions_per_bundle=2, search_chunk_bytes=200)
+    out = tmp_path / "site"
+    report = build(sessions, out, search=True, tunables=small, workers=2, defer_search=True)
+    assert report.pending_search is not None and len(report.pending_search.jobs) > 2
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait, daemon=True)
+    busy.start()
+    try:
+        assert finish_search(report.pending_search) == "built 6/6 bundles"
+    finally:
+        stop.set()
+    build(sessions, tmp_path / "fresh", search=True, tunables=small)
+    assert tree_digest(out) == tree_digest(tmp_path / "fresh")
