@@ -4,6 +4,7 @@ and the pool runner (:func:`publisher.site.pool.run_jobs`), results in job order
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -171,3 +172,54 @@ def test_a_stamp_pass_does_not_fork_a_process_running_another_thread(tmp_path: P
     finally:
         stop.set()
         other.join()
+
+
+ORPHANED = """
+import signal, sys, time
+from publisher.site.pool import run_jobs
+
+def job(i):
+    time.sleep(60)  # what a worker is doing when its parent is killed
+    return i
+
+def kill(*_):
+    import os
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGALRM, kill)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    run_jobs(job, [(i,) for i in range(8)], workers=2, progress=None, stage=sys.argv[1])
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_pools_workers_stop_when_the_process_that_started_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    """``polyglav import`` killed with ``-9`` (the OOM killer): its pool's workers must not
+    go on with the jobs queued for them, nor wait for more forever."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.helpers import python_env
+
+    marker = f"orphan-{tmp_path.name}"
+    proc = subprocess.run([sys.executable, "-c", ORPHANED, marker], env=python_env(), timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+    def left() -> list[str]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                continue
+        return found
+
+    deadline = time.monotonic() + 10
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left() == [], "a pool worker outlived the process that started it"

@@ -61,9 +61,10 @@ def run_jobs(
     order, as soon as it is there. At most :data:`WINDOW` jobs a worker are sent and not
     yet done.
 
-    Its workers keep what they inherited and outlive a process killed with ``-9``: what
-    runs while a site build holds its cache's lock runs on a :class:`Crew` instead (whose
-    workers close the lock and stop with the build's process)."""
+    Its workers stop once this process is gone (killed with ``-9``, they would wait for
+    jobs forever: :func:`_start_pool_worker`), but keep the descriptors they inherited
+    until then: what runs while a site build holds its cache's lock runs on a
+    :class:`Crew` instead (whose workers close the lock first)."""
     results: list[R] = []
     if not jobs:
         return results
@@ -78,7 +79,7 @@ def run_jobs(
     kwargs: dict[str, Any] = {"max_workers": min(workers, len(jobs))}
     if not forking():
         kwargs["mp_context"] = multiprocessing.get_context("forkserver")
-    kwargs.update(initializer=_start_worker, initargs=(initializer, initargs))
+    kwargs.update(initializer=_start_pool_worker, initargs=(initializer, initargs))
     with ProcessPoolExecutor(**kwargs) as pool:
         # A bounded window of jobs in flight, each future dropped once its result is
         # taken: 20,000 sessions are not 20,000 futures held at once (peak memory).
@@ -147,6 +148,22 @@ def _start_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _start_pool_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+    """A :func:`run_jobs` worker's start (:func:`_start_worker`), with a thread that ends
+    the worker once the process that started the pool is gone: a ``ProcessPoolExecutor``
+    worker whose parent was killed with ``-9`` would finish the jobs already queued for it
+    (an import writing files after it was stopped), then wait for more forever."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+    _start_worker(initializer, initargs)
+
+
+def _exit_with(sentinel: int) -> None:
+    wait([sentinel])
+    os._exit(1)
 
 
 def _serve(
