@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,26 @@ def polyglav(*args: str) -> Result:
     """Run ``polyglav ARGS`` in this process (typer's CliRunner); returns its result, with
     ``exit_code``, ``stdout`` and ``stderr``."""
     return CliRunner().invoke(app, list(args))
+
+
+def processes_left(text: str, seconds: float) -> list[int]:
+    """The processes whose command line holds ``text`` (a forked worker's is its parent's)
+    still there after waiting up to ``seconds`` for them to go (Linux: reads ``/proc``)."""
+
+    def naming() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    deadline = time.monotonic() + seconds
+    while naming() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return naming()
 
 
 def python_env(**extra: str) -> dict[str, str]:

@@ -26,6 +26,7 @@ from tests.helpers import (
     build,
     copy_samples,
     part,
+    processes_left,
     python_env,
     session_doc,
     tree_digest,
@@ -187,19 +188,6 @@ build_site(BuildOptions(sessions_dir=sessions, out_dir=out, cache_dir=cache, sea
 """
 
 
-def _processes_naming(text: str) -> list[int]:
-    """The processes whose command line holds ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; flock")
 def test_a_build_killed_while_its_search_workers_write_leaves_none_holding_the_lock(
     tmp_path: Path,
@@ -221,10 +209,7 @@ def test_a_build_killed_while_its_search_workers_write_leaves_none_holding_the_l
     )
     assert killed.returncode == -signal.SIGKILL  # killed in the search stage, not after
     assert not (out / "search" / "index.js").exists()
-    deadline = time.monotonic() + 20
-    while _processes_naming(str(cache)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _processes_naming(str(cache)) == [], "a search worker outlived the build"
+    assert processes_left(str(cache), 20) == [], "a search worker outlived the build"
     fd = os.open(CachePaths(cache).lock, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises when a worker holds it

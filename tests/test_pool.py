@@ -201,25 +201,10 @@ def test_a_pools_workers_stop_when_the_process_that_started_it_is_killed(
     go on with the jobs queued for them, nor wait for more forever."""
     import signal
     import subprocess
-    import time
 
-    from tests.helpers import python_env
+    from tests.helpers import processes_left, python_env
 
     marker = f"orphan-{tmp_path.name}"
     proc = subprocess.run([sys.executable, "-c", ORPHANED, marker], env=python_env(), timeout=60)
     assert proc.returncode == -signal.SIGKILL
-
-    def left() -> list[str]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(entry.name)
-            except OSError:
-                continue
-        return found
-
-    deadline = time.monotonic() + 10
-    while left() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert left() == [], "a pool worker outlived the process that started it"
+    assert processes_left(marker, 10) == [], "a pool worker outlived the process that started it"
