@@ -1,6 +1,6 @@
 """What a search query's script files cost the browser by themselves, from ``file://``.
 
-    python benchmarks/script_files.py [--counts 8,16,32,64,128] [--runs 7]
+    python benchmarks/script_files.py [--counts 8,16,32,64,128] [--runs 7] [--http]
 
 The search index is loaded by script tags (the only way a page opened from ``file://``
 reads files: ``fetch``, modules and workers are refused there). A two-word query pasted
@@ -10,7 +10,8 @@ bare page in Chromium that adds N script tags at once, each file as small as a t
 (about 2 KB: one call with a JSON array), and the milliseconds until the last one has run
 (``performance.now()`` in the page). Each count is run ``--runs`` times, alternating, in a
 fresh page; the median is printed with the milliseconds a file, and the same bytes in one
-file for comparison.
+file for comparison. ``--http``: the same over a local static server (HTTP/1.1), as
+``polyglav site serve`` or a plain static host serves the site.
 
 The figure it answers: how many files a query can load within issue 30's 100 ms before any
 of the client's own work (docs/search.md, "Measured").
@@ -19,6 +20,7 @@ of the client's own work (docs/search.md, "Measured").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -84,16 +86,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--counts", default="8,16,32,64,128")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--http", action="store_true", help="over HTTP (a local static server), not file://"
+    )
     opts = parser.parse_args(argv)
     counts = [int(c) for c in opts.counts.split(",") if c]
-    from tests.browser import chromium
+    from tests.browser import chromium, static_server
 
     results: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp, chromium() as browser:
-        folder = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        browser = stack.enter_context(chromium())
         size = write_files(folder, max(counts), opts.seed)
         singles = {n: one_file(folder, n) for n in counts}
-        url = (folder / "index.html").as_uri()
+        if opts.http:
+            url = stack.enter_context(static_server(folder)).rstrip("/") + "/index.html"
+        else:
+            url = (folder / "index.html").as_uri()
         for run in range(opts.runs):
             for n in counts:
                 for label, names in (
@@ -106,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                     page.wait_for_function("() => window.ms !== undefined", timeout=60_000)
                     results.setdefault(label, []).append(float(page.evaluate("window.ms")))
                     page.close()
-    print(f"Chromium, from file://, files of {size} bytes, median of {opts.runs} runs each")
+    where = "over HTTP (a local static server)" if opts.http else "from file://"
+    print(f"Chromium, {where}, files of {size} bytes, median of {opts.runs} runs each")
     print(f"{'files':>7} {'ms (median)':>12} {'ms a file':>10} {'one file of the same bytes':>28}")
     report = []
     for n in counts:
