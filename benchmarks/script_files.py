@@ -63,8 +63,8 @@ def chunk(rng: random.Random, entries: int) -> str:
 
 
 def write_files(folder: Path, most: int, seed: int) -> int:
-    """``most`` files ``f<i>.js`` and ``all-<n>.js`` holding the first n of them in one file
-    for each n used; their mean size in bytes."""
+    """The page and ``most`` files ``f<i>.js`` like term chunks; their mean size in bytes
+    (:func:`one_file` joins the first n of them)."""
     rng = random.Random(seed)
     texts = [chunk(rng, 45) for _ in range(most)]
     for i, text in enumerate(texts):

@@ -4,6 +4,8 @@ and the pool runner (:func:`publisher.site.pool.run_jobs`), results in job order
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from publisher.loader import file_stamp
 from publisher.site import pool
 from publisher.site.pool import IN_FLIGHT, WINDOW, Crew, StampPass, run_jobs
+from tests.helpers import processes_left, python_env
 
 pytestmark = pytest.mark.site
 
@@ -199,11 +202,6 @@ def test_a_pools_workers_stop_when_the_process_that_started_it_is_killed(
 ) -> None:
     """``polyglav import`` killed with ``-9`` (the OOM killer): its pool's workers must not
     go on with the jobs queued for them, nor wait for more forever."""
-    import signal
-    import subprocess
-
-    from tests.helpers import processes_left, python_env
-
     marker = f"orphan-{tmp_path.name}"
     proc = subprocess.run([sys.executable, "-c", ORPHANED, marker], env=python_env(), timeout=60)
     assert proc.returncode == -signal.SIGKILL
