@@ -67,12 +67,26 @@ from publisher.site.urls import PageLimits
 job = json.loads(sys.argv[2])
 started = time.process_time()
 meta, documents, _ = _write_bundle(
-    BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), ""), "search_scale",
-    Path(job["store"]), Path(job["folder"]), None, PageLimits(), job["chunk"], job["doc"],
+    BundleJob(job["id"], tuple(tuple(m) for m in job["members"]), "", job["index"]),
+    "search_scale", Path(job["store"]), Path(job["folder"]), None, PageLimits(), job["doc"],
     Path(job["out"]))
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"meta": meta, "documents": documents, "cpu": time.process_time() - started,
                   "rss_kb": hwm}))
+"""
+
+TERMS = """
+import sys, json, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from publisher.site.search.store import SearchStore
+from publisher.site.stages.search import ListedBundle, publish_index
+job = json.loads(sys.argv[2])
+started = time.process_time()
+chunks = publish_index(Path(job["out"]), SearchStore(Path(job["store"])),
+                       [ListedBundle(*b) for b in job["bundles"]], job["chunk"])
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"chunks": chunks, "cpu": time.process_time() - started, "rss_kb": hwm}))
 """
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
@@ -90,14 +104,11 @@ def build_index(
 ) -> dict[str, object]:
     """Records of every session (``workers`` processes; with ``reuse``, those of an earlier
     ``--keep`` run when it left one a session), then every bundle (one process each,
-    ``workers`` at a time, term chunks of ``chunk`` bytes, document chunks of at least
-    ``doc``); what it cost."""
+    ``workers`` at a time, document chunks of at least ``doc``), then the shared term
+    chunks (of ``chunk`` bytes) and ``index.js``; what it cost."""
     from publisher.site import urls
     from publisher.site.context import Tunables
-    from publisher.site.search.bundle import FORMAT as BUNDLE_FORMAT
-    from publisher.site.search.bundle import bundle_count, bundle_id, bundle_of, script
-    from publisher.site.search.extract import WEIGHTS
-    from publisher.site.stages.search import INDEX
+    from publisher.site.search.bundle import bundle_count, bundle_id, bundle_of
     from publisher.site.urls import row_slot
 
     tunables = Tunables()
@@ -136,6 +147,7 @@ def build_index(
             index = pending.pop(0)
             job = {
                 "id": bundle_id(index, count),
+                "index": index,
                 "members": sorted(members[index]),
                 "store": str(store),
                 "folder": str(sessions),
@@ -149,20 +161,27 @@ def build_index(
                 text=True,
             )
             proc.job_id = job["id"]  # type: ignore[attr-defined]
+            proc.job_index = index  # type: ignore[attr-defined]
             running.append(proc)
         proc = running.pop(0)
         result = json.loads(proc.communicate()[0])
         result["id"] = proc.job_id  # type: ignore[attr-defined]
+        result["index"] = proc.job_index  # type: ignore[attr-defined]
         results.append(result)
     bundles_s = time.perf_counter() - started
     results.sort(key=lambda r: r["id"])
-    data = {
-        "format": BUNDLE_FORMAT,
-        "documents": sum(r["documents"] for r in results),
-        "weights": WEIGHTS,
-        "bundles": [[r["id"], r["meta"]] for r in results],
-    }
-    (out / "search" / f"{INDEX}.js").write_bytes(script("", INDEX, INDEX, data))
+    # The shared term chunks and index.js, as the build's process makes them (its own
+    # process here too: its peak memory is its own).
+    started = time.perf_counter()
+    listed = [[r["id"], r["meta"], r["index"], r["documents"]] for r in results]
+    job = {"out": str(out), "store": str(store), "bundles": listed, "chunk": chunk}
+    terms = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", TERMS, str(ROOT), json.dumps(job)],
+            stdout=subprocess.PIPE, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    terms_s = time.perf_counter() - started
     files = [p for p in (out / "search").rglob("*.js")]
     return {
         "sessions": len(names),
@@ -175,6 +194,10 @@ def build_index(
         "bundles_s": round(bundles_s, 2),
         "bundles_cpu_s": round(sum(r["cpu"] for r in results), 2),
         "largest_bundle_peak_rss_mb": round(max(r["rss_kb"] for r in results) / 1024, 1),
+        "term_chunks": terms["chunks"],
+        "terms_s": round(terms_s, 2),
+        "terms_cpu_s": round(terms["cpu"], 2),
+        "terms_peak_rss_mb": round(terms["rss_kb"] / 1024, 1),
         "index_files": len(files),
         "index_mb": round(sum(p.stat().st_size for p in files) / 1e6, 1),
         "records_mb": round(sum(p.stat().st_size for p in store.rglob("*.json")) / 1e6, 1),

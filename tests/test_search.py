@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tracemalloc
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,8 +21,8 @@ from hypothesis import strategies as st
 
 from publisher.loader import SessionLoadError, read_session
 from publisher.site.context import Tunables
-from publisher.site.search import bundle, extract, terms
-from publisher.site.search.store import SearchStore
+from publisher.site.search import bundle, extract, shared, terms
+from publisher.site.search.store import ChunkRow, SearchStore
 from tests.helpers import (
     SAMPLES,
     build,
@@ -274,60 +275,97 @@ def sample_records() -> list[extract.SessionRecord]:
     return records
 
 
+def shared_chunks(
+    bundles: dict[int, list[tuple[str, str]]], chunk_bytes: int
+) -> tuple[list[ChunkRow], dict[str, bytes]]:
+    """The shared term chunks of bundles' term entries (bundle number → its entries, as
+    :attr:`.bundle.BundleFiles.terms`), made in memory as a build makes them: the rows in
+    the order of the cache's query (key, then bundle)."""
+    rows = sorted(
+        (bundle.js_order(term), number, term, entry)
+        for number, entries in bundles.items()
+        for term, entry in entries
+    )
+    files: dict[str, bytes] = {}
+    made = list(shared.chunk_entries(shared.entries(rows), chunk_bytes, files.__setitem__))
+    return made, files
+
+
+def chunk_data(files: dict[str, bytes]) -> dict[str, list[list[Any]]]:
+    """Each shared chunk's entries, by name (each file checked to be the client's call)."""
+    data = {}
+    for name, body in files.items():
+        match = re.fullmatch(
+            r'__polyglavSearch\.add\("terms","t","([\w-]+)",(.*)\);\n', body.decode()
+        )
+        assert match and f"{match[1]}.js" == name, name
+        data[match[1]] = json.loads(match[2])
+    return data
+
+
 @pytest.mark.unit
 def test_a_bundle_holds_its_records_postings_and_documents() -> None:
     records = sample_records()
-    made = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    made = bundle.bundle_files("b000-of-001", records, doc_bytes=500)
     data = bundle_data(made, "b000-of-001")
     meta = data[made.meta]
     assert isinstance(meta, dict)
-    firsts = ["", *meta["terms"].split(" ")]
-    chunks = [f"t-{name}" for name in meta["chunks"].split(" ")]
-    assert len(firsts) == len(chunks)
-    starts_data = data[meta["starts"]]
+    starts_data = meta["starts"]
     assert isinstance(starts_data, list)
     doc_names = starts_data[1].split(" ")
     # Every file but the meta is named by what it holds: its bundle, kind and payload.
-    assert set(data) == {*chunks, *doc_names, meta["starts"], meta["facets"], made.meta}
-    assert len(set(data)) == len(chunks) + len(doc_names) + 3
+    assert set(data) == {*doc_names, meta["facets"], made.meta}
     for name in set(data) - {made.meta}:
         kind = name.split("-")[0]
         payload = json.dumps(data[name], ensure_ascii=False, separators=(",", ":"))
         assert name == f"{kind}-{bundle.content_name('b000-of-001', kind, payload)}"
-    assert len(chunks) > 3 and len(doc_names) > 1
+    assert len(doc_names) > 1
+    # The term entries, in the client's order, merged into shared chunks (bundle 5 here).
+    assert [bundle.js_order(t) for t, _ in made.terms] == sorted(
+        bundle.js_order(t) for t, _ in made.terms
+    )
+    chunks, files = shared_chunks({5: made.terms}, chunk_bytes=300)
+    by_name = chunk_data(files)
+    assert [f"{c.name}.js" for c in chunks] == list(files) and len(chunks) > 3
+    firsts = shared.separators(chunks)
     ordered = sorted(records, key=lambda r: r.slug)
     seen: dict[str, list[tuple[int, int, int]]] = {}
     last = ""
-    for i, name in enumerate(chunks):
-        # The meta's beginning of each chunk: a beginning of its first word, after the
-        # previous chunk's last word.
-        entries = data[name]
-        assert isinstance(entries, list)
+    for i, chunk in enumerate(chunks):
+        # Where each chunk starts: a beginning of its first word, after the previous
+        # chunk's last word; it ends at a word that says so (the last chunk: at the end).
+        entries = by_name[chunk.name]
         first, start = entries[0][0], firsts[i]
+        assert (chunk.first, chunk.last) == (first, entries[-1][0])
         assert first.startswith(start) and (
             i == 0 or bundle.js_order(start) > bundle.js_order(last)
         )
         assert [bundle.js_order(e[0]) for e in entries] == sorted(
             bundle.js_order(e[0]) for e in entries
         )
+        size = len(json.dumps(entries[-1], ensure_ascii=False, separators=(",", ":")))
+        assert chunk.cut == shared.cut_after(chunk.last, size, 300) == (i < len(chunks) - 1)
         last = entries[-1][0]
         for entry in entries:
-            if len(entry) == 3:
-                numbers = bundle.decode_numbers(entry[2])
-                k, session, flat = 0, 0, []
-                while k < len(numbers):
-                    session += numbers[k] // 2
-                    count = numbers[k + 1] + 2 if numbers[k] % 2 else 1
-                    k += 2 if numbers[k] % 2 else 1
-                    for _ in range(count):
-                        flat.append((session, numbers[k] // 32, numbers[k] % 32))
-                        k += 1
-                assert entry[1] == len(flat)
-                seen[entry[0]] = flat
-            else:  # an alias: an English word that is no term, and its stem
-                assert entry[0] not in seen and any(
-                    r.aliases.get(entry[0]) == entry[1] for r in records
-                )
+            term, stem, rest = entry[0], entry[1], entry[2:]
+            if stem:  # an alias: an English word and its stem
+                assert any(r.aliases.get(term) == stem for r in records)
+            if not rest:
+                assert stem
+                continue
+            number, count, postings = rest
+            assert number == 5
+            numbers = bundle.decode_numbers(postings)
+            k, session, flat = 0, 0, []
+            while k < len(numbers):
+                session += numbers[k] // 2
+                many = numbers[k + 1] + 2 if numbers[k] % 2 else 1
+                k += 2 if numbers[k] % 2 else 1
+                for _ in range(many):
+                    flat.append((session, numbers[k] // 32, numbers[k] % 32))
+                    k += 1
+            assert count == len(flat)
+            seen[term] = flat
     for number, record in enumerate(ordered):
         for term in record.postings:
             flat = turns_of(record, term)
@@ -343,8 +381,8 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
         firsts_of.append((session, starts[k + 1]))
     for number, record in enumerate(ordered):
         for position, doc in enumerate(record.docs):
-            chunk = max(i for i, first in enumerate(firsts_of) if first <= (number, position))
-            segments = data[doc_names[chunk]]
+            chunk_at = max(i for i, first in enumerate(firsts_of) if first <= (number, position))
+            segments = data[doc_names[chunk_at]]
             assert isinstance(segments, list)
             segment = next(s for s in segments if s[0] == number)
             assert segment[1:4] == [record.name, record.slug, record.pages]
@@ -352,14 +390,34 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
 
 
 @pytest.mark.unit
+def test_a_terms_entry_holds_each_bundles_postings() -> None:
+    """A term of several bundles is one entry of the shared chunks: its postings in each
+    bundle, by number; an alias in one bundle and a term in another are one entry too."""
+    made, files = shared_chunks(
+        {
+            3: [("running", '"run"'), ("zeta", '[2,"AB"]')],
+            1: [("run", '[1,"A"]'), ("zeta", '[1,"C"]')],
+            7: [("run", '[4,"BCDE"]'), ("running", '[1,"D"]')],
+        },
+        chunk_bytes=10**6,
+    )
+    (entries,) = chunk_data(files).values()
+    assert entries == [
+        ["run", "", 1, 1, "A", 7, 4, "BCDE"],
+        ["running", "run", 7, 1, "D"],
+        ["zeta", "", 1, 1, "C", 3, 2, "AB"],
+    ]
+    assert [(c.first, c.last, c.cut) for c in made] == [("run", "zeta", False)]
+
+
+@pytest.mark.unit
 def test_an_appended_turn_renames_only_the_files_it_touches() -> None:
     """Issue 33: files rewritten by an append do not grow with the bundle. Every file but
     the meta is named by what it holds and chunks end where their terms (turns) say, not
-    where the bytes before them do: a session that got a turn changes the term chunks of
-    that turn's words, its document chunk (and a neighbour at most), the document starts
-    and the meta; every other file keeps its name. A bundle of 24 sessions (333 files) and
-    one of 384 (1,085 files) rewrite the same files: 7 term chunks (the turn's 7 words), a
-    document chunk, the starts and the meta."""
+    where the bytes before them do: a session that got a turn changes its document chunk
+    (and a neighbour at most) and the meta of its bundle, the entries of that turn's words,
+    and the shared term chunks holding them; every other file keeps its name. A bundle of
+    24 sessions and one of 384 rewrite the same files."""
     import copy
 
     path = SAMPLES / "ses_20260817_120000_ab12cd.json"
@@ -381,16 +439,22 @@ def test_an_appended_turn_renames_only_the_files_it_touches() -> None:
     for count in (24, 384):
         before = [named(base, i) for i in range(count)]
         after = [named(appended if i == count // 2 else base, i) for i in range(count)]
-        old = bundle.bundle_files("b000-of-001", before, chunk_bytes=300, doc_bytes=500).files
-        new = bundle.bundle_files("b000-of-001", after, chunk_bytes=300, doc_bytes=500).files
-        changed = {name for name in old.keys() ^ new.keys()}
-        assert all(old[name] == new[name] for name in old.keys() & new.keys())
-        kinds = [name.split("-")[0] for name in sorted(changed - old.keys())]
-        assert kinds.count("m") == kinds.count("s") == 1 and "f" not in kinds, kinds
+        old = bundle.bundle_files("b000-of-001", before, doc_bytes=500)
+        new = bundle.bundle_files("b000-of-001", after, doc_bytes=500)
+        changed = {name for name in old.files.keys() ^ new.files.keys()}
+        assert all(
+            old.files[name] == new.files[name] for name in old.files.keys() & new.files.keys()
+        )
+        kinds = [name.split("-")[0] for name in sorted(changed - old.files.keys())]
+        assert kinds.count("m") == 1 and "f" not in kinds, kinds
         assert 1 <= kinds.count("d") <= 2, kinds
-        assert 1 <= kinds.count("t") <= len(turn_terms), (kinds, len(turn_terms))
-        rewritten.append(sorted(kinds))
-        assert len(changed) < len(old) / 2, (len(changed), len(old))
+        assert {t for t, _ in set(old.terms) ^ set(new.terms)} == turn_terms
+        _, old_chunks = shared_chunks({0: old.terms}, chunk_bytes=300)
+        _, new_chunks = shared_chunks({0: new.terms}, chunk_bytes=300)
+        renamed = new_chunks.keys() - old_chunks.keys()
+        assert 1 <= len(renamed) <= len(turn_terms), (len(renamed), len(turn_terms))
+        rewritten.append(sorted(kinds) + ["t"] * len(renamed))
+        assert len(changed) < len(old.files) / 2, (len(changed), len(old.files))
     assert rewritten[0] == rewritten[1], rewritten
 
 
@@ -399,40 +463,116 @@ def test_files_whose_short_names_are_the_same_get_long_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two files of one bundle whose short content names are the same (40 bits: about one
-    bundle in ten million) are told apart: the second takes a long name, the meta and the
-    starts name each, and the bundle reads as it would with no collision."""
+    bundle in ten million) are told apart: the second takes a long name, the meta names
+    each, and the bundle reads as it would with no collision."""
     records = sample_records()
-    plain = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    plain = bundle.bundle_files("b000-of-001", records, doc_bytes=500)
     real = bundle.content_name
 
     def colliding(ident: str, kind: str, payload: str, length: int = bundle.SHORT_NAME) -> str:
         return "a" * length if length == bundle.SHORT_NAME else real(ident, kind, payload, length)
 
     monkeypatch.setattr(bundle, "content_name", colliding)
-    made = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    made = bundle.bundle_files("b000-of-001", records, doc_bytes=500)
     assert len(made.files) == len(plain.files)
     names = sorted(made.files)
-    assert sum(len(n) == len("t-.js") + bundle.SHORT_NAME for n in names) == 4  # d, f, s, t
+    assert sum(len(n) == len("d-.js") + bundle.SHORT_NAME for n in names) == 2  # d, f
     data, before = bundle_data(made, "b000-of-001"), bundle_data(plain, "b000-of-001")
     meta, meta_before = data[made.meta], before[plain.meta]
     assert isinstance(meta, dict) and isinstance(meta_before, dict)
-    assert meta["terms"] == meta_before["terms"]
-    for kind, chunks, chunks_before in (
-        ("t", meta["chunks"].split(" "), meta_before["chunks"].split(" ")),
-        ("d", data[meta["starts"]][1].split(" "), before[meta_before["starts"]][1].split(" ")),  # type: ignore[index]
-    ):
-        prefix = f"{kind}-" if kind == "t" else ""
-        assert [data[prefix + n] for n in chunks] == [before[prefix + n] for n in chunks_before]
+    chunks, chunks_before = meta["starts"][1].split(" "), meta_before["starts"][1].split(" ")
+    assert [data[n] for n in chunks] == [before[n] for n in chunks_before]
+    assert data[meta["facets"]] == before[meta_before["facets"]]
+
+
+_TERM = st.text(alphabet="abé中\U0001f600", min_size=1, max_size=4)
+_ENTRY = st.one_of(
+    st.tuples(st.integers(1, 9), st.text(alphabet="ABCD", min_size=1, max_size=30)).map(
+        lambda t: f'[{t[0]},"{t[1]}"]'
+    ),
+    _TERM.map(json.dumps),
+)
+_BUNDLE = st.dictionaries(_TERM, _ENTRY, max_size=25)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.dictionaries(st.integers(0, 5), _BUNDLE, max_size=5),
+    after=st.lists(st.tuples(st.integers(0, 5), st.none() | _BUNDLE), min_size=1, max_size=4),
+    chunk_bytes=st.sampled_from([20, 60, 200, 10**6]),
+)
+def test_shared_chunks_made_again_where_terms_changed_are_a_fresh_builds(
+    before: dict[int, dict[str, str]],
+    after: list[tuple[int, dict[str, str] | None]],
+    chunk_bytes: int,
+) -> None:
+    """Incremental equals full, for the shared term chunks: bundles' entries kept in the
+    cache (SQLite), then some bundles' entries replaced or dropped; the chunks made again
+    from the terms that changed (:func:`.shared.update_chunks`) are those a fresh build
+    makes of the entries now, file for file, and only chunks a fresh build has are
+    written."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = SearchStore(Path(folder))
+        with store.term_entries() as kept:
+
+            def put(number: int, entries: dict[str, str]) -> None:
+                rows = ((bundle.js_order(t), t, e) for t, e in entries.items())
+                kept.replace_bundle(number, f"v{number}", rows)
+
+            for number, entries in before.items():
+                put(number, entries)
+            written: dict[str, bytes] = {}
+            old = shared.update_chunks([], [], kept.rows_after, chunk_bytes, written.__setitem__)
+            kept.save_chunks(old)
+            now = dict(before)
+            for number, entries in after:
+                if entries is None:
+                    now.pop(number, None)
+                    kept.keep_bundles(set(now))
+                else:
+                    now[number] = entries
+                    put(number, entries)
+            rewritten: dict[str, bytes] = {}
+            new = shared.update_chunks(
+                kept.chunks(), kept.changed(), kept.rows_after, chunk_bytes, rewritten.__setitem__
+            )
+            kept.save_chunks(new)
+            assert kept.changed() == [] and kept.chunks() == new
+    fresh, files = shared_chunks({n: list(e.items()) for n, e in now.items()}, chunk_bytes)
+    assert new == fresh
+    assert all(files[name] == data for name, data in rewritten.items())
+    assert set(files) <= set(rewritten) | set(written)
+
+
+@pytest.mark.unit
+def test_two_shared_chunks_of_one_name_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shared term chunks are named by 60 bits of their content: two of one name (never
+    seen) would be one file, so the build refuses them rather than publish a wrong index."""
+    monkeypatch.setattr(shared, "content_name", lambda *a: "x" * shared.NAME)
+    entries = [(bundle.js_order(t), 0, t, '[1,"A"]') for t in ("alpha", "beta", "gamma")]
+    old = [ChunkRow("alpha", "alpha", "t-" + "x" * 12, "d1", True)]
+    with pytest.raises(RuntimeError, match="two term chunks"):
+        shared.update_chunks(
+            [*old, ChunkRow("beta", "gamma", "t-" + "y" * 12, "d2", False)],
+            [bundle.js_order("gamma")],
+            lambda key: iter([e for e in entries if key is None or e[0] > key]),
+            10**6,
+            lambda name, data: None,
+        )
 
 
 @pytest.mark.unit
 def test_a_bundle_spilled_in_sorted_runs_is_the_same(tmp_path: Path) -> None:
     """A bundle of more postings than a process holds at once (sorted runs in scratch files,
-    merged) has the same bytes as one made in memory."""
+    merged) has the same bytes and term entries as one made in memory."""
     records = sorted(sample_records(), key=lambda r: r.slug)
-    whole = bundle.bundle_files("b000-of-001", records, chunk_bytes=300, doc_bytes=500)
+    whole = bundle.bundle_files("b000-of-001", records, doc_bytes=500)
     version = whole.meta[len("m-") :]
     files: dict[str, bytes] = {}
+    entries: list[tuple[str, str]] = []
     opened = []
     store = SearchStore(tmp_path / "search")
 
@@ -445,13 +585,13 @@ def test_a_bundle_spilled_in_sorted_runs_is_the_same(tmp_path: Path) -> None:
         version,
         records,
         files.__setitem__,
-        chunk_bytes=300,
+        entries.extend,
         doc_bytes=500,
         scratch=scratch,
         run_bytes=5_000,
     )
     assert len(opened) > 3
-    assert files == whole.files
+    assert files == whole.files and entries == whole.terms
 
 
 def synthetic_records(count: int) -> Iterator[extract.SessionRecord]:
@@ -480,7 +620,8 @@ def test_a_bundle_holds_no_more_when_it_holds_four_times_the_sessions(tmp_path: 
         try:
             bundle.build_bundle(
                 "b000-of-001", "v", synthetic_records(count), lambda name, data: None,
-                chunk_bytes=3000, doc_bytes=4000, scratch=store.scratch, run_bytes=run_bytes,
+                lambda entries: deque(entries, maxlen=0),
+                doc_bytes=4000, scratch=store.scratch, run_bytes=run_bytes,
             )  # fmt: skip
             return tracemalloc.get_traced_memory()[1]
         finally:
@@ -580,7 +721,9 @@ def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: 
     after = tree_digest(out / "search")
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
     folders = {k.split("/")[0] for k in changed if "/" in k}
-    assert len(folders) == 1 and "index.js" in changed, changed
+    assert len(folders - {"terms"}) == 1 and "index.js" in changed, changed
+    # The shared term chunks rewritten: those of the appended turn's words (3 here).
+    assert 1 <= len([k for k in changed if k.startswith("terms/")]) <= 2 * 3, changed
     fresh = tmp_path / "fresh"
     build(sessions, fresh, search=True, tunables=small)
     assert tree_digest(out) == tree_digest(fresh)
@@ -589,6 +732,17 @@ def test_an_append_writes_one_bundle_and_the_index_equals_a_fresh_one(tmp_path: 
     shutil.rmtree(store.records)
     store.state_file.unlink()
     assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
+    assert tree_digest(out) == tree_digest(fresh)
+    # Lost or damaged term entries: the bundles are made again, the same chunks with them.
+    store.terms_path.unlink()
+    assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
+    assert tree_digest(out) == tree_digest(fresh)
+    store.terms_path.write_bytes(b"not a database, " * 100)
+    assert build(sessions, out, search=True, tunables=small).search == "built 8/8 bundles"
+    assert tree_digest(out) == tree_digest(fresh)
+    # A term chunk deleted from the site: all are made again.
+    next((out / "search" / "terms").iterdir()).unlink()
+    assert build(sessions, out, search=True, tunables=small).search == "unchanged"
     assert tree_digest(out) == tree_digest(fresh)
     # A damaged record (read as bytes for the version, unreadable as a record) is made again.
     for path in sorted(store.records.iterdir())[:3]:
@@ -640,7 +794,7 @@ def test_a_session_rendered_again_with_the_same_record_does_not_write_its_bundle
     assert report.search == f"built 1/{occupied} bundles", report.search
     after = tree_digest(out / "search")
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-    assert {k.split("/")[0] for k in changed if "/" in k} == {
+    assert {k.split("/")[0] for k in changed if "/" in k} - {"terms"} == {
         f"b{bundle_of(row_slot(names[k]), 16):03d}-of-016"
     }, changed
     fresh = tmp_path / "fresh"

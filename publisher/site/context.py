@@ -93,20 +93,20 @@ class Tunables:
     """... and about this many bytes of turns at most (shapes the output)."""
     sessions_per_bundle: int = 1000
     """Search: a bundle holds at most this many sessions on average (until max_bundles).
-    A bundle is what an append writes again; every bundle's chunks of a word are what a
-    query loads (shapes the output)."""
+    A bundle is what an append writes again (shapes the output)."""
     bundle_bytes: int = 32 << 20
     """Search: ... and at most this many bytes of session files on average (shapes the
     output)."""
     max_bundles: int = 128
-    """Search: at most this many bundles (shapes the output): a query loads a chunk of each
-    word from every bundle, an append makes its session's bundle again from its records.
+    """Search: at most this many bundles (shapes the output): every bundle's meta file is
+    loaded on a search box's focus, an append makes its session's bundle again from its
+    records.
     At 128, a bundle holds at most ``sessions_per_bundle`` sessions up to 128,000 sessions
     (at 64, a bundle held 1,560 at 100,000, and an append there took 1.71 s against 1.38 s
     at 128, medians alternated in one hour: ``docs/catalog.md``)."""
-    search_chunk_bytes: int = 3000
-    """Search: a term chunk holds about this many bytes of terms and postings (shapes the
-    output)."""
+    search_chunk_bytes: int = 16_000
+    """Search: a term chunk (shared by every bundle: a query loads one a word) holds about
+    this many bytes of terms and postings (shapes the output)."""
     search_doc_bytes: int = 4000
     """Search: a document chunk holds about this many bytes of turn texts (shapes the
     output)."""

@@ -114,7 +114,7 @@ STATE_FORMAT = 14
 """Bumped when what a build keeps changes meaning (12: the manifest files; 13: the catalog,
 :mod:`.catalog`, whose own schema is checked too; 14: summaries and index rows with usage,
 issue 29): every page is rendered again."""
-SEARCH_FORMAT = 3
+SEARCH_FORMAT = 4
 """Bumped when the search index's layout changes: every bundle is written again."""
 
 
@@ -431,17 +431,30 @@ def search_stale(
     rendered: bool,
     pending: bool,
     meta_present: Callable[[], bool],
+    terms_kept: bool,
 ) -> bool:
     """The rule for writing a search bundle again: the index's key or bundle count changed
     (``same_key``), it is new or its sessions are not the same (``members_then`` against
     ``members_now``), one of its sessions was rendered by this build (its record may have
-    changed), a deferred build left it to write (``pending``), or its meta file is not in
-    the site (``meta_present``)."""
-    return not same_key or members_then != members_now or rendered or pending or not meta_present()
+    changed), a deferred build left it to write (``pending``), its meta file is not in
+    the site (``meta_present``), or the cache lost its term entries (``terms_kept``: the
+    shared term chunks are made of them)."""
+    return (
+        not same_key
+        or members_then != members_now
+        or rendered
+        or pending
+        or not terms_kept
+        or not meta_present()
+    )
 
 
 def bundle_current(
-    written: str | None, meta: str, files_known: bool, meta_present: Callable[[], bool]
+    written: str | None,
+    meta: str,
+    files_known: bool,
+    meta_present: Callable[[], bool],
+    terms_kept: Callable[[], bool],
 ) -> bool:
     """The rule for a search bundle :func:`search_stale` sends to be written: its files need
     not be made again when its records now hash to the version its files were last made of
@@ -450,10 +463,11 @@ def bundle_current(
     recorded; None: none), the names of the files it was made of are kept (``files_known``:
     they are named by what they hold, and any other file in its folder is removed) and that
     meta file, written after every other file of the version, is in the site
-    (``meta_present``). A session rendered again whose record came out the same (the next
-    run of a series, whose comparison page shows an appended turn) costs one read of the
-    bundle's records, not the bundle."""
-    return written == meta and files_known and meta_present()
+    (``meta_present``), and the cache keeps its term entries of that version
+    (``terms_kept``: the shared term chunks are made of them). A session rendered again
+    whose record came out the same (the next run of a series, whose comparison page shows
+    an appended turn) costs one read of the bundle's records, not the bundle."""
+    return written == meta and files_known and meta_present() and terms_kept()
 
 
 def session_stale(

@@ -3,10 +3,11 @@
  *
  * The index is script files that hand their data to window.__polyglavSearch.add(bundle,
  * kind, name, data): loaded by script tags, they work from file:// as over HTTP, with no
- * fetch and no WebAssembly. search/index.js lists the bundles and their meta files; a
- * bundle's meta file says which term chunk holds which words and which document chunk
- * holds which turns. A query loads, in every bundle, only the chunks of its words, then the
- * document chunks of the results it shows.
+ * fetch and no WebAssembly. search/index.js lists the bundles and their meta files and
+ * where each term chunk starts; the term chunks are shared by every bundle (a term's
+ * entry holds its postings in each bundle); a bundle's meta file says which document chunk
+ * holds which turns. A query loads only the term chunks of its words, then the document
+ * chunks of the results it shows.
  *
  * Text from the index is only ever inserted as text (text nodes and <mark> elements built
  * here), never as HTML. */
@@ -171,14 +172,21 @@
   function open() {
     if (!index) {
       index = load("", "index").then(function (data) {
-        if (!data || data.format !== 3 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
+        if (!data || data.format !== 4 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
+        var firsts = [""].concat(data.terms ? String(data.terms).split(" ") : []);
+        var chunkNames = data.chunks ? String(data.chunks).split(" ") : [];
         return Promise.all(data.bundles.map(function (b) {
           return load(b[0], b[1]).then(function (meta) {
-            meta.firsts = [""].concat(meta.terms ? String(meta.terms).split(" ") : []);
-            meta.chunkNames = meta.chunks ? String(meta.chunks).split(" ") : [];
-            return { id: b[0], meta: meta };
+            var starts = Array.isArray(meta.starts) ? meta.starts : ["", ""];
+            meta.docStarts = numbers(String(starts[0]));
+            meta.docNames = String(starts[1]).split(" ");
+            return { id: b[0], number: Number(b[2]), meta: meta };
           });
-        })).then(function (bundles) { return { data: data, bundles: bundles }; });
+        })).then(function (bundles) {
+          var byNumber = Object.create(null);
+          bundles.forEach(function (b, i) { byNumber[b.number] = i; });
+          return { data: data, bundles: bundles, byNumber: byNumber, firsts: firsts, chunkNames: chunkNames };
+        });
       });
       index.catch(function () { index = null; });
     }
@@ -257,12 +265,13 @@
   }
 
   var MAX_EXPANSION = 40;
-  /* A prefix reads at most this many chunks of a bundle (the words of the first ones). */
+  /* A prefix reads at most this many term chunks (the words of the first ones). */
   var MAX_PREFIX_CHUNKS = 2;
-  /* The entries of each clause in one bundle: loads the chunks needed (two rounds: a
-   * prefix may find an alias whose stem is in another chunk). */
-  function bundleEntries(bundle, clauses) {
-    var meta = bundle.meta, firsts = meta.firsts;
+  /* The entries of each clause: loads the term chunks needed (two rounds: a prefix may find
+   * an alias whose stem is in another chunk). An entry is [term, stem, bundle, turns,
+   * postings, bundle, turns, postings, ...]; each clause's are the most frequent first. */
+  function clauseEntries(idx, clauses) {
+    var firsts = idx.firsts;
     function chunksFor(c) {
       var from = chunkOf(firsts, c.prefix !== null && c.prefix < c.term ? c.prefix : c.term);
       var to = chunkOf(firsts, c.term);
@@ -273,9 +282,11 @@
       return out;
     }
     function loadChunks(list) {
-      /* A bundle of no words names no chunk: nothing to load. */
-      return Promise.all(list.map(function (i) { return i < meta.chunkNames.length ? load(bundle.id, "t-" + meta.chunkNames[i]) : Promise.resolve([]); }));
+      /* An index of no words names no chunk: nothing to load. */
+      return Promise.all(list.map(function (i) { return i < idx.chunkNames.length ? load("terms", "t-" + idx.chunkNames[i]) : Promise.resolve([]); }));
     }
+    function postings(e) { return e.length > 2; }
+    function frequency(e) { var f = 0; for (var i = 3; i < e.length; i += 3) { f += e[i]; } return f; }
     var wanted = [];
     clauses.forEach(function (c) { chunksFor(c).forEach(function (i) { if (wanted.indexOf(i) < 0) { wanted.push(i); } }); });
     return loadChunks(wanted).then(function (chunks) {
@@ -283,12 +294,13 @@
       chunks.forEach(function (chunk) { chunk.forEach(function (e) { entries[e[0]] = e; }); });
       var perClause = clauses.map(function (c) {
         var found = Object.create(null), stemsWanted = [];
-        if (entries[c.term] && entries[c.term].length === 3) { found[c.term] = entries[c.term]; }
+        if (entries[c.term] && postings(entries[c.term])) { found[c.term] = entries[c.term]; }
         if (c.prefix !== null) {
           Object.keys(entries).forEach(function (k) {
             if (k.lastIndexOf(c.prefix, 0) !== 0) { return; }
             var e = entries[k];
-            if (e.length === 3) { found[k] = e; } else if (stemsWanted.indexOf(e[1]) < 0) { stemsWanted.push(e[1]); }
+            if (postings(e)) { found[k] = e; }
+            if (e[1] && stemsWanted.indexOf(e[1]) < 0) { stemsWanted.push(e[1]); }
           });
         }
         return { found: found, stems: stemsWanted };
@@ -300,13 +312,28 @@
       return loadChunks(more).then(function (extra) {
         extra.forEach(function (chunk) { chunk.forEach(function (e) { entries[e[0]] = e; }); });
         return perClause.map(function (pc) {
-          pc.stems.forEach(function (s) { if (entries[s] && entries[s].length === 3) { pc.found[s] = entries[s]; } });
-          var list = Object.keys(pc.found).map(function (k) { return pc.found[k]; });
-          list.sort(function (a, b) { return b[1] - a[1] || (a[0] < b[0] ? -1 : 1); });
-          return list.slice(0, MAX_EXPANSION);
+          pc.stems.forEach(function (s) { if (entries[s] && postings(entries[s])) { pc.found[s] = entries[s]; } });
+          var list = Object.keys(pc.found).map(function (k) { var e = pc.found[k]; return { e: e, f: frequency(e) }; });
+          list.sort(function (a, b) { return b.f - a.f || (a.e[0] < b.e[0] ? -1 : 1); });
+          return list.slice(0, MAX_EXPANSION).map(function (x) { return x.e; });
         });
       });
     });
+  }
+
+  /* Each bundle's share of the clauses' entries: for bundle i, for each clause, a list of
+   * [term, turns, postings]. */
+  function byBundle(idx, perClause) {
+    var out = idx.bundles.map(function () { return perClause.map(function () { return []; }); });
+    perClause.forEach(function (list, ci) {
+      list.forEach(function (e) {
+        for (var i = 2; i + 2 < e.length; i += 3) {
+          var at = idx.byNumber[e[i]];
+          if (at !== undefined) { out[at][ci].push([e[0], e[i + 1], e[i + 2]]); }
+        }
+      });
+    });
+    return out;
   }
 
   /* Runs a query over every bundle: the ranked results (turns holding every clause
@@ -315,9 +342,11 @@
     var parsed = parse(query);
     if (!parsed.clauses.length) { return Promise.resolve({ parsed: parsed, results: [], sessions: 0 }); }
     return open().then(function (idx) {
-      return Promise.all(idx.bundles.map(function (b) {
-        return Promise.all([bundleEntries(b, parsed.clauses), filters.active ? load(b.id, String(b.meta.facets)) : null]);
-      })).then(function (loaded) {
+      return Promise.all([clauseEntries(idx, parsed.clauses), Promise.all(idx.bundles.map(function (b) {
+        return filters.active ? load(b.id, String(b.meta.facets)) : null;
+      }))]).then(function (both) {
+        var shares = byBundle(idx, both[0]);
+        var loaded = idx.bundles.map(function (b, i) { return [shares[i], both[1][i]]; });
         var total = idx.data.documents || 1, df = Object.create(null);
         loaded.forEach(function (l) { l[0].forEach(function (list) { list.forEach(function (e) { df[e[0]] = (df[e[0]] || 0) + e[1]; }); }); });
         function idf(term) { var f = df[term] || 0; return Math.log(1 + (total - f + 0.5) / (f + 0.5)); }
@@ -368,15 +397,11 @@
     });
   }
 
-  /* The document chunk of a turn, loaded (after its bundle's document starts); the turn's
+  /* The document chunk of a turn, loaded (its bundle's meta says which); the turn's
    * session and texts. */
   function documentOf(result) {
     var meta = result.bundle.meta;
-    return load(result.bundle.id, String(meta.starts)).then(function (data) {
-      if (!meta.docStarts) {
-        meta.docStarts = numbers(String(data[0]));
-        meta.docNames = String(data[1]).split(" ");
-      }
+    return Promise.resolve().then(function () {
       var starts = meta.docStarts, found = 0, session = 0;
       /* Each chunk's first turn: its session's number after the previous chunk's, its position. */
       for (var i = 0; i + 1 < starts.length; i += 2) {

@@ -1,10 +1,12 @@
-"""The files of one bundle of sessions: a pure function of its sessions' records, made a
-record at a time.
+"""The files of one bundle of sessions, and its term entries: a pure function of its
+sessions' records, made a record at a time.
 
 Sessions fall into ``K`` bundles by a stable hash of their folder (:func:`bundle_of`, the
 same hash as the index's row shards); ``K`` is a power of two that depends only on the
-number of published sessions and the size of their files (:func:`bundle_count`). A bundle is the unit the build writes
-again: an append rewrites the bundle of its session, nothing else (but ``index.js``).
+number of published sessions and the size of their files (:func:`bundle_count`). A bundle is
+the unit the build writes again: an append rewrites the bundle of its session, and the
+shared term chunks of the words whose entries changed (:mod:`.shared`), nothing else (but
+``index.js``).
 
 Every file is a script that hands its data to the client: ``__polyglavSearch.add(bundle,
 kind, name, data)`` (a script tag cannot return a value; the client owns that global). Every
@@ -12,23 +14,16 @@ file of a bundle but its meta file is named by what it holds (:func:`content_nam
 of the layout, the bundle, its kind and its data), so a browser never mixes a cached old
 file with a new one and a file whose bytes did not change keeps its name; the meta file is
 named by the bundle's *version*, a hash of the index's key, the bundle and its records'
-bytes (:func:`bundle_version`), known before the files are made. Chunks end where their
-contents say (:func:`_cut_after`, :func:`_cut_before`), not where the bytes before them
-do: a turn appended to a session changes the term chunks of its words, its document chunk
-(a neighbour at most), the document starts and the meta, at any size of bundle. In
-``search/<bundle>/``:
+bytes (:func:`bundle_version`), known before the files are made. Document chunks end where
+their contents say (:func:`_cut_before`), not where the bytes before them do: a turn
+appended to a session changes its document chunk (a neighbour at most) and the meta, at any
+size of bundle. In ``search/<bundle>/``:
 
-- ``m-<version>.js``, the **meta**: the bundle's session and turn counts, where each term
-  chunk starts (the shortest beginning of its first term that sorts after the previous
-  chunk's last, space-separated), the term chunks' names and the names of the starts and
-  facets files; every bundle's is loaded before the first query;
-- ``t-<hash>.js``, the **term chunks**: the bundle's terms in the client's string order
-  (UTF-16 code units), each with how many turns hold it and its postings, cut into chunks
-  of about :attr:`..context.Tunables.search_chunk_bytes` (a chunk ends after a term whose
-  hash says so, once it holds a quarter of that; at most twice that; a term of half that
-  or more alone); beside them the
-  *aliases* (an English word and its stem, for prefix search). A query loads, in each
-  bundle, only the chunks of its words;
+- ``m-<version>.js``, the **meta**: the bundle's session and turn counts, its document
+  *starts* (each document chunk's first turn: its session's number after the previous
+  chunk's, and its position) with the document chunks' names, and the name of its facets
+  file; every bundle's is loaded before the first query (so a query's results need no
+  round of files before their texts);
 - ``d-<hash>.js``, the **document chunks**: the turns' texts (for excerpts and quoted
   phrases), each chunk a run of turns of the bundle's sessions in order, with each
   session's name, folder and page starts: at least
@@ -36,10 +31,15 @@ do: a turn appended to a session changes the term chunks of its words, its docum
   results screen loads a few turns' worth a result, whether turns are small or large),
   then ending before one turn in two (by the turn's hash), at most :data:`DOC_MOST` bytes;
   loaded only for the results shown;
-- ``s-<hash>.js``, the **document starts**: each document chunk's first turn and its name;
-  loaded with a bundle's first result shown;
 - ``f-<hash>.js``, the **facets**: which sessions have each kind, role and last status
   and which have failures of their own; loaded only when a filter is set.
+
+The bundle's **term entries** are not files of its own: each term's, in the client's order
+(UTF-16 code units), with how many of the bundle's turns hold it and its postings, and
+beside them the *aliases* (an English word and its stem, for prefix search), go to the
+cache (:class:`.store.TermEntries`), where :mod:`.shared` merges every bundle's entries of a
+term into one entry of the shared term chunks a query loads: one chunk a word, whatever
+the number of bundles.
 
 **Postings** are a string of base-64 digits: for each session holding the term, the
 difference of its number from the previous one's, doubled, plus one when more than one of
@@ -52,8 +52,8 @@ previous one, a turn among its first 32).
 **Memory**: the records are read one at a time; the postings of the terms go to sorted runs
 of at most ``run_bytes`` (an estimate of what the run's (term, session) entries hold, each
 term's text and sort key and the short postings kept once a run), spilled to a scratch file
-when a bundle has more, and merged in order; a document chunk is written once full. What a
-bundle's process holds does not grow with the bundle.
+when a bundle has more, and merged in order into the cache; a document chunk is written
+once full. What a bundle's process holds does not grow with the bundle.
 """
 
 from __future__ import annotations
@@ -81,11 +81,11 @@ __all__ = [
 
 GLOBAL = "__polyglavSearch"
 """The client's global every index file calls."""
-FORMAT = 3
-"""The layout of the bundles' files (``index.js`` says it; the client checks it)."""
+FORMAT = 4
+"""The layout of the index's files (``index.js`` says it; the client checks it)."""
 SHORT_NAME = 8
-"""The characters of a file's :func:`content_name` (40 bits): every meta file, loaded
-before the first query, names its bundle's term chunks."""
+"""The characters of a bundle's file's :func:`content_name` (40 bits): every meta file,
+loaded before the first query, names its bundle's document chunks."""
 LONG_NAME = 20
 """... and of the second of two files of a bundle whose short names are the same (about
 one bundle in ten million, at 500 files a bundle)."""
@@ -150,11 +150,11 @@ def _json(data: object) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def bundle_version(key: str, ident: str, chunk_bytes: int, doc_bytes: int) -> hashlib._Hash:
+def bundle_version(key: str, ident: str, doc_bytes: int) -> hashlib._Hash:
     """The hash that names a bundle's files, before its records' bytes are added to it
     (``update``, in the bundle's order; :func:`version_name` gives the name)."""
     digest = hashlib.sha256()
-    digest.update(f"{FORMAT}\0{key}\0{ident}\0{chunk_bytes}\0{doc_bytes}\0".encode())
+    digest.update(f"{FORMAT}\0{key}\0{ident}\0{doc_bytes}\0".encode())
     return digest
 
 
@@ -167,14 +167,6 @@ def content_name(ident: str, kind: str, payload: str, length: int = SHORT_NAME) 
     digest = hashlib.sha256(f"{FORMAT}\0{ident}\0{kind}\0".encode())
     digest.update(payload.encode("utf-8", "surrogatepass"))
     return base64.b32encode(digest.digest()).decode("ascii")[:length].lower()
-
-
-def _cut_after(term: str, size: int, gap: int) -> bool:
-    """Whether a term chunk may end after ``term`` (whose entry is ``size`` bytes), once it
-    holds its least: a hash of the term against the entry's share of ``gap`` (the mean
-    bytes a chunk holds beyond its least). Where chunks end depends on their terms, not on
-    the bytes before them, so a term whose postings grew moves no other chunk's ends."""
-    return zlib.crc32(term.encode("utf-8", "surrogatepass")) * gap < size << 32
 
 
 def _cut_before(slug: str, position: int) -> bool:
@@ -206,8 +198,8 @@ def build_bundle(
     version: str,
     records: Iterable[SessionRecord],
     emit: Callable[[str, bytes], None],
+    terms: Callable[[Iterator[tuple[str, str]]], None],
     *,
-    chunk_bytes: int,
     doc_bytes: int,
     scratch: Callable[[], IO[bytes]] | None = None,
     run_bytes: int = RUN_BYTES,
@@ -215,7 +207,10 @@ def build_bundle(
     """Make the files of bundle ``ident`` (its meta file named by ``version``:
     :func:`bundle_version`; the others by what they hold) of ``records``, in the bundle's
     order (by folder), each handed to ``emit`` (its file name, its bytes) as soon as it is
-    made. ``scratch`` opens a file for the sorted runs of a
+    made; its term entries, in the client's order, handed to ``terms`` as one iterator of
+    (term, entry) (the entry as JSON: ``[turns, postings]`` for a term, ``"stem"`` for an
+    alias that is no term), to be kept in the cache and merged with the other bundles'
+    (:mod:`.shared`). ``scratch`` opens a file for the sorted runs of a
     bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
     made: dict[str, int] = {}
     """Each file made, and a hash of its payload (two payloads of one short name: the
@@ -252,33 +247,7 @@ def build_bundle(
             with_failures.append(number)
     documents, starts = docs.finish()
 
-    firsts: list[str] = []
-    chunks: list[str] = []
-    chunk: list[str] = []
-    size = 0
-    last = ""
-    # A chunk holds at least a quarter of chunk_bytes, then ends after a term with a chance
-    # of its bytes in half of chunk_bytes (about chunk_bytes a chunk), at most twice that; a
-    # term of half chunk_bytes or more is a chunk of its own (a query loading it loads it
-    # alone). Each rule depends on the term, not on what came before (but the two bounds).
-    least, gap, most = chunk_bytes // 4, chunk_bytes // 2, chunk_bytes * 2
-    for term, entry in runs.entries():
-        payload = _json(entry)
-        if chunk and len(payload) >= gap:
-            chunks.append(add("t", "[" + ",".join(chunk) + "]"))
-            chunk, size = [], 0
-        if not chunk:
-            firsts.append(_separator(last, term) if firsts else "")
-        chunk.append(payload)
-        size += len(payload) + 1
-        last = term
-        if size >= most or (size >= least and _cut_after(term, len(payload), gap)):
-            chunks.append(add("t", "[" + ",".join(chunk) + "]"))
-            chunk, size = [], 0
-    if chunk:
-        chunks.append(add("t", "[" + ",".join(chunk) + "]"))
-
-    starts_name = add("s", _json([encode_numbers(starts), " ".join(docs.names)]))
+    terms(runs.entries())
     facet_data: dict[str, object] = {
         name: {value: _deltas(numbers) for value, numbers in sorted(values.items())}
         for name, values in facets.items()
@@ -287,9 +256,7 @@ def build_bundle(
     meta = {
         "sessions": sessions,
         "documents": documents,
-        "terms": " ".join(firsts[1:]),
-        "chunks": " ".join(name[2:] for name in chunks),
-        "starts": starts_name,
+        "starts": [encode_numbers(starts), " ".join(docs.names)],
         "facets": add("f", _json(facet_data)),
     }
     name = add("m", _json(meta), f"m-{version}")
@@ -373,9 +340,9 @@ class _Runs:
                     term, key = text, js_order(text)
                 yield key, int(number), term, int(count), payload
 
-    def entries(self) -> Iterator[tuple[str, list[object]]]:
-        """The bundle's entries in order, each with its term: ``[term, turns, postings]``
-        for a term, ``[word, stem]`` for an alias that is no term."""
+    def entries(self) -> Iterator[tuple[str, str]]:
+        """The bundle's entries in order, each with its term, as JSON: ``[turns,
+        postings]`` for a term, ``"stem"`` for an alias that is no term."""
         self._entries.sort()
         merged: Iterable[tuple[bytes, int, str, int, str]] = (
             heapq.merge(*(self._read(f) for f in self._files), iter(self._entries))
@@ -389,9 +356,9 @@ class _Runs:
         for _, number, text, count, payload in merged:
             if text != term:
                 if out:
-                    yield term, [term, frequency, "".join(out)]
+                    yield term, f'[{frequency},"{"".join(out)}"]'
                 elif stem is not None:
-                    yield term, [term, stem]
+                    yield term, _json(stem)
                 term, stem, out, frequency, previous = text, None, [], 0, 0
             if number < 0:
                 stem = payload
@@ -405,9 +372,9 @@ class _Runs:
             previous = number
             frequency += count
         if out:
-            yield term, [term, frequency, "".join(out)]
+            yield term, f'[{frequency},"{"".join(out)}"]'
         elif stem is not None:
-            yield term, [term, stem]
+            yield term, _json(stem)
         self._entries = []
 
 
@@ -469,23 +436,20 @@ class _Documents:
 
 
 def bundle_files(
-    ident: str, records: Iterable[SessionRecord], chunk_bytes: int, doc_bytes: int, key: str = ""
+    ident: str, records: Iterable[SessionRecord], doc_bytes: int, key: str = ""
 ) -> BundleFiles:
-    """The files of a bundle of ``records`` (in any order) in memory: for tests and tools."""
+    """The files and term entries of a bundle of ``records`` (in any order) in memory: for
+    tests and tools."""
     ordered = sorted(records, key=lambda r: r.slug)
-    digest = bundle_version(key, ident, chunk_bytes, doc_bytes)
+    digest = bundle_version(key, ident, doc_bytes)
     for record in ordered:
         digest.update(record.to_bytes())
     files: dict[str, bytes] = {}
+    terms: list[tuple[str, str]] = []
     made = build_bundle(
-        ident,
-        version_name(digest),
-        ordered,
-        files.__setitem__,
-        chunk_bytes=chunk_bytes,
-        doc_bytes=doc_bytes,
+        ident, version_name(digest), ordered, files.__setitem__, terms.extend, doc_bytes=doc_bytes
     )
-    return BundleFiles(files, made.meta, made.documents)
+    return BundleFiles(files, made.meta, made.documents, terms)
 
 
 @dataclass(slots=True)
@@ -498,6 +462,8 @@ class BundleFiles:
     """The meta file's name (without ``.js``)."""
     documents: int
     """How many turns the bundle holds."""
+    terms: list[tuple[str, str]]
+    """Its term entries, in order: (term, entry as JSON)."""
 
 
 def _deltas(numbers: Iterable[int]) -> str:
@@ -508,14 +474,3 @@ def _deltas(numbers: Iterable[int]) -> str:
         encode_number(n - previous, out)
         previous = n
     return "".join(out)
-
-
-def _separator(before: str, first: str) -> str:
-    """The shortest beginning of ``first`` that sorts after ``before`` (in the client's
-    order): what the meta file says a chunk starts with (a query word is in the last chunk
-    whose beginning sorts at or before it)."""
-    key = js_order(before)
-    for end in range(1, len(first) + 1):
-        if js_order(first[:end]) > key:
-            return first[:end]
-    return first

@@ -10,7 +10,9 @@ as the catalog issue 33 plans, by reimplementing this class alone):
   the bundle count, for each bundle the digest of its members' names, its meta file and
   its turn count, and the bundles a deferred build left to write (``search/state.json``);
 - for each bundle, the names of the files it was last made of (``search/files/<bundle>.txt``:
-  its files are named by what they hold, so its version alone does not say which).
+  its files are named by what they hold, so its version alone does not say which);
+- every bundle's **term entries**, the terms whose entries changed since the shared term
+  chunks were last made, and those chunks (``search/terms.sqlite``, :class:`TermEntries`).
 
 Losing any of it costs time, never a wrong index: a missing record is made again from the
 session file, a missing or foreign state makes every bundle again.
@@ -22,8 +24,9 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -122,6 +125,23 @@ class SearchStore:
                     with contextlib.suppress(OSError):
                         os.unlink(self.file_lists / entry)
 
+    @property
+    def terms_path(self) -> Path:
+        return self.root / "terms.sqlite"
+
+    def term_entries(self) -> TermEntries:
+        """The term entries (:class:`TermEntries`; a connection of this process: open it
+        in the process that uses it, close it after)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return TermEntries(self.terms_path)
+
+    def clear_terms(self) -> None:
+        """Forget the term entries (another key or bundle count: every bundle is made
+        again)."""
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.terms_path}{suffix}")
+
     def scratch(self) -> IO[bytes]:
         """A scratch file in the cache folder (gone once closed): a bundle's sorted runs."""
         self.root.mkdir(parents=True, exist_ok=True)
@@ -179,3 +199,207 @@ class SearchStore:
             shutil.rmtree(self.root, ignore_errors=True)
         elif self.root.is_symlink():
             self.root.unlink()
+
+
+TERMS_SCHEMA = 1
+"""The layout of ``terms.sqlite`` (``PRAGMA user_version``): another one is started afresh."""
+
+_TERMS_DDL = """
+CREATE TABLE IF NOT EXISTS entries (
+    key BLOB NOT NULL, bundle INTEGER NOT NULL, term TEXT NOT NULL, entry TEXT NOT NULL,
+    PRIMARY KEY (key, bundle)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entries_of_bundle ON entries (bundle);
+CREATE TABLE IF NOT EXISTS bundles (bundle INTEGER PRIMARY KEY, version TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changed (key BLOB PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunks (
+    seq INTEGER PRIMARY KEY, first TEXT NOT NULL, last TEXT NOT NULL, name TEXT NOT NULL,
+    digest TEXT NOT NULL, cut INTEGER NOT NULL);
+"""
+
+
+@dataclass(slots=True, frozen=True)
+class ChunkRow:
+    """A shared term chunk as the cache keeps it (:mod:`.shared` makes them)."""
+
+    first: str
+    """Its first term."""
+    last: str
+    """Its last term."""
+    name: str
+    """Its file name (without ``.js``)."""
+    digest: str
+    """The SHA-256 of its payload (two chunks of one name must hold the same)."""
+    cut: bool
+    """Whether it ends because its last term says so (False: the last chunk, ended by the
+    end of the terms)."""
+
+
+class TermEntries:
+    """Every bundle's term entries (``key``: the term's sort key, :func:`.bundle.js_order`;
+    ``entry``: as :func:`.bundle.build_bundle` gives it) with the version of the bundle they
+    are of; the keys of the terms whose entries changed since the shared chunks were made
+    (``changed``), and those chunks, in order. SQLite (the standard library's), so that a
+    range of terms is read across every bundle in the order of the keys without holding
+    them: a build's memory does not grow with the archive.
+
+    Written by the bundles' workers, each in its own process and connection (one writer at
+    a time: SQLite's lock, waited for), then read and updated by the build's process
+    (:func:`.shared.update_chunks`). Each step is one transaction, so a build killed at any
+    moment leaves the changes it did not merge recorded for the next one."""
+
+    __slots__ = ("_con",)
+
+    def __init__(self, path: Path) -> None:
+        self._con = sqlite3.connect(path, timeout=120, isolation_level=None)
+        try:
+            self._con.execute("PRAGMA synchronous = OFF")  # a cache: a lost one is made again
+            version = self._con.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, TERMS_SCHEMA):
+                raise sqlite3.DatabaseError(f"schema {version}")
+            self._con.executescript(
+                f"BEGIN IMMEDIATE; {_TERMS_DDL} PRAGMA user_version = {TERMS_SCHEMA}; COMMIT;"
+            )
+        except sqlite3.DatabaseError:  # corrupt or foreign: started afresh
+            self._con.close()
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{path}{suffix}")
+            self._con = sqlite3.connect(path, timeout=120, isolation_level=None)
+            self._con.execute("PRAGMA synchronous = OFF")
+            self._con.executescript(
+                f"BEGIN IMMEDIATE; {_TERMS_DDL} PRAGMA user_version = {TERMS_SCHEMA}; COMMIT;"
+            )
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> TermEntries:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def version(self, bundle: int) -> str | None:
+        """The version of bundle ``bundle`` whose entries are kept, or None."""
+        row = self._con.execute("SELECT version FROM bundles WHERE bundle = ?", (bundle,))
+        found = row.fetchone()
+        return str(found[0]) if found else None
+
+    def kept_bundles(self) -> set[int]:
+        """The bundles whose entries are kept."""
+        return {int(b) for (b,) in self._con.execute("SELECT bundle FROM bundles")}
+
+    def replace_bundle(
+        self, bundle: int, version: str, entries: Iterable[tuple[bytes, str, str]]
+    ) -> None:
+        """Keep ``entries`` ((key, term, entry), any order) as bundle ``bundle``'s, of
+        ``version``, in place of the ones kept; the keys of the terms whose entries came,
+        went or changed are recorded (unless no chunk was made yet: the first merge reads
+        every entry)."""
+        con = self._con
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            con.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS fresh "
+                "(key BLOB PRIMARY KEY, term TEXT NOT NULL, entry TEXT NOT NULL) WITHOUT ROWID"
+            )
+            con.execute("DELETE FROM temp.fresh")
+            con.executemany("INSERT INTO temp.fresh VALUES (?, ?, ?)", entries)
+            if con.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
+                con.execute(
+                    "INSERT OR IGNORE INTO changed SELECT key FROM ("
+                    "SELECT key, entry FROM entries WHERE bundle = ?1 "
+                    "EXCEPT SELECT key, entry FROM temp.fresh)",
+                    (bundle,),
+                )
+                con.execute(
+                    "INSERT OR IGNORE INTO changed SELECT key FROM ("
+                    "SELECT key, entry FROM temp.fresh "
+                    "EXCEPT SELECT key, entry FROM entries WHERE bundle = ?1)",
+                    (bundle,),
+                )
+            con.execute("DELETE FROM entries WHERE bundle = ?", (bundle,))
+            con.execute("INSERT INTO entries SELECT key, ?, term, entry FROM temp.fresh", (bundle,))
+            con.execute("DELETE FROM temp.fresh")
+            con.execute("INSERT OR REPLACE INTO bundles VALUES (?, ?)", (bundle, version))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def keep_bundles(self, bundles: Iterable[int]) -> None:
+        """Drop the entries of every bundle but ``bundles`` (recording their terms as
+        changed)."""
+        con = self._con
+        keep = sorted(set(bundles))
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            gone = [
+                b for (b,) in con.execute("SELECT bundle FROM bundles").fetchall() if b not in keep
+            ]
+            gone += [
+                b
+                for (b,) in con.execute("SELECT DISTINCT bundle FROM entries").fetchall()
+                if b not in keep and b not in gone
+            ]
+            made = con.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            for b in gone:
+                if made:
+                    con.execute(
+                        "INSERT OR IGNORE INTO changed SELECT key FROM entries WHERE bundle = ?",
+                        (b,),
+                    )
+                con.execute("DELETE FROM entries WHERE bundle = ?", (b,))
+                con.execute("DELETE FROM bundles WHERE bundle = ?", (b,))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def changed(self) -> list[bytes]:
+        """The keys of the terms whose entries changed since the chunks were made, in
+        order (an append's: a few hundred)."""
+        return [bytes(k) for (k,) in self._con.execute("SELECT key FROM changed ORDER BY key")]
+
+    def chunks(self) -> list[ChunkRow]:
+        """The shared chunks, in order (none before the first merge)."""
+        rows = self._con.execute(
+            "SELECT first, last, name, digest, cut FROM chunks ORDER BY seq"
+        ).fetchall()
+        return [ChunkRow(str(f), str(la), str(n), str(d), bool(c)) for f, la, n, d, c in rows]
+
+    def rows_after(self, key: bytes | None) -> Iterator[tuple[bytes, int, str, str]]:
+        """Every entry whose key sorts after ``key`` (all: None), by key then bundle:
+        (key, bundle, term, entry), read as they are asked for."""
+        if key is None:
+            cursor = self._con.execute(
+                "SELECT key, bundle, term, entry FROM entries ORDER BY key, bundle"
+            )
+        else:
+            cursor = self._con.execute(
+                "SELECT key, bundle, term, entry FROM entries WHERE key > ? ORDER BY key, bundle",
+                (key,),
+            )
+        try:
+            while rows := cursor.fetchmany(512):
+                for k, b, t, e in rows:
+                    yield bytes(k), int(b), str(t), str(e)
+        finally:
+            cursor.close()
+
+    def save_chunks(self, chunks: Iterable[ChunkRow]) -> None:
+        """Keep ``chunks`` as the shared chunks made of every entry, and forget the
+        changes they were made for."""
+        con = self._con
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            con.execute("DELETE FROM chunks")
+            con.executemany(
+                "INSERT INTO chunks (first, last, name, digest, cut) VALUES (?, ?, ?, ?, ?)",
+                ((c.first, c.last, c.name, c.digest, int(c.cut)) for c in chunks),
+            )
+            con.execute("DELETE FROM changed")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise

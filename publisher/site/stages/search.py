@@ -9,8 +9,10 @@ follows; the bundles it leaves are kept in the search state, so a watcher stoppe
 between leaves them to the next build.
 
 The site's ``search/`` folder holds ``index.js`` (every bundle and its meta file, the turn
-count and the field weights) and one folder a bundle (:mod:`..search.bundle`); the stage
-owns it: anything else there is removed.
+count, the field weights and where each shared term chunk starts), one folder a bundle
+(:mod:`..search.bundle`) and ``terms/``, the term chunks every bundle shares
+(:mod:`..search.shared`: made again, once the bundles are written, where the terms whose
+entries changed are); the stage owns it: anything else there is removed.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from ..catalog import Catalog
 from ..context import BuildContext, ProgressHook
 from ..pool import Crew
 from ..search.bundle import FORMAT as BUNDLE_FORMAT
-from ..search.bundle import bundle_count, bundle_id, bundle_of, script
+from ..search.bundle import bundle_count, bundle_id, bundle_of, js_order, script
 from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
-from ..search.store import BundleState, SearchState, SearchStore
+from ..search.shared import FOLDER as TERMS
+from ..search.shared import separators, update_chunks
+from ..search.store import BundleState, SearchState, SearchStore, TermEntries
 from ..staleness import bundle_current, bundle_members, search_key, search_stale
 from ..urls import PageLimits
 
@@ -80,6 +84,8 @@ class PendingSearch:
     """The bundles to write."""
     bundles: list[str]
     """Every bundle of the index, in order."""
+    numbers: list[int]
+    """... and its number (:func:`..search.bundle.bundle_of`)."""
     folder: Path
     """The sessions folder (a session whose record is missing is read again)."""
     redactor: Redactor | None
@@ -144,6 +150,8 @@ def search(ctx: BuildContext, catalog: Catalog, lock: int | None = None) -> Sear
     occupied = set(catalog.published_lanes(count))
     hit = {bundle_of(lane, count) for lane in catalog.rendered_lanes()}
     pending = set(state.pending) if same_key else set()
+    with store.term_entries() as terms:
+        kept = terms.kept_bundles() if same_key else set()
     site = ctx.out / FOLDER
     jobs: list[BundleJob] = []
     bundles: list[str] = []
@@ -170,6 +178,7 @@ def search(ctx: BuildContext, catalog: Catalog, lock: int | None = None) -> Sear
             rendered=index in hit,
             pending=ident in pending,
             meta_present=partial(_is_file, meta),
+            terms_kept=index in kept,
         ):
             if members is None:  # (the digest recorded with it is of what is written)
                 members = catalog.bundle_members(index, count)
@@ -182,6 +191,7 @@ def search(ctx: BuildContext, catalog: Catalog, lock: int | None = None) -> Sear
         del members
     if not same_key:
         state = SearchState(key=key, count=count)
+        store.clear_terms()  # (before any worker keeps a bundle's entries)
     for ident in list(state.bundles):
         if ident not in bundles:
             gone = True
@@ -193,6 +203,7 @@ def search(ctx: BuildContext, catalog: Catalog, lock: int | None = None) -> Sear
         state=state,
         jobs=jobs,
         bundles=bundles,
+        numbers=sorted(occupied),
         folder=ctx.folder,
         redactor=ctx.options.redactor,
         limits=PageLimits(tunables.page_turns, tunables.page_bytes),
@@ -394,7 +405,7 @@ def _sent(work: PendingSearch) -> Iterator[tuple[Any, ...]]:
             job = replace(job, members=tuple(sorted(work.members(job.index))))
         yield (
             job, work.state.key, work.store.root, work.folder, work.redactor, work.limits,
-            work.chunk_bytes, work.doc_bytes, work.out_dir,
+            work.doc_bytes, work.out_dir,
         )  # fmt: skip
 
 
@@ -403,25 +414,15 @@ def complete_search(work: PendingSearch, results: list[tuple[str, int, bool]]) -
     order), write ``search/index.js``, remove what else is in ``search/`` and save the
     state; what the build report says."""
     out, state = work.out_dir, work.state
-    site = out / FOLDER
     built = 0
     for job, (meta, documents, made) in zip(work.jobs, results, strict=True):
         state.bundles[job.ident] = BundleState(job.digest, meta, documents)
         built += made
-    listing = [[ident, state.bundles[ident].meta] for ident in work.bundles]
-    data = {
-        "format": BUNDLE_FORMAT,
-        "documents": sum(state.bundles[ident].documents for ident in work.bundles),
-        "weights": WEIGHTS,
-        "bundles": listing,
-    }
-    body = script("", INDEX, INDEX, data)
-    write_if_changed(prepare_target(out, f"{FOLDER}/{INDEX}.js"), body)
-    keep = {f"{INDEX}.js", *work.bundles}
-    with contextlib.suppress(FileNotFoundError):
-        for entry in sorted(os.listdir(site)):
-            if entry not in keep:
-                remove_tree(site / entry, out)
+    listed = [
+        ListedBundle(ident, state.bundles[ident].meta, number, state.bundles[ident].documents)
+        for ident, number in zip(work.bundles, work.numbers, strict=True)
+    ]
+    publish_index(out, work.store, listed, work.chunk_bytes)
     state.pending = []
     work.store.save(state)
     work.store.keep_files(work.bundles)
@@ -429,6 +430,66 @@ def complete_search(work: PendingSearch, results: list[tuple[str, int, bool]]) -
     if not built:
         return "unchanged"
     return f"built {built}/{len(work.bundles)} bundles"
+
+
+@dataclass(slots=True, frozen=True)
+class ListedBundle:
+    """A bundle as ``index.js`` lists it."""
+
+    ident: str
+    """Its folder under ``search/``."""
+    meta: str
+    """Its meta file's name (without ``.js``)."""
+    number: int
+    """Its number (:func:`..search.bundle.bundle_of`): the term chunks name it so."""
+    documents: int
+    """Its turns."""
+
+
+def publish_index(
+    out: Path, store: SearchStore, bundles: list[ListedBundle], chunk_bytes: int
+) -> int:
+    """With every bundle written and its term entries kept (``bundles``: every bundle of
+    the index, in order), make the shared term chunks again where terms changed
+    (:func:`..search.shared.update_chunks`; all of them when one is missing from the site),
+    write ``search/index.js``, and remove what else is in ``search/`` and ``search/terms/``;
+    how many term chunks the index has.
+
+    The order survives a build killed at any point: the chunks, then ``index.js`` naming
+    them, then the cache's record of them (which forgets the changes they were made for),
+    then the removal of the old ones; killed before the record, the next build makes the
+    same chunks from the same changes."""
+    site = out / FOLDER
+    chunks_folder = prepare_target(out, f"{FOLDER}/{TERMS}/{INDEX}.js").parent
+
+    def emit(name: str, data: bytes) -> None:
+        write_if_changed(chunks_folder / name, data)
+
+    with store.term_entries() as terms:
+        terms.keep_bundles(b.number for b in bundles)
+        old = terms.chunks()
+        if old and not all(_is_file(chunks_folder / f"{c.name}.js") for c in old):
+            old = []  # a chunk went missing from the site: all are made again
+        chunks = update_chunks(old, terms.changed(), terms.rows_after, chunk_bytes, emit)
+        data = {
+            "format": BUNDLE_FORMAT,
+            "documents": sum(b.documents for b in bundles),
+            "weights": WEIGHTS,
+            "bundles": [[b.ident, b.meta, b.number] for b in bundles],
+            "terms": " ".join(separators(chunks)[1:]),
+            "chunks": " ".join(c.name[len("t-") :] for c in chunks),
+        }
+        write_if_changed(
+            prepare_target(out, f"{FOLDER}/{INDEX}.js"), script("", INDEX, INDEX, data)
+        )
+        terms.save_chunks(chunks)
+    keep = {f"{INDEX}.js", TERMS, *(b.ident for b in bundles)}
+    with contextlib.suppress(FileNotFoundError):
+        for entry in sorted(os.listdir(site)):
+            if entry not in keep:
+                remove_tree(site / entry, out)
+    _remove_others(chunks_folder, out, {f"{c.name}.js" for c in chunks}.__contains__)
+    return len(chunks)
 
 
 class _Damaged(Exception):
@@ -446,7 +507,6 @@ def _write_bundle(
     folder: Path,
     redactor: Redactor | None,
     limits: PageLimits,
-    chunk_bytes: int,
     doc_bytes: int,
     out: Path,
 ) -> tuple[str, int, bool]:
@@ -468,7 +528,7 @@ def _write_bundle(
     tried: set[str] = set()  # made again once already
     given_up: set[str] = set()  # did not read even when made again: left out (the loop ends)
     while True:
-        digest = bundle_version(key, job.ident, chunk_bytes, doc_bytes)
+        digest = bundle_version(key, job.ident, doc_bytes)
         present: list[str] = []
         for slug, file_name in job.members or ():
             if slug in given_up:
@@ -489,7 +549,15 @@ def _write_bundle(
         written = job.written.meta if job.written is not None else None
         files = store.files(job.ident, f"m-{version}")
         meta = target / f"m-{version}.js"
-        if bundle_current(written, f"m-{version}", files is not None, partial(_is_file, meta)):
+        with store.term_entries() as kept:
+            current = bundle_current(
+                written,
+                f"m-{version}",
+                files is not None,
+                partial(_is_file, meta),
+                partial(_kept, kept, job.index, version),
+            )
+        if current:
             assert job.written is not None and files is not None
             _remove_others(target, out, set(files).__contains__)
             return job.written.meta, job.written.documents, False
@@ -504,13 +572,17 @@ def _write_bundle(
         def emit(name: str, data: bytes) -> None:
             write_if_changed(target / name, data)
 
+        def keep(entries: Iterator[tuple[str, str]], version: str = version) -> None:
+            with store.term_entries() as kept:
+                kept.replace_bundle(job.index, version, ((js_order(t), t, e) for t, e in entries))
+
         try:
             made = build_bundle(
                 job.ident,
                 version,
                 records(),
                 emit,
-                chunk_bytes=chunk_bytes,
+                keep,
                 doc_bytes=doc_bytes,
                 scratch=store.scratch,
             )
@@ -521,6 +593,10 @@ def _write_bundle(
     store.put_files(job.ident, made.meta, made.files)
     _remove_others(target, out, set(made.files).__contains__)
     return made.meta, made.documents, True
+
+
+def _kept(kept: TermEntries, bundle: int, version: str) -> bool:
+    return kept.version(bundle) == version
 
 
 def _remove_others(target: Path, out: Path, keep: Callable[[str], bool]) -> None:

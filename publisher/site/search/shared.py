@@ -1,0 +1,210 @@
+"""The shared term chunks: every bundle's entries of a term in one entry, in chunks that
+every bundle shares, so that a query loads one chunk a word whatever the number of bundles
+(at 20,000 sessions, 32 bundles: 2 files for a two-word query where a chunk a bundle made
+64; docs/search.md, "How it works").
+
+In ``search/terms/``, ``t-<hash>.js`` (named by what it holds, :data:`NAME`): a JSON array
+of entries in the client's order (UTF-16 code units), each ``[term, stem, bundle, turns,
+postings, bundle, turns, postings, …]``: the term, the stem it is an alias of ("" when it
+is none: an English word whose stem differs, for prefix search), then for each bundle
+holding it (by number, :func:`.bundle.bundle_of`) how many of its turns hold it and its
+postings there (:mod:`.bundle`). ``index.js`` lists the chunks: where each starts (the
+shortest beginning of its first term that sorts after the previous chunk's last) and its
+name.
+
+**Where a chunk ends** depends on its last term alone (:func:`cut_after`: a hash of the
+term against its entry's size, so that a chunk holds about ``chunk_bytes``): a chunk is a
+run of terms ending at one that says so. The chunks of an archive are then a function of
+its terms' entries, whatever the order they came in, and a term whose entry changed can
+move only the ends of its own chunk: an append makes again the chunks of its words (and of
+a word that came or went, its neighbour), reading only their terms' entries
+(:func:`update_chunks`), and the result is the one a fresh build makes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from .bundle import content_name, js_order, script
+from .store import ChunkRow
+
+FOLDER = "terms"
+"""The chunks' folder under ``search/`` (and the name the client's loader gives them)."""
+NAME = 12
+"""The characters of a chunk's :func:`.bundle.content_name` (60 bits: two chunks of one
+name among 2,000 once in 10^11 builds; :func:`update_chunks` refuses it)."""
+
+Row = tuple[bytes, int, str, str]
+"""An entry as :meth:`.store.TermEntries.rows_after` gives it: (key, bundle, term, entry)."""
+
+
+def cut_after(term: str, size: int, gap: int) -> bool:
+    """Whether a chunk ends after ``term``, whose entry is ``size`` bytes: a hash of the
+    term against the entry's share of ``gap`` (the mean bytes of a chunk), so a term of
+    ``gap`` bytes or more always ends one."""
+    return zlib.crc32(term.encode("utf-8", "surrogatepass")) * gap < size << 32
+
+
+def entries(rows: Iterable[Row]) -> Iterator[tuple[bytes, str, str]]:
+    """The shared entries of ``rows`` (by key, then bundle): (key, term, entry as JSON)."""
+    key: bytes | None = None
+    term = ""
+    stem = '""'
+    parts: list[str] = []
+    for k, bundle, text, entry in rows:
+        if k != key:
+            if key is not None:
+                yield key, term, _entry(term, stem, parts)
+            key, term, stem, parts = k, text, '""', []
+        if entry.startswith("["):
+            parts.append(f",{bundle},{entry[1:-1]}")
+        else:
+            stem = entry
+    if key is not None:
+        yield key, term, _entry(term, stem, parts)
+
+
+def _entry(term: str, stem: str, parts: list[str]) -> str:
+    return f"[{json.dumps(term, ensure_ascii=False)},{stem}{''.join(parts)}]"
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """A chunk being filled."""
+
+    first: str = ""
+    last: str = ""
+    key: bytes = b""
+    """Its last term's key."""
+    held: list[str] | None = None
+
+
+def chunk_entries(
+    shared: Iterable[tuple[bytes, str, str]],
+    chunk_bytes: int,
+    emit: Callable[[str, bytes], None],
+    stop: Callable[[bytes], bool] = lambda key: False,
+) -> Iterator[ChunkRow]:
+    """The chunks of ``shared`` entries (in order), each file handed to ``emit`` (its name
+    with ``.js``, its bytes) as it is made; after each chunk that ends at a cut, ``stop``
+    is asked of its last key (True: no more are made; the entries left are not read)."""
+    chunk = _Chunk(held=[])
+    assert chunk.held is not None
+    size = 0
+    for key, term, entry in shared:
+        if not chunk.held:
+            chunk.first = term
+        chunk.held.append(entry)
+        chunk.last, chunk.key = term, key
+        size += len(entry) + 1
+        if cut_after(term, len(entry), chunk_bytes):
+            yield _made(chunk, True, emit)
+            chunk.held, size = [], 0
+            if stop(key):
+                return
+    if chunk.held:
+        yield _made(chunk, False, emit)
+
+
+def _made(chunk: _Chunk, cut: bool, emit: Callable[[str, bytes], None]) -> ChunkRow:
+    assert chunk.held is not None
+    payload = "[" + ",".join(chunk.held) + "]"
+    name = f"t-{content_name(FOLDER, 't', payload, NAME)}"
+    emit(f"{name}.js", script(FOLDER, "t", name, None, payload))
+    digest = hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+    return ChunkRow(chunk.first, chunk.last, name, digest, cut)
+
+
+def update_chunks(
+    old: list[ChunkRow],
+    changed: list[bytes],
+    rows_after: Callable[[bytes | None], Iterator[Row]],
+    chunk_bytes: int,
+    emit: Callable[[str, bytes], None],
+) -> list[ChunkRow]:
+    """The chunks of every entry now (``rows_after``: the entries after a key, all for
+    None), given the chunks ``old`` made before and the keys of the terms whose entries
+    changed since (``changed``, in order): the old chunks that hold no changed term are
+    kept as they are; from the start of each that does, chunks are made again until one
+    ends where an old one ended beyond every changed term read so far (or the terms end).
+    The same chunks as :func:`chunk_entries` of every entry (tested), the new files handed
+    to ``emit``."""
+    if not old:
+        return list(chunk_entries(entries(rows_after(None)), chunk_bytes, emit))
+    if not changed:
+        return list(old)
+    ends = [js_order(c.last) for c in old]
+    ended = {key: i for i, (key, c) in enumerate(zip(ends, old, strict=True)) if c.cut}
+    # The old chunk holding each changed key: the first whose last key is at or after it;
+    # after every end, the last one when the terms ended it, else a chunk after it.
+    beyond = len(old) if old[-1].cut else len(old) - 1
+    touched = sorted({min(bisect_left(ends, key), beyond) for key in changed})
+    out: list[ChunkRow] = []
+    i = 0
+    for first in touched:
+        if first < i:
+            continue  # made again with the chunks before it
+        out.extend(old[i:first])
+        resume = _Resume(ended, first)
+        rows = rows_after(ends[first - 1] if first else None)
+        try:
+            out.extend(chunk_entries(entries(rows), chunk_bytes, emit, resume.stop))
+        finally:
+            close = getattr(rows, "close", None)
+            if close is not None:
+                close()
+        i = resume.at
+    out.extend(old[i:])
+    names: dict[str, str] = {}
+    for chunk in out:
+        if names.setdefault(chunk.name, chunk.digest) != chunk.digest:
+            raise RuntimeError(
+                f"search: two term chunks hash to one name, {chunk.name} (a 60-bit "
+                "collision, never seen): please report it"
+            )
+    return out
+
+
+@dataclass(slots=True)
+class _Resume:
+    """Where the old chunks are kept again after a run made anew from chunk ``first``:
+    after the first new chunk that ends where an old one from ``first`` on ended (the
+    entries after it are those the old chunks after it hold, but for the changed ones,
+    whose chunks are made again in their turn); at the end of the old ones when none
+    does."""
+
+    ended: dict[bytes, int]
+    """The last key of each old chunk that ended at a cut → its index."""
+    first: int
+    at: int = 1 << 62
+    """The old chunk to keep from (past them all until one is found)."""
+
+    def stop(self, key: bytes) -> bool:
+        index = self.ended.get(key)
+        if index is None or index < self.first:
+            return False
+        self.at = index + 1
+        return True
+
+
+def separators(chunks: list[ChunkRow]) -> list[str]:
+    """Where each chunk starts, as ``index.js`` says it: "" for the first, then the
+    shortest beginning of its first term that sorts after the previous chunk's last (a
+    query word is in the last chunk whose beginning sorts at or before it)."""
+    out = []
+    for i, chunk in enumerate(chunks):
+        out.append(_separator(chunks[i - 1].last, chunk.first) if i else "")
+    return out
+
+
+def _separator(before: str, first: str) -> str:
+    key = js_order(before)
+    for end in range(1, len(first) + 1):
+        if js_order(first[:end]) > key:
+            return first[:end]
+    return first

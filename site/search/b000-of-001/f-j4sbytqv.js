@@ -1,0 +1,1 @@
+__polyglavSearch.add("b000-of-001","f","f-j4sbytqv",{"kind":{"job":"0","named":"1","ses":"2","sub":"31"},"role":{"":"2","nightly-ci":"0","reviewer":"3","security":"4","writer":"1"},"status":{"empty":"4","error":"0","ok":"12","running":"2"},"failures":"02"});
