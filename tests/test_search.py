@@ -551,7 +551,7 @@ def test_shared_chunks_made_again_where_terms_changed_are_a_fresh_builds(
 def test_two_shared_chunks_of_one_name_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shared term chunks are named by 60 bits of their content: two of one name (never
     seen) would be one file, so the build refuses them rather than publish a wrong index."""
-    monkeypatch.setattr(shared, "content_name", lambda *a: "x" * shared.NAME)
+    monkeypatch.setattr(shared, "content_name_of", lambda *a: "x" * shared.NAME)
     entries = [(bundle.js_order(t), 0, t, '[1,"A"]') for t in ("alpha", "beta", "gamma")]
     old = [ChunkRow("alpha", "alpha", "t-" + "x" * 12, "d1", True)]
     with pytest.raises(RuntimeError, match="two term chunks"):

@@ -142,8 +142,13 @@ def script(bundle: str, kind: str, name: str, data: object, payload: str | None 
     the client."""
     if payload is None:
         payload = _json(data)
-    call = f"{GLOBAL}.add({json.dumps(bundle)},{json.dumps(kind)},{json.dumps(name)},{payload});\n"
-    return call.encode("utf-8")
+    return script_bytes(bundle, kind, name, payload.encode("utf-8"))
+
+
+def script_bytes(bundle: str, kind: str, name: str, payload: bytes | bytearray) -> bytes:
+    """:func:`script` of a payload already encoded (a large one is copied once)."""
+    head = f"{GLOBAL}.add({json.dumps(bundle)},{json.dumps(kind)},{json.dumps(name)},"
+    return b"".join((head.encode("utf-8"), payload, b");\n"))
 
 
 def _json(data: object) -> str:
@@ -164,8 +169,15 @@ def content_name(ident: str, kind: str, payload: str, length: int = SHORT_NAME) 
     writes again the chunks its turn touched, not the bundle's) and a browser never mixes a
     cached old file with a new one. ``length`` characters of base 32 (lower case: a folder
     on a case-insensitive disk holds them apart), 5 bits each."""
+    return content_name_of(ident, kind, payload.encode("utf-8", "surrogatepass"), length)
+
+
+def content_name_of(
+    ident: str, kind: str, payload: bytes | bytearray, length: int = SHORT_NAME
+) -> str:
+    """:func:`content_name` of a payload already encoded."""
     digest = hashlib.sha256(f"{FORMAT}\0{ident}\0{kind}\0".encode())
-    digest.update(payload.encode("utf-8", "surrogatepass"))
+    digest.update(payload)
     return base64.b32encode(digest.digest()).decode("ascii")[:length].lower()
 
 

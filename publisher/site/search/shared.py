@@ -30,13 +30,13 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from .bundle import content_name, js_order, script
+from .bundle import content_name_of, js_order, script_bytes
 from .store import ChunkRow
 
 FOLDER = "terms"
 """The chunks' folder under ``search/`` (and the name the client's loader gives them)."""
 NAME = 12
-"""The characters of a chunk's :func:`.bundle.content_name` (60 bits: two chunks of one
+"""The characters of a chunk's :func:`.bundle.content_name_of` (60 bits: two chunks of one
 name among 2,000 once in 10^11 builds; :func:`update_chunks` refuses it)."""
 
 Row = tuple[bytes, int, str, str]
@@ -59,7 +59,9 @@ def entries(rows: Iterable[Row]) -> Iterator[tuple[bytes, str, str]]:
     for k, bundle, text, entry in rows:
         if k != key:
             if key is not None:
-                yield key, term, _entry(term, stem, parts)
+                made = _entry(term, stem, parts)
+                parts = []  # (not held while the entry is: a word of every session is large)
+                yield key, term, made
             key, term, stem, parts = k, text, '""', []
         if entry.startswith("["):
             parts.append(f",{bundle},{entry[1:-1]}")
@@ -113,10 +115,21 @@ def chunk_entries(
 
 def _made(chunk: _Chunk, cut: bool, emit: Callable[[str, bytes], None]) -> ChunkRow:
     assert chunk.held is not None
-    payload = "[" + ",".join(chunk.held) + "]"
-    name = f"t-{content_name(FOLDER, 't', payload, NAME)}"
-    emit(f"{name}.js", script(FOLDER, "t", name, None, payload))
-    digest = hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+    # In UTF-8 bytes, copied once: a word of every session is a large entry (a chunk with
+    # a Chinese word in it is two bytes a character as a string).
+    payload = bytearray(b"[")
+    for i, entry in enumerate(chunk.held):
+        if i:
+            payload += b","
+        payload += entry.encode("utf-8", "surrogatepass")
+    payload += b"]"
+    chunk.held.clear()
+    name = f"t-{content_name_of(FOLDER, 't', payload, NAME)}"
+    body = script_bytes(FOLDER, "t", name, payload)
+    del payload
+    emit(f"{name}.js", body)
+    # What tells two chunks of one name apart: a hash of the file, beside the name's.
+    digest = hashlib.blake2b(body, digest_size=16).hexdigest()
     return ChunkRow(chunk.first, chunk.last, name, digest, cut)
 
 

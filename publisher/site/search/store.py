@@ -202,6 +202,9 @@ class SearchStore:
 
 
 TERMS_SCHEMA = 1
+CACHE_KIB = 256
+"""SQLite's page cache of a connection to ``terms.sqlite`` (its reads are in key order:
+a small cache is enough, and what a build holds does not grow with the archive)."""
 """The layout of ``terms.sqlite`` (``PRAGMA user_version``): another one is started afresh."""
 
 _TERMS_DDL = """
@@ -228,7 +231,7 @@ class ChunkRow:
     name: str
     """Its file name (without ``.js``)."""
     digest: str
-    """The SHA-256 of its payload (two chunks of one name must hold the same)."""
+    """A hash of its file (BLAKE2b, 128 bits: two chunks of one name must hold the same)."""
     cut: bool
     """Whether it ends because its last term says so (False: the last chunk, ended by the
     end of the terms)."""
@@ -252,7 +255,7 @@ class TermEntries:
     def __init__(self, path: Path) -> None:
         self._con = sqlite3.connect(path, timeout=120, isolation_level=None)
         try:
-            self._con.execute("PRAGMA synchronous = OFF")  # a cache: a lost one is made again
+            self._pragmas()
             version = self._con.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, TERMS_SCHEMA):
                 raise sqlite3.DatabaseError(f"schema {version}")
@@ -265,10 +268,14 @@ class TermEntries:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{path}{suffix}")
             self._con = sqlite3.connect(path, timeout=120, isolation_level=None)
-            self._con.execute("PRAGMA synchronous = OFF")
+            self._pragmas()
             self._con.executescript(
                 f"BEGIN IMMEDIATE; {_TERMS_DDL} PRAGMA user_version = {TERMS_SCHEMA}; COMMIT;"
             )
+
+    def _pragmas(self) -> None:
+        self._con.execute("PRAGMA synchronous = OFF")  # a cache: a lost one is made again
+        self._con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
     def close(self) -> None:
         self._con.close()
@@ -381,9 +388,8 @@ class TermEntries:
                 (key,),
             )
         try:
-            while rows := cursor.fetchmany(512):
-                for k, b, t, e in rows:
-                    yield bytes(k), int(b), str(t), str(e)
+            while rows := cursor.fetchmany(64):  # (a row of a common word is kilobytes)
+                yield from rows  # (BLOB, INTEGER, TEXT, TEXT: bytes, int, str, str)
         finally:
             cursor.close()
 
