@@ -338,17 +338,14 @@ class TermEntries:
         """Drop the entries of every bundle but ``bundles`` (recording their terms as
         changed)."""
         con = self._con
-        keep = sorted(set(bundles))
+        keep = set(bundles)
+        # (a bundle's entries and its row of ``bundles`` come and go in one transaction)
+        held = [b for (b,) in con.execute("SELECT bundle FROM bundles").fetchall()]
+        gone = [b for b in held if b not in keep]
+        if not gone:
+            return
         con.execute("BEGIN IMMEDIATE")
         try:
-            gone = [
-                b for (b,) in con.execute("SELECT bundle FROM bundles").fetchall() if b not in keep
-            ]
-            gone += [
-                b
-                for (b,) in con.execute("SELECT DISTINCT bundle FROM entries").fetchall()
-                if b not in keep and b not in gone
-            ]
             made = con.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
             for b in gone:
                 if made:

@@ -470,7 +470,8 @@ def publish_index(
         old = terms.chunks()
         if old and not all(_is_file(chunks_folder / f"{c.name}.js") for c in old):
             old = []  # a chunk went missing from the site: all are made again
-        chunks = update_chunks(old, terms.changed(), terms.rows_after, chunk_bytes, emit)
+        changed = terms.changed()
+        chunks = update_chunks(old, changed, terms.rows_after, chunk_bytes, emit)
         data = {
             "format": BUNDLE_FORMAT,
             "documents": sum(b.documents for b in bundles),
@@ -482,7 +483,8 @@ def publish_index(
         write_if_changed(
             prepare_target(out, f"{FOLDER}/{INDEX}.js"), script("", INDEX, INDEX, data)
         )
-        terms.save_chunks(chunks)
+        if changed or chunks != old:  # (a build that changed no word writes nothing here)
+            terms.save_chunks(chunks)
     keep = {f"{INDEX}.js", TERMS, *(b.ident for b in bundles)}
     with contextlib.suppress(FileNotFoundError):
         for entry in sorted(os.listdir(site)):
