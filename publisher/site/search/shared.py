@@ -28,7 +28,7 @@ import json
 import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .bundle import content_name_of, js_order, script_bytes
 from .store import ChunkRow
@@ -81,9 +81,7 @@ class _Chunk:
 
     first: str = ""
     last: str = ""
-    key: bytes = b""
-    """Its last term's key."""
-    held: list[str] | None = None
+    held: list[str] = field(default_factory=list)
 
 
 def chunk_entries(
@@ -95,18 +93,14 @@ def chunk_entries(
     """The chunks of ``shared`` entries (in order), each file handed to ``emit`` (its name
     with ``.js``, its bytes) as it is made; after each chunk that ends at a cut, ``stop``
     is asked of its last key (True: no more are made; the entries left are not read)."""
-    chunk = _Chunk(held=[])
-    assert chunk.held is not None
-    size = 0
+    chunk = _Chunk()
     for key, term, entry in shared:
         if not chunk.held:
             chunk.first = term
         chunk.held.append(entry)
-        chunk.last, chunk.key = term, key
-        size += len(entry) + 1
+        chunk.last = term
         if cut_after(term, len(entry), chunk_bytes):
             yield _made(chunk, True, emit)
-            chunk.held, size = [], 0
             if stop(key):
                 return
     if chunk.held:
@@ -114,7 +108,6 @@ def chunk_entries(
 
 
 def _made(chunk: _Chunk, cut: bool, emit: Callable[[str, bytes], None]) -> ChunkRow:
-    assert chunk.held is not None
     # In UTF-8 bytes, copied once: a word of every session is a large entry (a chunk with
     # a Chinese word in it is two bytes a character as a string).
     payload = bytearray(b"[")

@@ -253,29 +253,30 @@ class TermEntries:
     __slots__ = ("_con",)
 
     def __init__(self, path: Path) -> None:
-        self._con = sqlite3.connect(path, timeout=120, isolation_level=None)
         try:
-            self._pragmas()
-            version = self._con.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, TERMS_SCHEMA):
-                raise sqlite3.DatabaseError(f"schema {version}")
-            self._con.executescript(
-                f"BEGIN IMMEDIATE; {_TERMS_DDL} PRAGMA user_version = {TERMS_SCHEMA}; COMMIT;"
-            )
+            self._con = self._open(path)
         except sqlite3.DatabaseError:  # corrupt or foreign: started afresh
-            self._con.close()
             for suffix in ("", "-journal", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{path}{suffix}")
-            self._con = sqlite3.connect(path, timeout=120, isolation_level=None)
-            self._pragmas()
-            self._con.executescript(
+            self._con = self._open(path)
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        con = sqlite3.connect(path, timeout=120, isolation_level=None)
+        try:
+            con.execute("PRAGMA synchronous = OFF")  # a cache: a lost one is made again
+            con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, TERMS_SCHEMA):
+                raise sqlite3.DatabaseError(f"schema {version}")
+            con.executescript(
                 f"BEGIN IMMEDIATE; {_TERMS_DDL} PRAGMA user_version = {TERMS_SCHEMA}; COMMIT;"
             )
-
-    def _pragmas(self) -> None:
-        self._con.execute("PRAGMA synchronous = OFF")  # a cache: a lost one is made again
-        self._con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        except BaseException:
+            con.close()
+            raise
+        return con
 
     def close(self) -> None:
         self._con.close()
