@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tracemalloc
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from publisher.loader import SessionLoadError, read_session
 from publisher.site.context import Tunables
 from publisher.site.search import bundle, extract, shared, terms
+from publisher.site.search.numbers import encode_shifted
 from publisher.site.search.store import ChunkRow, SearchStore
 from tests.helpers import (
     SAMPLES,
@@ -186,6 +187,15 @@ def test_numbers_round_trip(values: list[int]) -> None:
     assert bundle.decode_numbers(encoded) == values
 
 
+@pytest.mark.unit
+@given(st.integers(min_value=0, max_value=2**30), st.integers(min_value=0, max_value=31))
+def test_a_turn_posting_is_its_number_encoded(position: int, impact: int) -> None:
+    """A turn's posting made from its position's digits is the number position * 32 + impact
+    encoded whole."""
+    high = bundle.encode_numbers([position]) if position else ""
+    assert encode_shifted(impact, high) == bundle.encode_numbers([position * 32 + impact])
+
+
 def turns_of(record: extract.SessionRecord, term: str) -> list[int]:
     """A term's postings in a record, flat: position, impact, position, impact…"""
     count, encoded = record.postings[term]
@@ -239,6 +249,48 @@ def test_what_a_record_holds(tmp_path: Path) -> None:
     assert [(f.kind, f.suffix) for f in docs[1][1]][:2] == [("i", ".1"), ("o", ".1")]
     assert record.aliases["please"] == "pleas" and record.aliases["zqlastlines"] == "zqlastlin"
     assert extract.SessionRecord.from_bytes(record.to_bytes()) == record
+
+
+@pytest.mark.unit
+def test_a_record_that_is_not_one_does_not_read(tmp_path: Path) -> None:
+    """The cache's record is checked as it reads back: lists of other lengths or items of
+    other types (a damaged or foreign file that is still JSON) are no record (the bundle
+    makes it again from its session), never a bundle of wrong postings."""
+    turns = [turn(1, part("user", "zqword please")), turn(2, part("text", "zqother"))]
+    record = record_of(session_doc("ses_20260101_000001_rec003", turns=turns), tmp_path)
+    data = record.to_bytes()
+    head, _, rest = data.partition(b"\n")
+    assert extract.SessionRecord.from_bytes(data) == record
+
+    def damaged(change: Callable[[list[Any]], None]) -> bytes:
+        v = json.loads(head)
+        change(v)
+        return json.dumps(v).encode() + b"\n" + rest
+
+    def shorter_counts(v: list[Any]) -> None:
+        v[10][1].pop()
+
+    def count_as_text(v: list[Any]) -> None:
+        v[10][1][0] = "1"
+
+    def count_as_bool(v: list[Any]) -> None:
+        v[10][1][0] = True
+
+    def postings_as_number(v: list[Any]) -> None:
+        v[10][2][0] = 5
+
+    def term_as_list(v: list[Any]) -> None:
+        v[10][0][0] = ["x"]
+
+    def alias_as_number(v: list[Any]) -> None:
+        v[9]["please"] = 1
+
+    def old_layout(v: list[Any]) -> None:
+        v[10] = {t: [c, p] for t, c, p in zip(*v[10], strict=True)}
+
+    for change in (shorter_counts, count_as_text, count_as_bool, postings_as_number,
+                   term_as_list, alias_as_number, old_layout):  # fmt: skip
+        assert extract.SessionRecord.from_bytes(damaged(change)) is None, change.__name__
 
 
 @pytest.mark.unit

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ...audit import Audit
@@ -34,10 +35,10 @@ from ...render.html import indexed_output, visible_text
 from ...render.text import json_text
 from .. import urls
 from ..urls import PageLimits
-from .numbers import encode_numbers
+from .numbers import encode_numbers, encode_shifted
 from .terms import TermCounter
 
-RECORD_FORMAT = 3
+RECORD_FORMAT = 4
 """Bumped when a record's layout or what is indexed changes (part of the search key)."""
 
 WEIGHTS = {
@@ -70,7 +71,16 @@ def impact(weighted: float, length: int) -> int:
     """A term's quantized BM25 weight in a document: its weighted count ``weighted``
     (:data:`WEIGHTS`) in a document of ``length`` words; the client multiplies it by the
     term's IDF over the whole archive."""
-    norm = K1 * (1 - B + B * length / AVERAGE_LENGTH)
+    return _quantized(weighted, _length_norm(length))
+
+
+def _length_norm(length: int) -> float:
+    """BM25's length normalization of a document of ``length`` words (:func:`impact`)."""
+    return K1 * (1 - B + B * length / AVERAGE_LENGTH)
+
+
+def _quantized(weighted: float, norm: float) -> int:
+    """:func:`impact` of a weighted count in a document of normalization ``norm``."""
     part = weighted * (K1 + 1) / (weighted + norm)
     return max(1, min(MAX_IMPACT, round(part / (K1 + 1) * MAX_IMPACT)))
 
@@ -171,10 +181,13 @@ class SessionRecord:
     ``runn`` in ``running`` (indexed as ``run``)."""
 
     def to_bytes(self) -> bytes:
-        """The record as the cache keeps it: a line of JSON (all but the documents), then
-        a line a document."""
+        """The record as the cache keeps it: a line of JSON (all but the documents; the
+        postings as three lists, terms, counts and encoded postings, which read back and
+        are checked without a step of Python a term), then a line a document."""
+        counts, postings = zip(*self.postings.values(), strict=True) if self.postings else ((), ())
         head = [RECORD_FORMAT, self.name, self.slug, self.kind, self.role, self.status,
-                self.failures, self.pages, len(self.docs), self.aliases, self.postings]  # fmt: skip
+                self.failures, self.pages, len(self.docs), self.aliases,
+                [list(self.postings), counts, postings]]  # fmt: skip
         lines = [json.dumps(head, ensure_ascii=False, separators=(",", ":")), *self.docs]
         return "\n".join(lines).encode("utf-8", "surrogatepass")
 
@@ -189,11 +202,28 @@ class SessionRecord:
             docs = lines[1:]
             if len(docs) != v[8] or not all(d.startswith("[") for d in docs):
                 return None
+            terms, counts, postings = v[10]
+            aliases = v[9]
+            if not (
+                len(terms) == len(counts) == len(postings)
+                and _all_of(str, terms)
+                and _all_of(int, counts)
+                and _all_of(str, postings)
+                and _all_of(str, aliases)
+                and _all_of(str, aliases.values())
+            ):
+                return None
+            entries = dict(zip(terms, zip(counts, postings, strict=True), strict=True))
             return cls(str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), int(v[6]),
-                       [int(x) for x in v[7]], docs, {str(t): (int(p[0]), str(p[1]))
-                       for t, p in v[10].items()}, {str(k): str(x) for k, x in v[9].items()})  # fmt: skip
+                       [int(x) for x in v[7]], docs, entries, dict(aliases))  # fmt: skip
         except (ValueError, TypeError, AttributeError, IndexError, KeyError):
             return None
+
+
+def _all_of(kind: type, items: Iterable[object]) -> bool:
+    """Whether every item is exactly of type ``kind`` (checked in C: no step of Python an
+    item)."""
+    return set(map(type, items)) <= {kind}
 
 
 def document(anchor: str, fields: list[Field]) -> str:
@@ -262,7 +292,6 @@ def index_documents(
     get_list = lists.__getitem__
     append = list.append
     seen: set[bytes] = set()
-    impacts: dict[tuple[int, int], int] = {}
     for position, fields in enumerate(documents):
         groups: dict[int, list[str]] = {}
         for halves, text in fields:
@@ -279,14 +308,12 @@ def index_documents(
         counts.pop("", None)
         if not counts:
             continue
-        table = {}
-        for halves in set(counts.values()):
-            quantized = impacts.get((halves, length))
-            if quantized is None:
-                quantized = impacts[halves, length] = impact(halves / 2, length)
-            table[halves] = encode_numbers([position * 32 + quantized])
+        norm = _length_norm(length)
+        high = encode_numbers((position,)) if position else ""
+        table = {h: encode_shifted(_quantized(h / 2, norm), high) for h in set(counts.values())}
         deque(map(append, map(get_list, counts), map(table.__getitem__, counts.values())), maxlen=0)
-    postings = {term: (len(items), "".join(items)) for term, items in lists.items()}
+    items = lists.values()
+    postings = dict(zip(lists, zip(map(len, items), map("".join, items), strict=True), strict=True))
     return postings, counter.aliases(seen)
 
 

@@ -26,6 +26,14 @@ def encode_numbers(values: Iterable[int]) -> str:
     return "".join(out)
 
 
+def encode_shifted(low: int, high_digits: str) -> str:
+    """The digits of ``high * 32 + low`` (``0 <= low < 32``), given ``high``'s digits
+    (:func:`encode_numbers`; "" for 0): ``low``'s digit, with 32 added when ``high`` is not
+    0, then ``high``'s. (A turn's posting, its position times 32 plus its impact, for every
+    impact of the turn with the position encoded once.)"""
+    return DIGITS[32 + low] + high_digits if high_digits else DIGITS[low]
+
+
 def decode_numbers(text: str) -> list[int]:
     """The numbers of :func:`encode_numbers` (the client's decoder, for tests)."""
     out, value, shift = [], 0, 0
