@@ -624,7 +624,7 @@ def test_a_bundle_spilled_in_sorted_runs_is_the_same(tmp_path: Path) -> None:
     whole = bundle.bundle_files("b000-of-001", records, doc_bytes=500)
     version = whole.meta[len("m-") :]
     files: dict[str, bytes] = {}
-    entries: list[tuple[str, str]] = []
+    entries: list[tuple[bytes, str, str]] = []
     opened = []
     store = SearchStore(tmp_path / "search")
 
@@ -643,7 +643,8 @@ def test_a_bundle_spilled_in_sorted_runs_is_the_same(tmp_path: Path) -> None:
         run_bytes=5_000,
     )
     assert len(opened) > 3
-    assert files == whole.files and entries == whole.terms
+    assert files == whole.files and [(t, e) for _, t, e in entries] == whole.terms
+    assert all(key == bundle.js_order(t) for key, t, _ in entries)  # each with its sort key
 
 
 def synthetic_records(count: int) -> Iterator[extract.SessionRecord]:

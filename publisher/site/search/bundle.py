@@ -210,7 +210,7 @@ def build_bundle(
     version: str,
     records: Iterable[SessionRecord],
     emit: Callable[[str, bytes], None],
-    terms: Callable[[Iterator[tuple[str, str]]], None],
+    terms: Callable[[Iterator[tuple[bytes, str, str]]], None],
     *,
     doc_bytes: int,
     scratch: Callable[[], IO[bytes]] | None = None,
@@ -220,10 +220,10 @@ def build_bundle(
     :func:`bundle_version`; the others by what they hold) of ``records``, in the bundle's
     order (by folder), each handed to ``emit`` (its file name, its bytes) as soon as it is
     made; its term entries, in the client's order, handed to ``terms`` as one iterator of
-    (term, entry) (the entry as JSON: ``[turns, postings]`` for a term, ``"stem"`` for an
-    alias that is no term), to be kept in the cache and merged with the other bundles'
-    (:mod:`.shared`). ``scratch`` opens a file for the sorted runs of a
-    bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
+    (sort key: :func:`js_order`, term, entry) (the entry as JSON: ``[turns, postings]`` for
+    a term, ``"stem"`` for an alias that is no term), to be kept in the cache and merged
+    with the other bundles' (:mod:`.shared`). ``scratch`` opens a file for the sorted runs
+    of a bundle whose postings hold more than ``run_bytes`` (in memory without it)."""
     made: dict[str, int] = {}
     """Each file made, and a hash of its payload (two payloads of one short name: the
     second gets a long one)."""
@@ -352,26 +352,26 @@ class _Runs:
                     term, key = text, js_order(text)
                 yield key, int(number), term, int(count), payload
 
-    def entries(self) -> Iterator[tuple[str, str]]:
-        """The bundle's entries in order, each with its term, as JSON: ``[turns,
-        postings]`` for a term, ``"stem"`` for an alias that is no term."""
+    def entries(self) -> Iterator[tuple[bytes, str, str]]:
+        """The bundle's entries in order, each with its term's sort key and its term, as
+        JSON: ``[turns, postings]`` for a term, ``"stem"`` for an alias that is no term."""
         self._entries.sort()
         merged: Iterable[tuple[bytes, int, str, int, str]] = (
             heapq.merge(*(self._read(f) for f in self._files), iter(self._entries))
             if self._files
             else self._entries
         )
-        term = ""
+        term, key = "", b""
         stem: str | None = None
         out: list[str] = []
         frequency = previous = 0
-        for _, number, text, count, payload in merged:
+        for at, number, text, count, payload in merged:
             if text != term:
                 if out:
-                    yield term, f'[{frequency},"{"".join(out)}"]'
+                    yield key, term, f'[{frequency},"{"".join(out)}"]'
                 elif stem is not None:
-                    yield term, _json(stem)
-                term, stem, out, frequency, previous = text, None, [], 0, 0
+                    yield key, term, _json(stem)
+                term, key, stem, out, frequency, previous = text, at, None, [], 0, 0
             if number < 0:
                 stem = payload
                 continue
@@ -384,9 +384,9 @@ class _Runs:
             previous = number
             frequency += count
         if out:
-            yield term, f'[{frequency},"{"".join(out)}"]'
+            yield key, term, f'[{frequency},"{"".join(out)}"]'
         elif stem is not None:
-            yield term, _json(stem)
+            yield key, term, _json(stem)
         self._entries = []
 
 
@@ -458,8 +458,12 @@ def bundle_files(
         digest.update(record.to_bytes())
     files: dict[str, bytes] = {}
     terms: list[tuple[str, str]] = []
+
+    def keep(entries: Iterator[tuple[bytes, str, str]]) -> None:
+        terms.extend((term, entry) for _, term, entry in entries)
+
     made = build_bundle(
-        ident, version_name(digest), ordered, files.__setitem__, terms.extend, doc_bytes=doc_bytes
+        ident, version_name(digest), ordered, files.__setitem__, keep, doc_bytes=doc_bytes
     )
     return BundleFiles(files, made.meta, made.documents, terms)
 

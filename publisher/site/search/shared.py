@@ -72,7 +72,9 @@ def entries(rows: Iterable[Row]) -> Iterator[tuple[bytes, str, str]]:
 
 
 def _entry(term: str, stem: str, parts: list[str]) -> str:
-    return f"[{json.dumps(term, ensure_ascii=False)},{stem}{''.join(parts)}]"
+    # A term of letters and digits only (most) is its JSON string as it is.
+    quoted = f'"{term}"' if term.isalnum() else json.dumps(term, ensure_ascii=False)
+    return f"[{quoted},{stem}{''.join(parts)}]"
 
 
 @dataclass(slots=True)

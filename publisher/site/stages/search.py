@@ -35,7 +35,7 @@ from ..catalog import Catalog
 from ..context import BuildContext, ProgressHook
 from ..pool import Crew
 from ..search.bundle import FORMAT as BUNDLE_FORMAT
-from ..search.bundle import bundle_count, bundle_id, bundle_of, js_order, script
+from ..search.bundle import bundle_count, bundle_id, bundle_of, script
 from ..search.extract import RECORD_FORMAT, WEIGHTS, SessionRecord, session_record
 from ..search.shared import FOLDER as TERMS
 from ..search.shared import separators, update_chunks
@@ -574,9 +574,9 @@ def _write_bundle(
         def emit(name: str, data: bytes) -> None:
             write_if_changed(target / name, data)
 
-        def keep(entries: Iterator[tuple[str, str]], version: str = version) -> None:
+        def keep(entries: Iterator[tuple[bytes, str, str]], version: str = version) -> None:
             with store.term_entries() as kept:
-                kept.replace_bundle(job.index, version, ((js_order(t), t, e) for t, e in entries))
+                kept.replace_bundle(job.index, version, entries)
 
         try:
             made = build_bundle(
