@@ -304,6 +304,25 @@ def test_a_prompt_weighs_more_than_output(tmp_path: Path) -> None:
     assert first > second
 
 
+@pytest.mark.unit
+def test_a_turns_impacts_are_bm25_of_its_weighted_counts(tmp_path: Path) -> None:
+    """Each posting's impact is :func:`extract.impact` of the term's weighted count in the
+    turn (a prompt's words 3, an output's 1) and the turn's length in words, in every
+    turn of a session (the postings are made a turn at a time, the impact in two halves)."""
+    output = "zq1 zq3 zq3\n" * 3
+    turns = [
+        turn(1, part("user", "zq1 zq1 zq2 zq9")),
+        turn(2, part("user", "zq1"), part("tool", name="run_command", input={"command": "ls"},
+                                          output=output)),
+    ] + [turn(3 + k, part("user", " ".join(["zq1"] * (k + 1) + ["zq8"] * 40))) for k in range(40)]  # fmt: skip
+    record = record_of(session_doc("ses_20260101_000001_rec004", turns=turns), tmp_path)
+    zq1 = turns_of(record, "zq1")
+    assert zq1[:4] == [0, extract.impact(6.0, 4), 1, extract.impact(3.0 + 3.0, 13)]
+    assert turns_of(record, "zq3") == [1, extract.impact(6.0, 13)]
+    for k in range(40):  # (positions past 32: a posting of more than one digit)
+        assert zq1[4 + 2 * k : 6 + 2 * k] == [2 + k, extract.impact(3.0 * (k + 1), 41 + k)]
+
+
 def bundle_data(made: bundle.BundleFiles, ident: str) -> dict[str, object]:
     """Each file's data, by name (each file checked to be the call the client expects)."""
     data = {}
