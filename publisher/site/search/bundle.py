@@ -365,13 +365,13 @@ class _Runs:
         stem: str | None = None
         out: list[str] = []
         frequency = previous = 0
-        for at, number, text, count, payload in merged:
+        for sort_key, number, text, count, payload in merged:
             if text != term:
                 if out:
                     yield key, term, f'[{frequency},"{"".join(out)}"]'
                 elif stem is not None:
                     yield key, term, _json(stem)
-                term, key, stem, out, frequency, previous = text, at, None, [], 0, 0
+                term, key, stem, out, frequency, previous = text, sort_key, None, [], 0, 0
             if number < 0:
                 stem = payload
                 continue

@@ -307,42 +307,45 @@ class TermEntries:
         con = self._con
         con.execute("BEGIN IMMEDIATE")
         try:
-            if not con.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
-                # No chunk made yet: no change to record, the entries go in directly.
+            if con.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
+                self._record_changes(bundle, entries)
+            else:  # (no chunk made yet: no change to record, the entries go in directly)
                 con.execute("DELETE FROM entries WHERE bundle = ?", (bundle,))
                 con.executemany(
                     "INSERT INTO entries VALUES (?, ?, ?, ?)",
                     ((key, bundle, term, entry) for key, term, entry in entries),
                 )
-                con.execute("INSERT OR REPLACE INTO bundles VALUES (?, ?)", (bundle, version))
-                con.execute("COMMIT")
-                return
-            con.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS fresh "
-                "(key BLOB PRIMARY KEY, term TEXT NOT NULL, entry TEXT NOT NULL) WITHOUT ROWID"
-            )
-            con.execute("DELETE FROM temp.fresh")
-            con.executemany("INSERT INTO temp.fresh VALUES (?, ?, ?)", entries)
-            con.execute(
-                "INSERT OR IGNORE INTO changed SELECT key FROM ("
-                "SELECT key, entry FROM entries WHERE bundle = ?1 "
-                "EXCEPT SELECT key, entry FROM temp.fresh)",
-                (bundle,),
-            )
-            con.execute(
-                "INSERT OR IGNORE INTO changed SELECT key FROM ("
-                "SELECT key, entry FROM temp.fresh "
-                "EXCEPT SELECT key, entry FROM entries WHERE bundle = ?1)",
-                (bundle,),
-            )
-            con.execute("DELETE FROM entries WHERE bundle = ?", (bundle,))
-            con.execute("INSERT INTO entries SELECT key, ?, term, entry FROM temp.fresh", (bundle,))
-            con.execute("DELETE FROM temp.fresh")
             con.execute("INSERT OR REPLACE INTO bundles VALUES (?, ?)", (bundle, version))
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
+
+    def _record_changes(self, bundle: int, entries: Iterable[tuple[bytes, str, str]]) -> None:
+        """Within :meth:`replace_bundle`'s transaction: ``entries`` in place of bundle
+        ``bundle``'s, the keys whose entries came, went or changed recorded."""
+        con = self._con
+        con.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS fresh "
+            "(key BLOB PRIMARY KEY, term TEXT NOT NULL, entry TEXT NOT NULL) WITHOUT ROWID"
+        )
+        con.execute("DELETE FROM temp.fresh")
+        con.executemany("INSERT INTO temp.fresh VALUES (?, ?, ?)", entries)
+        con.execute(
+            "INSERT OR IGNORE INTO changed SELECT key FROM ("
+            "SELECT key, entry FROM entries WHERE bundle = ?1 "
+            "EXCEPT SELECT key, entry FROM temp.fresh)",
+            (bundle,),
+        )
+        con.execute(
+            "INSERT OR IGNORE INTO changed SELECT key FROM ("
+            "SELECT key, entry FROM temp.fresh "
+            "EXCEPT SELECT key, entry FROM entries WHERE bundle = ?1)",
+            (bundle,),
+        )
+        con.execute("DELETE FROM entries WHERE bundle = ?", (bundle,))
+        con.execute("INSERT INTO entries SELECT key, ?, term, entry FROM temp.fresh", (bundle,))
+        con.execute("DELETE FROM temp.fresh")
 
     def keep_bundles(self, bundles: Iterable[int]) -> None:
         """Drop the entries of every bundle but ``bundles`` (recording their terms as
