@@ -196,13 +196,21 @@ def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Pag
     in one piece (a paste, text inserted whole) and an input method's text once composed
     are searched at once. The page's timers are stopped: only what runs at once runs."""
     page.evaluate(
-        "() => { window.zqTimers = 0;"
-        " window.setTimeout = function () { window.zqTimers++; return 0; }; }"
+        "() => { window.zqTimers = 0; window.zqWaits = [];"
+        " window.setTimeout = function (f, ms) { window.zqTimers++; window.zqWaits.push(ms);"
+        " return 0; }; }"
     )
     results = "document.getElementById('search-results').dataset.query || ''"
     page.locator("#search-input").press("c")
     page.wait_for_timeout(200)
     assert page.evaluate(results) == "" and page.evaluate("window.zqTimers") == 1
+    # A word of one ASCII letter being typed waits longer (its chunk would load for
+    # nothing: the next letter comes within it); from two letters, the debounce.
+    page.locator("#search-input").press("h")
+    page.locator("#search-input").press("Space")
+    page.locator("#search-input").press("7")
+    assert page.evaluate("window.zqWaits") == [300, 40, 40, 300]
+    page.evaluate("() => { window.zqTimers = 1; }")
     page.fill("#search-input", "checkout")  # one input event of the whole text
     page.wait_for_function(f"() => ({results}) === 'checkout'", timeout=15_000)
     assert page.locator("#search-results li a").first.get_attribute("href") == (
@@ -414,3 +422,103 @@ def test_a_bundle_of_no_words_finds_nothing_and_the_others_are_searched(
     assert search(pg, "zqnowhere") == [] and "not available" not in status(pg)
     context.close()
     assert errors == [], errors
+
+
+def test_past_eager_metas_a_query_loads_only_its_results_bundles_metas(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Past ``EAGER_METAS`` bundles (at 100,000 sessions the 128 bundles' meta files are 282
+    KB), the box's focus loads ``index.js`` alone and a query the meta files of the bundles
+    its shown results are in; a filter then loads every bundle's (their facets' files are
+    named there) and still applies."""
+    from publisher.site.search.bundle import bundle_id, bundle_of
+    from publisher.site.urls import row_slot
+
+    assets = Path(__file__).resolve().parent.parent / "themes" / "default" / "assets"
+    found = re.search(r"var EAGER_METAS = (\d+);", (assets / "search.js").read_text())
+    assert found is not None
+    eager = int(found[1])
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"ses_20260101_{i:06d}_many{i:02d}" for i in range(70)]
+    for i, name in enumerate(names):
+        role = "reviewer" if i % 2 == 0 else "builder"
+        write(sessions, name, [turn(1, part("user", f"zqmany zqone{i} words"))], role=role)
+    out = tmp_path / "site"
+    build(sessions, out, search=True, tunables=Tunables(sessions_per_bundle=1, max_bundles=64))
+    index = json.loads(
+        (out / "search" / "index.js").read_text().split(",", 3)[3].removesuffix(");\n")
+    )
+    assert len(index["bundles"]) > eager
+    meta_file = {b: f"search/{b}/{m}.js" for b, m, _ in index["bundles"]}
+
+    def bundle(name: str) -> str:
+        return bundle_id(bundle_of(row_slot(name), 64), 64)
+
+    context = browser.new_context()
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto((out / "index.html").as_uri())
+    root = out.as_uri() + "/"
+
+    def loaded() -> set[str]:
+        srcs = pg.evaluate("() => Array.from(document.scripts).map(s => s.src)")
+        return {s[len(root) :] for s in srcs if s.startswith(root + "search/")}
+
+    pg.focus("#search-input")
+    pg.wait_for_function("() => window.__polyglavSearch && document.scripts.length > 0")
+    pg.wait_for_timeout(300)
+    assert loaded() == {"search/index.js"}
+    hits = search(pg, "zqone7 ")
+    assert [h for h, _ in hits] == [f"sessions/{names[7]}/index.html#turn-1.1"]
+    metas = {f for f in loaded() if "/m-" in f}
+    assert metas == {meta_file[bundle(names[7])]}
+    hits = search(pg, "zqmany ")
+    assert len(hits) == 8 and status(pg) == "70 turns match."
+    shown = {h.split("/")[1] for h, _ in hits} | {names[7]}
+    assert {f for f in loaded() if "/m-" in f} == {meta_file[bundle(n)] for n in shown}
+    pg.select_option("#filter-role", "=reviewer")
+    pg.wait_for_function(
+        "() => /^35 turns match/.test(document.getElementById('search-status').textContent)"
+    )
+    assert {f for f in loaded() if "/m-" in f} == set(meta_file.values())
+    reviewers = {f"sessions/{n}/index.html#turn-1.1" for n in names[::2]}
+    links = pg.locator("#search-results li a").evaluate_all(
+        "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert len(links) == 8 and set(links) <= reviewers
+    context.close()
+    assert errors == [], errors
+
+
+def test_a_prefix_of_two_letters_reads_one_term_chunk_a_longer_one_two(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A prefix of two characters matches words spread over many chunks, of which two or
+    one are as arbitrary a slice (alphabetical): it reads one, the one where its words
+    begin (it holds the first of them); from three characters, two."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for i in range(12):
+        write(
+            sessions, f"ses_20260101_{i:06d}_chunk{i:02d}", [turn(1, part("user", f"zqa{i:02d}"))]
+        )
+    out = tmp_path / "site"
+    build(sessions, out, search=True, tunables=Tunables(search_chunk_bytes=1))  # a word a chunk
+    assert len(list((out / "search" / "terms").glob("t-*.js"))) >= 12
+    context = browser.new_context()
+    pg = context.new_page()
+    pg.goto((out / "index.html").as_uri())
+    root = out.as_uri() + "/search/terms/"
+
+    def chunks() -> int:
+        srcs = pg.evaluate("() => Array.from(document.scripts).map(s => s.src)")
+        return sum(s.startswith(root) for s in srcs)
+
+    assert [h for h, _ in search(pg, "zq")] == [
+        "sessions/ses_20260101_000000_chunk00/index.html#turn-1.1"
+    ]
+    assert chunks() == 1
+    assert len(search(pg, "zqa")) == 2 and chunks() == 2
+    context.close()

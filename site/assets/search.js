@@ -6,8 +6,8 @@
  * fetch and no WebAssembly. search/index.js lists the bundles and their meta files and
  * where each term chunk starts; the term chunks are shared by every bundle (a term's
  * entry holds its postings in each bundle); a bundle's meta file says which document chunk
- * holds which turns. A query loads only the term chunks of its words, then the document
- * chunks of the results it shows.
+ * holds which turns. A query loads only the term chunks of its words, then the meta files
+ * of the bundles of the results it shows and those results' document chunks.
  *
  * Text from the index is only ever inserted as text (text nodes and <mark> elements built
  * here), never as HTML. */
@@ -168,29 +168,44 @@
   }
 
   var index = null;
-  /* The index and every bundle's meta file. */
+  /* Up to this many bundles (an archive of up to about 20,000 sessions), their meta files
+   * load with the index, as the search box gets the focus (61 KB at 20,000 sessions): a
+   * query then loads its results' document chunks in the round after its term chunks. */
+  var EAGER_METAS = 32;
+  /* The index: its bundles, where each term chunk starts and the chunks' names. Past
+   * EAGER_METAS bundles, a bundle's meta file is loaded when a result of it is shown or a
+   * filter is set (metaOf), not here: at 100,000 sessions the 128 bundles' metas are 282 KB,
+   * of which a query needs the few of the bundles its shown results are in. */
   function open() {
     if (!index) {
       index = load("", "index").then(function (data) {
         if (!data || data.format !== 4 || !Array.isArray(data.bundles)) { throw new Error("unknown index format"); }
         var firsts = [""].concat(data.terms ? String(data.terms).split(" ") : []);
         var chunkNames = data.chunks ? String(data.chunks).split(" ") : [];
-        return Promise.all(data.bundles.map(function (b) {
-          return load(b[0], b[1]).then(function (meta) {
-            var starts = Array.isArray(meta.starts) ? meta.starts : ["", ""];
-            meta.docStarts = numbers(String(starts[0]));
-            meta.docNames = String(starts[1]).split(" ");
-            return { id: b[0], number: Number(b[2]), meta: meta };
-          });
-        })).then(function (bundles) {
-          var byNumber = Object.create(null);
-          bundles.forEach(function (b, i) { byNumber[b.number] = i; });
-          return { data: data, bundles: bundles, byNumber: byNumber, firsts: firsts, chunkNames: chunkNames };
+        var bundles = data.bundles.map(function (b) {
+          return { id: String(b[0]), metaName: String(b[1]), number: Number(b[2]), meta: null };
         });
+        var byNumber = Object.create(null);
+        bundles.forEach(function (b, i) { byNumber[b.number] = i; });
+        if (bundles.length <= EAGER_METAS) { bundles.forEach(metaOf); }
+        return { data: data, bundles: bundles, byNumber: byNumber, firsts: firsts, chunkNames: chunkNames };
       });
       index.catch(function () { index = null; });
     }
     return index;
+  }
+
+  /* A bundle's meta file, loaded once: where each of its document chunks starts (docStarts,
+   * decoded), their names (docNames) and its facets' file (facets). */
+  function metaOf(bundle) {
+    if (!bundle.meta) {
+      bundle.meta = load(bundle.id, bundle.metaName).then(function (meta) {
+        var starts = meta && Array.isArray(meta.starts) ? meta.starts : ["", ""];
+        return { docStarts: numbers(String(starts[0])), docNames: String(starts[1]).split(" "), facets: String(meta && meta.facets) };
+      });
+      bundle.meta.catch(function () { bundle.meta = null; });
+    }
+    return bundle.meta;
   }
 
   /* ---- postings ---- */
@@ -251,9 +266,12 @@
       if (quoted) { lastClause = null; }
       if (quoted && m[2] === "") { open = false; }
     }
+    /* The word being typed: a prefix from two characters (one of Chinese or Japanese); one
+     * ASCII character is a word of its own, and "short" (see LETTER_MS). */
+    var short = false;
     if (open && lastClause && lastClause.raw) {
       var cps = codePoints(lastClause.raw).length;
-      if (cps >= 2 || (cps === 1 && !ASCII.test(lastClause.raw))) { lastClause.prefix = lastClause.raw; }
+      if (cps >= 2 || (cps === 1 && !ASCII.test(lastClause.raw))) { lastClause.prefix = lastClause.raw; } else { short = true; }
     }
     /* The same term twice is one clause. */
     var seen = Object.create(null), unique = [];
@@ -261,11 +279,14 @@
       var k = c.term + "\u0000" + (c.prefix || "");
       if (!seen[k]) { seen[k] = true; unique.push(c); }
     });
-    return { clauses: unique, phrases: phrases };
+    return { clauses: unique, phrases: phrases, short: short };
   }
 
   var MAX_EXPANSION = 40;
-  /* A prefix reads at most this many term chunks (the words of the first ones). */
+  /* A prefix reads at most this many term chunks (the words of the first ones); one of two
+   * characters or fewer reads one, the chunk where its words begin: its words fill many
+   * chunks, of which one or two are as partial a slice, and it is mostly a word being typed
+   * (about 90 KB at 100,000 sessions for a chunk shown for the time of one keystroke). */
   var MAX_PREFIX_CHUNKS = 2;
   /* The entries of each clause: loads the term chunks needed (two rounds: a prefix may find
    * an alias whose stem is in another chunk). An entry is [term, stem, bundle, turns,
@@ -277,7 +298,8 @@
       var to = chunkOf(firsts, c.term);
       if (c.prefix !== null) { to = Math.max(to, chunkOf(firsts, c.prefix + "\uffff")); }
       var out = [];
-      for (var i = from; i <= to && out.length < MAX_PREFIX_CHUNKS; i++) { out.push(i); }
+      var most = c.prefix !== null && codePoints(c.prefix).length <= 2 ? 1 : MAX_PREFIX_CHUNKS;
+      for (var i = from; i <= to && out.length < most; i++) { out.push(i); }
       if (out.indexOf(chunkOf(firsts, c.term)) < 0) { out.push(chunkOf(firsts, c.term)); }
       return out;
     }
@@ -343,7 +365,7 @@
     if (!parsed.clauses.length) { return Promise.resolve({ parsed: parsed, results: [], sessions: 0 }); }
     return open().then(function (idx) {
       return Promise.all([clauseEntries(idx, parsed.clauses), Promise.all(idx.bundles.map(function (b) {
-        return filters.active ? load(b.id, String(b.meta.facets)) : null;
+        return filters.active ? metaOf(b).then(function (meta) { return load(b.id, meta.facets); }) : null;
       }))]).then(function (both) {
         var shares = byBundle(idx, both[0]);
         var loaded = idx.bundles.map(function (b, i) { return [shares[i], both[1][i]]; });
@@ -400,8 +422,7 @@
   /* The document chunk of a turn, loaded (its bundle's meta says which); the turn's
    * session and texts. */
   function documentOf(result) {
-    var meta = result.bundle.meta;
-    return Promise.resolve().then(function () {
+    return metaOf(result.bundle).then(function (meta) {
       var starts = meta.docStarts, found = 0, session = 0;
       /* Each chunk's first turn: its session's number after the previous chunk's, its position. */
       for (var i = 0; i + 1 < starts.length; i += 2) {
@@ -454,6 +475,11 @@
    * typed are not loaded for nothing. Text that comes in one piece (a paste, a drop, an
    * autocompletion) is searched at once. */
   var DEBOUNCE_MS = 40;
+  /* A keystroke that leaves a word of one ASCII letter or digit at the end (the first of a
+   * word being typed) waits this long: a person types the next letter within it, and the
+   * word of one letter would load its term chunk for nothing (about 90 KB at 100,000
+   * sessions). Left alone that long, it is searched. */
+  var LETTER_MS = 300;
   var EXCERPT = 220;
 
   /* A count with thousands separators ("1,038"), without Intl: its first call loads the
@@ -664,7 +690,7 @@
       /* (Not while an input method composes: each of its updates is a keystroke.) */
       var whole = !e.isComposing && (e.inputType === "insertFromPaste" || e.inputType === "insertFromDrop" || (e.data || "").length > 1);
       if (whole) { search(typed); return; }
-      timer = setTimeout(function () { timer = null; search(typed); }, DEBOUNCE_MS);
+      timer = setTimeout(function () { timer = null; search(typed); }, parse(input.value).short ? LETTER_MS : DEBOUNCE_MS);
     });
     /* An input method's text once it is composed: searched at once. */
     input.addEventListener("compositionend", function () {
