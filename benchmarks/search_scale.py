@@ -19,6 +19,8 @@ is ``run.py``'s (``--shapes output``); this one is about scale.
 Usage::
 
     python benchmarks/search_scale.py --sizes 20000,100000
+    # two clients alternated on an index already built (a site, or a --keep run's):
+    python benchmarks/search_scale.py --site SITE --clients HEAD~1,work --rounds 3
 """
 
 from __future__ import annotations
@@ -210,15 +212,20 @@ def _thread_time(cdp: object) -> float:
     return float(next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
 
 
-def query_in_chromium(out: Path, queries: list[str]) -> list[dict[str, object]]:
+def query_in_chromium(
+    out: Path, queries: list[str], client: bytes | None = None
+) -> list[dict[str, object]]:
     """Each query typed into the client from ``file://``: the index bytes it loaded and
-    the milliseconds from its last keystroke to the first results (in the page)."""
+    the milliseconds from its last keystroke to the first results (in the page). The
+    client is ``assets/search.js`` of the working tree, or ``client``'s bytes."""
     from tests.browser import chromium
 
     assets = ROOT / "themes" / "default" / "assets"
     (out / "assets").mkdir(exist_ok=True)
     for name in ("search.js", "snowball-english.js"):
         shutil.copyfile(assets / name, out / "assets" / name)
+    if client is not None:
+        (out / "assets" / "search.js").write_bytes(client)
     (out / "index.html").write_text(PAGE)
     measured = []
     scripts = "Array.from(document.querySelectorAll('script[src]')).map(e => e.src)"
@@ -292,7 +299,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--chunk-bytes", type=int, default=None, help="term chunks (Tunables)")
     parser.add_argument("--doc-bytes", type=int, default=None, help="document chunks (Tunables)")
+    parser.add_argument(
+        "--site",
+        type=Path,
+        default=None,
+        help="query the index of this built site (its search/ folder) instead of building one",
+    )
+    parser.add_argument(
+        "--clients",
+        default="",
+        help="with --site: git revisions whose search client is queried, alternated "
+        "(e.g. HEAD~1,work; 'work' is the working tree)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with --clients")
     opts = parser.parse_args(argv)
+    if opts.site is not None:
+        return _query_site(opts.site, opts.queries.split("|"), opts.clients, opts.rounds)
     compile_source(ROOT / "publisher")  # timed as installed: see compiled.py
     from publisher.site.context import Tunables
 
@@ -321,6 +343,48 @@ def main(argv: list[str] | None = None) -> int:
         if not opts.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=1))
+    return 0
+
+
+def _query_site(site: Path, queries: list[str], clients: str, rounds: int) -> int:
+    """The queries against an index already built, with each client in turn (the order
+    reversed every other round), and the medians of each client's figures."""
+    import statistics
+    import tempfile
+
+    revisions = [c for c in clients.split(",") if c] or ["work"]
+    sources = {
+        rev: None
+        if rev == "work"
+        else subprocess.run(
+            ["git", "show", f"{rev}:themes/default/assets/search.js"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        ).stdout
+        for rev in revisions
+    }
+    measured: dict[str, list[dict[str, object]]] = {rev: [] for rev in revisions}
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch)
+        (out / "search").symlink_to((site / "search").resolve())
+        for r in range(rounds):
+            for rev in revisions if r % 2 == 0 else revisions[::-1]:
+                for entry in query_in_chromium(out, queries, sources[rev]):
+                    entry["client"] = rev
+                    print(json.dumps(entry), flush=True)
+                    measured[rev].append(entry)
+    keys = ("kb_on_focus", "typed_kb", "pasted_kb", "typed_ms_after_last_key",
+            "pasted_ms_after_last_key")  # fmt: skip
+    summary = {
+        rev: {
+            k: [min(xs), statistics.median(xs), max(xs)]
+            for k in keys
+            if (xs := [float(e[k]) for e in entries])  # type: ignore[arg-type]
+        }
+        for rev, entries in measured.items()
+    }
+    print(json.dumps({"min_median_max": summary}, indent=1))
     return 0
 
 
