@@ -210,6 +210,9 @@ def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Pag
     page.locator("#search-input").press("Space")
     page.locator("#search-input").press("7")
     assert page.evaluate("window.zqWaits") == [300, 40, 40, 300]
+    # Any letter but a Chinese or Japanese character (a prefix of its own) is one.
+    page.locator("#search-input").press_sequentially(" ü 検")
+    assert page.evaluate("window.zqWaits")[4:] == [40, 300, 40, 40]
     page.evaluate("() => { window.zqTimers = 1; }")
     page.fill("#search-input", "checkout")  # one input event of the whole text
     page.wait_for_function(f"() => ({results}) === 'checkout'", timeout=15_000)

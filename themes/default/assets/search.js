@@ -267,11 +267,11 @@
       if (quoted && m[2] === "") { open = false; }
     }
     /* The word being typed: a prefix from two characters (one of Chinese or Japanese); one
-     * ASCII character is a word of its own, and "short" (see LETTER_MS). */
+     * other character is a word of its own, and "short" (see LETTER_MS). */
     var short = false;
     if (open && lastClause && lastClause.raw) {
       var cps = codePoints(lastClause.raw).length;
-      if (cps >= 2 || (cps === 1 && !ASCII.test(lastClause.raw))) { lastClause.prefix = lastClause.raw; } else { short = true; }
+      if (cps >= 2 || (cps === 1 && CJK_SPLIT.test(lastClause.raw))) { lastClause.prefix = lastClause.raw; } else { short = true; }
     }
     /* The same term twice is one clause. */
     var seen = Object.create(null), unique = [];
@@ -475,8 +475,8 @@
    * typed are not loaded for nothing. Text that comes in one piece (a paste, a drop, an
    * autocompletion) is searched at once. */
   var DEBOUNCE_MS = 40;
-  /* A keystroke that leaves a word of one ASCII letter or digit at the end (the first of a
-   * word being typed) waits this long: a person types the next letter within it, and the
+  /* A keystroke that leaves a word of one letter or digit at the end (the first of a word
+   * being typed; not a Chinese or Japanese character, a prefix of its own) waits this long: a person types the next letter within it, and the
    * word of one letter would load its term chunk for nothing (about 90 KB at 100,000
    * sessions). Left alone that long, it is searched. */
   var LETTER_MS = 300;
