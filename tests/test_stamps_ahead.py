@@ -25,9 +25,14 @@ CHANGED = "ses_20260817_120000_ab12cd.json"
 
 
 def ahead(sessions: Path) -> FolderStamps:
-    """Stamps of every file of ``sessions``, taken by a forked child (whatever the count)."""
+    """Stamps of every file of ``sessions``, taken by a forked child (whatever the count),
+    returned once the child has taken them: a file changed after this is changed after its
+    stamp (on a loaded machine the child may not have run yet when this returns otherwise)."""
     taken = FolderStamps.start(os.fspath(sessions), fork_from=1)
     assert taken is not None and taken.pass_ is not None and taken.pass_.pid  # a child
+    # Until it has ended, not reaped (WNOWAIT): the build reads its result then reaps it.
+    # (A few stamps: the pipe holds them, the child does not wait for a reader.)
+    os.waitid(os.P_PID, taken.pass_.pid, os.WEXITED | os.WNOWAIT)
     return taken
 
 
