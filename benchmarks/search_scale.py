@@ -222,10 +222,9 @@ def query_in_chromium(
 
     assets = ROOT / "themes" / "default" / "assets"
     (out / "assets").mkdir(exist_ok=True)
-    for name in ("search.js", "snowball-english.js"):
-        shutil.copyfile(assets / name, out / "assets" / name)
-    if client is not None:
-        (out / "assets" / "search.js").write_bytes(client)
+    shutil.copyfile(assets / "snowball-english.js", out / "assets" / "snowball-english.js")
+    search = out / "assets" / "search.js"
+    search.write_bytes(client if client is not None else (assets / "search.js").read_bytes())
     (out / "index.html").write_text(PAGE)
     measured = []
     scripts = "Array.from(document.querySelectorAll('script[src]')).map(e => e.src)"

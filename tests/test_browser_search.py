@@ -159,6 +159,11 @@ def search(page: Page, query: str) -> list[tuple[str, str]]:
     return list(zip(links, excerpts, strict=True))
 
 
+def script_data(path: Path) -> Any:
+    """The data an index file hands the client (``__polyglavSearch.add(…, data);``)."""
+    return json.loads(path.read_text().split(",", 3)[3].removesuffix(");\n"))
+
+
 def status(page: Page) -> str:
     return page.locator("#search-status").inner_text()
 
@@ -401,14 +406,12 @@ def test_a_bundle_of_no_words_finds_nothing_and_the_others_are_searched(
     out = tmp_path / "site"
     build(sessions, out, search=True, tunables=Tunables(sessions_per_bundle=1, max_bundles=64))
     bundles = {p.name for p in (out / "search").iterdir() if p.is_dir() and p.name != "terms"}
-    index = json.loads(
-        (out / "search" / "index.js").read_text().split(",", 3)[3].removesuffix(");\n")
-    )
+    index = script_data(out / "search" / "index.js")
     assert len(index["bundles"]) == len(bundles) > 1
     worded_numbers = {
         number
         for chunk in (out / "search" / "terms").glob("t-*.js")
-        for entry in json.loads(chunk.read_text().split(",", 3)[3].removesuffix(");\n"))
+        for entry in script_data(chunk)
         for number in entry[2::3]
     }
     wordless = [b for b, _, n in index["bundles"] if n not in worded_numbers]
@@ -449,9 +452,7 @@ def test_past_eager_metas_a_query_loads_only_its_results_bundles_metas(
         write(sessions, name, [turn(1, part("user", f"zqmany zqone{i} words"))], role=role)
     out = tmp_path / "site"
     build(sessions, out, search=True, tunables=Tunables(sessions_per_bundle=1, max_bundles=64))
-    index = json.loads(
-        (out / "search" / "index.js").read_text().split(",", 3)[3].removesuffix(");\n")
-    )
+    index = script_data(out / "search" / "index.js")
     assert len(index["bundles"]) > eager
     meta_file = {b: f"search/{b}/{m}.js" for b, m, _ in index["bundles"]}
 
