@@ -209,15 +209,18 @@ def test_a_paste_is_searched_at_once_and_keystrokes_after_the_debounce(page: Pag
     page.locator("#search-input").press("c")
     page.wait_for_timeout(200)
     assert page.evaluate(results) == "" and page.evaluate("window.zqTimers") == 1
-    # A word of one ASCII letter being typed waits longer (its chunk would load for
-    # nothing: the next letter comes within it); from two letters, the debounce.
+    # A word of one or two ASCII letters being typed waits longer (its chunk would load
+    # for nothing: the next letter comes within it); from three letters, the debounce.
     page.locator("#search-input").press("h")
+    page.locator("#search-input").press("e")
     page.locator("#search-input").press("Space")
     page.locator("#search-input").press("7")
-    assert page.evaluate("window.zqWaits") == [300, 40, 40, 300]
+    assert page.evaluate("window.zqWaits") == [300, 300, 40, 40, 300]
     # Any letter but a Chinese or Japanese character (a prefix of its own) is one.
     page.locator("#search-input").press_sequentially(" ü 検")
-    assert page.evaluate("window.zqWaits")[4:] == [40, 300, 40, 40]
+    assert page.evaluate("window.zqWaits")[5:] == [40, 300, 40, 40]
+    page.locator("#search-input").press_sequentially("検 üb")
+    assert page.evaluate("window.zqWaits")[9:] == [40, 40, 300, 300]
     page.evaluate("() => { window.zqTimers = 1; }")
     page.fill("#search-input", "checkout")  # one input event of the whole text
     page.wait_for_function(f"() => ({results}) === 'checkout'", timeout=15_000)

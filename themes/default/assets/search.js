@@ -267,11 +267,13 @@
       if (quoted && m[2] === "") { open = false; }
     }
     /* The word being typed: a prefix from two characters (one of Chinese or Japanese); one
-     * other character is a word of its own, and "short" (see LETTER_MS). */
+     * other character is a word of its own. Either of one or two characters (but Chinese
+     * or Japanese) is "short" (see LETTER_MS). */
     var short = false;
     if (open && lastClause && lastClause.raw) {
-      var cps = codePoints(lastClause.raw).length;
-      if (cps >= 2 || (cps === 1 && CJK_SPLIT.test(lastClause.raw))) { lastClause.prefix = lastClause.raw; } else { short = true; }
+      var cps = codePoints(lastClause.raw).length, cjk = CJK_SPLIT.test(lastClause.raw);
+      if (cps >= 2 || (cps === 1 && cjk)) { lastClause.prefix = lastClause.raw; }
+      if (cps <= 2 && !cjk) { short = true; }
     }
     /* The same term twice is one clause. */
     var seen = Object.create(null), unique = [];
@@ -475,10 +477,11 @@
    * typed are not loaded for nothing. Text that comes in one piece (a paste, a drop, an
    * autocompletion) is searched at once. */
   var DEBOUNCE_MS = 40;
-  /* A keystroke that leaves a word of one letter or digit at the end (the first of a word
-   * being typed; not a Chinese or Japanese character, a prefix of its own) waits this long: a person types the next letter within it, and the
-   * word of one letter would load its term chunk for nothing (about 90 KB at 100,000
-   * sessions). Left alone that long, it is searched. */
+  /* A keystroke that leaves a word of one or two letters or digits at the end (the start
+   * of a word being typed; not Chinese or Japanese, whose one character is a prefix of its
+   * own) waits this long: a person types the next letter within it, and the word or the
+   * prefix of two letters would load a term chunk for nothing (about 90 KB at 100,000
+   * sessions), with its results' texts. Left alone that long, it is searched. */
   var LETTER_MS = 300;
   var EXCERPT = 220;
 
