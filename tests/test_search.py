@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from publisher.loader import SessionLoadError, read_session
@@ -404,7 +404,8 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
     last = ""
     for i, chunk in enumerate(chunks):
         # Where each chunk starts: a beginning of its first word, after the previous
-        # chunk's last word; it ends at a word that says so (the last chunk: at the end).
+        # chunk's last word; it begins at a word that says so, and no other of its words
+        # does (the first chunk begins at the beginning, the last ends at the end).
         entries = by_name[chunk.name]
         first, start = entries[0][0], firsts[i]
         assert (chunk.first, chunk.last) == (first, entries[-1][0])
@@ -414,8 +415,14 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
         assert [bundle.js_order(e[0]) for e in entries] == sorted(
             bundle.js_order(e[0]) for e in entries
         )
-        size = len(json.dumps(entries[-1], ensure_ascii=False, separators=(",", ":")))
-        assert chunk.cut == shared.cut_after(chunk.last, size, 300) == (i < len(chunks) - 1)
+        begins = [
+            shared.cut_before(
+                e[0], len(json.dumps(e, ensure_ascii=False, separators=(",", ":"))), 300
+            )
+            for e in entries
+        ]
+        assert (i == 0 or begins[0]) and not any(begins[1:])
+        assert chunk.cut == (i < len(chunks) - 1)
         last = entries[-1][0]
         for entry in entries:
             term, stem, rest = entry[0], entry[1], entry[2:]
@@ -566,12 +573,28 @@ _ENTRY = st.one_of(
 _BUNDLE = st.dictionaries(_TERM, _ENTRY, max_size=25)
 
 
+_SMALL, _LARGE = '[1,"A"]', f'[1,"{"A" * 60}"]'
+
+
 @pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     before=st.dictionaries(st.integers(0, 5), _BUNDLE, max_size=5),
     after=st.lists(st.tuples(st.integers(0, 5), st.none() | _BUNDLE), min_size=1, max_size=4),
     chunk_bytes=st.sampled_from([20, 60, 200, 10**6]),
+)
+# The first word of a chunk whose entry shrank and no longer begins a chunk ("b": its chunk
+# joins the one before), then one that still does: at 60 bytes "a", "b" and "d" small do
+# not begin one, large they do (test_the_examples_words_begin_chunks_as_they_say).
+@example(
+    before={0: {"a": _SMALL, "b": _LARGE, "d": _SMALL}},
+    after=[(0, {"a": _SMALL, "b": _SMALL, "d": _SMALL})],
+    chunk_bytes=60,
+)
+@example(
+    before={0: {"a": _SMALL, "b": _LARGE, "d": _SMALL}},
+    after=[(0, {"a": _SMALL, "b": _LARGE.replace("A", "B"), "d": _SMALL})],
+    chunk_bytes=60,
 )
 def test_shared_chunks_made_again_where_terms_changed_are_a_fresh_builds(
     before: dict[int, dict[str, str]],
@@ -616,6 +639,43 @@ def test_shared_chunks_made_again_where_terms_changed_are_a_fresh_builds(
     assert new == fresh
     assert all(files[name] == data for name, data in rewritten.items())
     assert set(files) <= set(rewritten) | set(written)
+
+
+@pytest.mark.unit
+def test_the_examples_words_begin_chunks_as_they_say() -> None:
+    for term in "abd":
+        small, large = (f'["{term}","",0,{e[1:]}' for e in (_SMALL, _LARGE))
+        assert not shared.cut_before(term, len(small), 60)
+        assert shared.cut_before(term, len(large), 60)
+
+
+@pytest.mark.unit
+def test_a_large_word_begins_its_chunk_and_its_aliases_stay_in_it() -> None:
+    """A word of a chunk's bytes or more (a word of many turns) begins a chunk, so that the
+    words just after it (its aliases, the longer words it begins) are in its chunk, and a
+    prefix of it finds them in the chunk where it begins: when it ended its chunk, a prefix
+    read the next chunk, often another large word's, for its aliases alone."""
+    big = f'[3,"{"A" * 400}"]'
+    entries = [
+        ("build", '[1,"A"]'),
+        ("by", '[1,"A"]'),
+        ("cach", big),
+        ("cache", '"cach"'),
+        ("caches", '"cach"'),
+        ("car", big),
+        ("cars", '"car"'),
+    ]
+    chunks, files = shared_chunks({0: entries}, chunk_bytes=300)
+    by_name = chunk_data(files)
+    held = [[e[0] for e in by_name[c.name]] for c in chunks]
+    assert held == [["build", "by"], ["cach", "cache", "caches"], ["car", "cars"]]
+    # The client reads the chunk whose start sorts last at or before a word: "ca", "cac"
+    # and "cach" begin in the chunk of cach and its aliases, and "cach" ends there.
+    starts = shared.separators(chunks)
+    assert starts == ["", "c", "car"]
+    for prefix in ("ca", "cac", "cach", "cache"):
+        assert max(i for i, s in enumerate(starts) if s <= prefix) == 1
+    assert max(i for i, s in enumerate(starts) if s <= "cach\uffff") == 1
 
 
 @pytest.mark.unit

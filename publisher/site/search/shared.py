@@ -12,13 +12,20 @@ postings there (:mod:`.bundle`). ``index.js`` lists the chunks: where each start
 shortest beginning of its first term that sorts after the previous chunk's last) and its
 name.
 
-**Where a chunk ends** depends on its last term alone (:func:`cut_after`: a hash of the
-term against its entry's size, so that a chunk holds about ``chunk_bytes``): a chunk is a
-run of terms ending at one that says so. The chunks of an archive are then a function of
-its terms' entries, whatever the order they came in, and a term whose entry changed can
-move only the ends of its own chunk: an append makes again the chunks of its words (and of
-a word that came or went, its neighbour), reading only their terms' entries
-(:func:`update_chunks`), and the result is the one a fresh build makes.
+**Where a chunk begins** depends on its first term alone (:func:`cut_before`: a hash of
+the term against its entry's size, so that a chunk holds about ``chunk_bytes``): a chunk is
+a run of terms beginning at one that says so. The chunks of an archive are then a function
+of its terms' entries, whatever the order they came in, and a term whose entry changed can
+move only the beginning of its own chunk: an append makes again the chunks of its words (and
+the chunk before one whose first word came, went or no longer begins it), reading only their
+terms' entries (:func:`update_chunks`), and the result is the one a fresh build makes.
+
+A large entry (``chunk_bytes`` or more: a word of many turns) always begins a chunk, so the
+words that sort just after it stay with it: its aliases (``cache`` after its stem ``cach``)
+and the longer words it begins. A prefix then finds its words in the chunk where it begins;
+when a large entry ended its chunk instead (until 5 December 2026), the next chunk, often
+another large word's, had to be read for the aliases alone (87 KB a prefix at 100,000
+sessions of ``benchmarks/scale.py``).
 """
 
 from __future__ import annotations
@@ -43,10 +50,10 @@ Row = tuple[bytes, int, str, str]
 """An entry as :meth:`.store.TermEntries.rows_after` gives it: (key, bundle, term, entry)."""
 
 
-def cut_after(term: str, size: int, gap: int) -> bool:
-    """Whether a chunk ends after ``term``, whose entry is ``size`` bytes: a hash of the
+def cut_before(term: str, size: int, gap: int) -> bool:
+    """Whether a chunk begins at ``term``, whose entry is ``size`` bytes: a hash of the
     term against the entry's share of ``gap`` (the mean bytes of a chunk), so a term of
-    ``gap`` bytes or more always ends one."""
+    ``gap`` bytes or more always begins one (but the first)."""
     return zlib.crc32(term.encode("utf-8", "surrogatepass")) * gap < size << 32
 
 
@@ -93,18 +100,21 @@ def chunk_entries(
     stop: Callable[[bytes], bool] = lambda key: False,
 ) -> Iterator[ChunkRow]:
     """The chunks of ``shared`` entries (in order), each file handed to ``emit`` (its name
-    with ``.js``, its bytes) as it is made; after each chunk that ends at a cut, ``stop``
-    is asked of its last key (True: no more are made; the entries left are not read)."""
+    with ``.js``, its bytes) as it is made; after each chunk that ends at a cut (the next
+    term begins one), ``stop`` is asked of its last key (True: no more are made; that next
+    term and the entries after it are not kept)."""
     chunk = _Chunk()
+    last = b""
     for key, term, entry in shared:
+        if chunk.held and cut_before(term, len(entry), chunk_bytes):
+            yield _made(chunk, True, emit)
+            if stop(last):
+                return
         if not chunk.held:
             chunk.first = term
         chunk.held.append(entry)
         chunk.last = term
-        if cut_after(term, len(entry), chunk_bytes):
-            yield _made(chunk, True, emit)
-            if stop(key):
-                return
+        last = key
     if chunk.held:
         yield _made(chunk, False, emit)
 
@@ -138,8 +148,10 @@ def update_chunks(
     """The chunks of every entry now (``rows_after``: the entries after a key, all for
     None), given the chunks ``old`` made before and the keys of the terms whose entries
     changed since (``changed``, in order): the old chunks that hold no changed term are
-    kept as they are; from the start of each that does, chunks are made again until one
-    ends where an old one ended beyond every changed term read so far (or the terms end).
+    kept as they are; from the start of each that does (or of the one before, when the
+    term is or would be its first: whether a chunk begins there is the term's to say),
+    chunks are made again until one ends where an old one ended beyond every changed term
+    read so far (or the terms end).
     The same chunks as :func:`chunk_entries` of every entry (tested), the new files handed
     to ``emit``."""
     if not old:
@@ -147,11 +159,23 @@ def update_chunks(
     if not changed:
         return list(old)
     ends = [js_order(c.last) for c in old]
+    firsts = [js_order(c.first) for c in old]
     ended = {key: i for i, (key, c) in enumerate(zip(ends, old, strict=True)) if c.cut}
-    # The old chunk holding each changed key: the first whose last key is at or after it;
-    # after every end, the last one when the terms ended it, else a chunk after it.
-    beyond = len(old) if old[-1].cut else len(old) - 1
-    touched = sorted({min(bisect_left(ends, key), beyond) for key in changed})
+    # The old chunk holding each changed key: the first whose last key is at or after it
+    # (after every end, the last one); and the one before it when the key is at or before
+    # its first key (the key's entry says whether a chunk begins there) and the chunk no
+    # longer begins where it did.
+    touched_set: set[int] = set()
+    at_first: set[int] = set()
+    for key in changed:
+        at = min(bisect_left(ends, key), len(old) - 1)
+        touched_set.add(at)
+        if at and key <= firsts[at]:
+            at_first.add(at)
+    for at in at_first:
+        if not _begins_still(old[at], ends[at - 1], rows_after, chunk_bytes):
+            touched_set.add(at - 1)
+    touched = sorted(touched_set)
     out: list[ChunkRow] = []
     i = 0
     for first in touched:
@@ -176,6 +200,25 @@ def update_chunks(
                 "collision, never seen): please report it"
             )
     return out
+
+
+def _begins_still(
+    chunk: ChunkRow,
+    before: bytes,
+    rows_after: Callable[[bytes | None], Iterator[Row]],
+    chunk_bytes: int,
+) -> bool:
+    """Whether an old chunk still begins where it did: its first term is still the first
+    after ``before`` (the last key of the chunk before it) and still begins a chunk."""
+    rows = rows_after(before)
+    try:
+        for _key, term, entry in entries(rows):
+            return term == chunk.first and cut_before(term, len(entry), chunk_bytes)
+        return False
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
 
 
 @dataclass(slots=True)

@@ -201,11 +201,12 @@ class SearchStore:
             self.root.unlink()
 
 
-TERMS_SCHEMA = 1
+TERMS_SCHEMA = 2
+"""The layout of ``terms.sqlite`` (``PRAGMA user_version``): another one is started afresh
+(2: the chunks kept begin where a term says, :func:`.shared.cut_before`)."""
 CACHE_KIB = 256
 """SQLite's page cache of a connection to ``terms.sqlite`` (its reads are in key order:
 a small cache is enough, and what a build holds does not grow with the archive)."""
-"""The layout of ``terms.sqlite`` (``PRAGMA user_version``): another one is started afresh."""
 
 _TERMS_DDL = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -233,8 +234,8 @@ class ChunkRow:
     digest: str
     """A hash of its file (BLAKE2b, 128 bits: two chunks of one name must hold the same)."""
     cut: bool
-    """Whether it ends because its last term says so (False: the last chunk, ended by the
-    end of the terms)."""
+    """Whether it ends because the next term begins a chunk (False: the last chunk, ended
+    by the end of the terms)."""
 
 
 class TermEntries:
