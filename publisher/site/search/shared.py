@@ -149,9 +149,9 @@ def update_chunks(
     None), given the chunks ``old`` made before and the keys of the terms whose entries
     changed since (``changed``, in order): the old chunks that hold no changed term are
     kept as they are; from the start of each that does (or of the one before, when the
-    term is or would be its first: whether a chunk begins there is the term's to say),
-    chunks are made again until one ends where an old one ended beyond every changed term
-    read so far (or the terms end).
+    term is or would be its first and the chunk no longer begins where it did: whether a
+    chunk begins there is the term's to say), chunks are made again until one ends where
+    an old one ended beyond every changed term read so far (or the terms end).
     The same chunks as :func:`chunk_entries` of every entry (tested), the new files handed
     to ``emit``."""
     if not old:
