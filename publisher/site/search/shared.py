@@ -187,9 +187,7 @@ def update_chunks(
         try:
             out.extend(chunk_entries(entries(rows), chunk_bytes, emit, resume.stop))
         finally:
-            close = getattr(rows, "close", None)
-            if close is not None:
-                close()
+            _close(rows)
         i = resume.at
     out.extend(old[i:])
     names: dict[str, str] = {}
@@ -216,9 +214,14 @@ def _begins_still(
             return term == chunk.first and cut_before(term, len(entry), chunk_bytes)
         return False
     finally:
-        close = getattr(rows, "close", None)
-        if close is not None:
-            close()
+        _close(rows)
+
+
+def _close(rows: Iterator[Row]) -> None:
+    """Let go of ``rows`` read in part (a generator over a SQLite cursor is closed)."""
+    close = getattr(rows, "close", None)
+    if close is not None:
+        close()
 
 
 @dataclass(slots=True)
