@@ -17,7 +17,7 @@ reference written in a text (:func:`find`) to the page of the session it resolve
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -68,23 +68,32 @@ def find(text: str) -> list[tuple[int, int, str]]:
     """The references written in ``text``, as (start, end, reference as written), in order.
 
     ``#<id>`` followed by a word boundary and ``session:<name>``, not preceded by a word
-    character, ``#``, ``/`` or ``&``. Two literal-prefixed scans are ~10× faster than one
-    alternation; texts without ``#`` or ``session:`` are not scanned at all.
+    character, ``#``, ``/`` or ``&`` (a reference so preceded is not one, and hides none
+    that begins within it: ``x#ab12cd`` is nothing, ``asession:b-session:cd`` is
+    ``session:cd``). Two literal-prefixed scans are ~10× faster than one alternation;
+    texts without ``#`` or ``session:`` are not scanned at all.
     """
     found: list[tuple[int, int, str]] = []
-    scans = []
-    if "#" in text:
-        scans.append(_ID_IN_TEXT_RE)
-    if NAME_PREFIX in text:
-        scans.append(_NAME_IN_TEXT_RE)
-    for regex in scans:
-        for match in regex.finditer(text):
-            start = match.start()
-            if start and _BLOCKER_RE.match(text, start - 1):
-                continue
-            found.append((start, match.end(), match.group(0)))
+    for literal, regex in (("#", _ID_IN_TEXT_RE), (NAME_PREFIX, _NAME_IN_TEXT_RE)):
+        if literal in text:
+            found.extend((m.start(), m.end(), m.group(0)) for m in _matches(text, regex))
     found.sort()
     return found
+
+
+def _matches(text: str, regex: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """The matches of ``regex`` in ``text`` that no blocker precedes, in order: after one,
+    the next is looked for from its end, after a blocked one from its second character
+    (``finditer`` would go on from its end, and miss a reference that begins within it)."""
+    blocked, search = _BLOCKER_RE.match, regex.search
+    found = search(text)
+    while found is not None:
+        start = found.start()
+        if start and blocked(text, start - 1):
+            found = search(text, start + 1)
+        else:
+            yield found
+            found = search(text, found.end())
 
 
 def find_all(texts: Iterable[str | None]) -> set[str]:

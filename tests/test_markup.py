@@ -22,10 +22,27 @@ pytestmark = pytest.mark.unit
 REFERENCE = re.compile(r"(?<![\w#/&])(#[0-9a-z]{6}\b|session:[A-Za-z0-9._-]+[A-Za-z0-9_-])")
 
 
-@settings(max_examples=100)
-@given(st.text(st.sampled_from("ab9#_/&:. \nsesion-xyzé"), max_size=80) | st.text(max_size=40))
+_PIECES = ["#ab12cd", "session:", "a-", "b.c", "#", " ", "x", "/", "&", "é", "\n"]
+
+
+@settings(max_examples=200)
+@given(
+    st.text(st.sampled_from("ab9#_/&:. \nsesion-xyzé"), max_size=80)
+    | st.text(max_size=40)
+    | st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+)
 def test_find_refs_matches_the_reference_regex(text: str) -> None:
     assert [ref for _, _, ref in find_refs(text)] == [m.group(1) for m in REFERENCE.finditer(text)]
+
+
+def test_a_reference_blocked_hides_none_that_begins_within_it() -> None:
+    # A name's match can hold the next "session:" (a name has no ":"): after a match the
+    # scan goes on from its end; after a blocked one (here after "a"), from within it.
+    text = " #ab12cd session:a-session:bc asession:x-session:yz x#cd34ef #zz99zz"
+    expected = ["#ab12cd", "session:a-session", "session:yz", "#zz99zz"]
+    assert [m.group(1) for m in REFERENCE.finditer(text)] == expected
+    assert [r for _, _, r in find_refs(text)] == expected
+    assert [r for _, _, r in find_refs("x" * 5000 + text * 50)] == expected * 50
 
 
 @pytest.mark.parametrize(
