@@ -422,7 +422,6 @@ def test_a_bundle_holds_its_records_postings_and_documents() -> None:
             for e in entries
         ]
         assert (i == 0 or begins[0]) and not any(begins[1:])
-        assert chunk.cut == (i < len(chunks) - 1)
         last = entries[-1][0]
         for entry in entries:
             term, stem, rest = entry[0], entry[1], entry[2:]
@@ -485,7 +484,7 @@ def test_a_terms_entry_holds_each_bundles_postings() -> None:
         ["running", "run", 7, 1, "D"],
         ["zeta", "", 1, 1, "C", 3, 2, "AB"],
     ]
-    assert [(c.first, c.last, c.cut) for c in made] == [("run", "zeta", False)]
+    assert [(c.first, c.last) for c in made] == [("run", "zeta")]
 
 
 @pytest.mark.unit
@@ -679,15 +678,52 @@ def test_a_large_word_begins_its_chunk_and_its_aliases_stay_in_it() -> None:
 
 
 @pytest.mark.unit
+def test_a_term_store_of_an_earlier_layout_is_started_afresh(tmp_path: Path) -> None:
+    """``terms.sqlite`` as schema 2 left it (its chunks with a ``cut`` column, a bundle's
+    entries kept) is started afresh by this version: no entry, bundle or chunk of it is
+    read, and the store then keeps what it is given."""
+    import sqlite3
+
+    from publisher.site.search.store import TERMS_SCHEMA, TermEntries
+
+    path = tmp_path / "terms.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(
+        "CREATE TABLE entries (key BLOB NOT NULL, bundle INTEGER NOT NULL, term TEXT NOT NULL,"
+        " entry TEXT NOT NULL, PRIMARY KEY (key, bundle)) WITHOUT ROWID;"
+        "CREATE TABLE bundles (bundle INTEGER PRIMARY KEY, version TEXT NOT NULL);"
+        "CREATE TABLE changed (key BLOB PRIMARY KEY) WITHOUT ROWID;"
+        "CREATE TABLE chunks (seq INTEGER PRIMARY KEY, first TEXT NOT NULL, last TEXT NOT NULL,"
+        " name TEXT NOT NULL, digest TEXT NOT NULL, cut INTEGER NOT NULL);"
+        "INSERT INTO entries VALUES (x'01', 0, 'old', '[1,\"A\"]');"
+        "INSERT INTO bundles VALUES (0, 'v-old');"
+        "INSERT INTO chunks VALUES (1, 'old', 'old', 't-old', 'd', 0);"
+        "PRAGMA user_version = 2;"
+    )
+    con.close()
+    assert TERMS_SCHEMA == 3
+    with TermEntries(path) as store:
+        assert store.kept_bundles() == set() and store.chunks() == []
+        assert list(store.rows_after(None)) == []
+        store.replace_bundle(1, "v1", [(bundle.js_order("new"), "new", '[1,"B"]')])
+        store.save_chunks([ChunkRow("new", "new", "t-new", "d2")])
+    with TermEntries(path) as store:
+        assert store.version(1) == "v1" and store.chunks() == [
+            ChunkRow("new", "new", "t-new", "d2")
+        ]
+        assert [row[2] for row in store.rows_after(None)] == ["new"]
+
+
+@pytest.mark.unit
 def test_two_shared_chunks_of_one_name_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shared term chunks are named by 60 bits of their content: two of one name (never
     seen) would be one file, so the build refuses them rather than publish a wrong index."""
     monkeypatch.setattr(shared, "content_name_of", lambda *a: "x" * shared.NAME)
     entries = [(bundle.js_order(t), 0, t, '[1,"A"]') for t in ("alpha", "beta", "gamma")]
-    old = [ChunkRow("alpha", "alpha", "t-" + "x" * 12, "d1", True)]
+    old = [ChunkRow("alpha", "alpha", "t-" + "x" * 12, "d1")]
     with pytest.raises(RuntimeError, match="two term chunks"):
         shared.update_chunks(
-            [*old, ChunkRow("beta", "gamma", "t-" + "y" * 12, "d2", False)],
+            [*old, ChunkRow("beta", "gamma", "t-" + "y" * 12, "d2")],
             [bundle.js_order("gamma")],
             lambda key: iter([e for e in entries if key is None or e[0] > key]),
             10**6,

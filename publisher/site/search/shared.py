@@ -107,7 +107,7 @@ def chunk_entries(
     last = b""
     for key, term, entry in shared:
         if chunk.held and cut_before(term, len(entry), chunk_bytes):
-            yield _made(chunk, True, emit)
+            yield _made(chunk, emit)
             if stop(last):
                 return
         if not chunk.held:
@@ -116,10 +116,10 @@ def chunk_entries(
         chunk.last = term
         last = key
     if chunk.held:
-        yield _made(chunk, False, emit)
+        yield _made(chunk, emit)
 
 
-def _made(chunk: _Chunk, cut: bool, emit: Callable[[str, bytes], None]) -> ChunkRow:
+def _made(chunk: _Chunk, emit: Callable[[str, bytes], None]) -> ChunkRow:
     # In UTF-8 bytes, copied once: a word of every session is a large entry (a chunk with
     # a Chinese word in it is two bytes a character as a string).
     payload = bytearray(b"[")
@@ -135,7 +135,7 @@ def _made(chunk: _Chunk, cut: bool, emit: Callable[[str, bytes], None]) -> Chunk
     emit(f"{name}.js", body)
     # What tells two chunks of one name apart: a hash of the file, beside the name's.
     digest = hashlib.blake2b(body, digest_size=16).hexdigest()
-    return ChunkRow(chunk.first, chunk.last, name, digest, cut)
+    return ChunkRow(chunk.first, chunk.last, name, digest)
 
 
 def update_chunks(
@@ -160,7 +160,7 @@ def update_chunks(
         return list(old)
     ends = [js_order(c.last) for c in old]
     firsts = [js_order(c.first) for c in old]
-    ended = {key: i for i, (key, c) in enumerate(zip(ends, old, strict=True)) if c.cut}
+    ended = {key: i for i, key in enumerate(ends[:-1])}  # every chunk but the last
     # The old chunk holding each changed key: the first whose last key is at or after it
     # (after every end, the last one); and the one before it when the key is at or before
     # its first key (the key's entry says whether a chunk begins there) and the chunk no
@@ -233,7 +233,7 @@ class _Resume:
     does."""
 
     ended: dict[bytes, int]
-    """The last key of each old chunk that ended at a cut → its index."""
+    """The last key of each old chunk but the last (each ends at a cut) → its index."""
     first: int
     at: int = 1 << 62
     """The old chunk to keep from (past them all until one is found)."""

@@ -201,9 +201,10 @@ class SearchStore:
             self.root.unlink()
 
 
-TERMS_SCHEMA = 2
+TERMS_SCHEMA = 3
 """The layout of ``terms.sqlite`` (``PRAGMA user_version``): another one is started afresh
-(2: the chunks kept begin where a term says, :func:`.shared.cut_before`)."""
+(2: the chunks kept begin where a term says, :func:`.shared.cut_before`; 3: a chunk no
+longer says whether it ends at a cut, as every one but the last does)."""
 CACHE_KIB = 256
 """SQLite's page cache of a connection to ``terms.sqlite`` (its reads are in key order:
 a small cache is enough, and what a build holds does not grow with the archive)."""
@@ -217,7 +218,7 @@ CREATE TABLE IF NOT EXISTS bundles (bundle INTEGER PRIMARY KEY, version TEXT NOT
 CREATE TABLE IF NOT EXISTS changed (key BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks (
     seq INTEGER PRIMARY KEY, first TEXT NOT NULL, last TEXT NOT NULL, name TEXT NOT NULL,
-    digest TEXT NOT NULL, cut INTEGER NOT NULL);
+    digest TEXT NOT NULL);
 """
 
 
@@ -233,9 +234,6 @@ class ChunkRow:
     """Its file name (without ``.js``)."""
     digest: str
     """A hash of its file (BLAKE2b, 128 bits: two chunks of one name must hold the same)."""
-    cut: bool
-    """Whether it ends because the next term begins a chunk (False: the last chunk, ended
-    by the end of the terms)."""
 
 
 class TermEntries:
@@ -382,9 +380,9 @@ class TermEntries:
     def chunks(self) -> list[ChunkRow]:
         """The shared chunks, in order (none before the first merge)."""
         rows = self._con.execute(
-            "SELECT first, last, name, digest, cut FROM chunks ORDER BY seq"
+            "SELECT first, last, name, digest FROM chunks ORDER BY seq"
         ).fetchall()
-        return [ChunkRow(str(f), str(la), str(n), str(d), bool(c)) for f, la, n, d, c in rows]
+        return [ChunkRow(str(f), str(la), str(n), str(d)) for f, la, n, d in rows]
 
     def rows_after(self, key: bytes | None) -> Iterator[tuple[bytes, int, str, str]]:
         """Every entry whose key sorts after ``key`` (all: None), by key then bundle:
@@ -412,8 +410,8 @@ class TermEntries:
         try:
             con.execute("DELETE FROM chunks")
             con.executemany(
-                "INSERT INTO chunks (first, last, name, digest, cut) VALUES (?, ?, ?, ?, ?)",
-                ((c.first, c.last, c.name, c.digest, int(c.cut)) for c in chunks),
+                "INSERT INTO chunks (first, last, name, digest) VALUES (?, ?, ?, ?)",
+                ((c.first, c.last, c.name, c.digest) for c in chunks),
             )
             con.execute("DELETE FROM changed")
             con.execute("COMMIT")
