@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from . import refs
-from .loader import decode_session_bytes, parse_session_text, read_session, read_session_bytes
+from .loader import parse_session_bytes, read_session, read_session_bytes
 from .model import Session
 from .redact import RedactionRecord, Redactor, describe_counts, identifier_findings, redact_recorded
 
@@ -82,9 +82,7 @@ def prepare_file(
         return prepare(read_session(path, folder), None)
     data = read_session_bytes(path, folder)
     source = hashlib.sha256(data).hexdigest() if record is not None else ""
-    text = decode_session_bytes(data, path.name)
-    del data  # not held while the JSON is parsed
-    return prepare(parse_session_text(text, path.name), redactor, source, record)
+    return prepare(parse_session_bytes(data, path.name), redactor, source, record)
 
 
 def session_refs(session: Session) -> set[str]:

@@ -34,11 +34,10 @@ from ...archive import Listed, listing_text
 from ...loader import (
     SessionLoadError,
     check_inside,
-    decode_session_bytes,
     file_stamp,
     is_session_file,
     may_record_usage,
-    parse_session_text,
+    parse_session_bytes,
     session_file_names,
 )
 from ...model import LoadFailure
@@ -375,12 +374,10 @@ def scan_file(
     file_hash = hashlib.sha256(data).hexdigest()
     read_size = len(data)
     try:
-        text = decode_session_bytes(data, path.name)
-        del data  # not held while the JSON is parsed
-        session = parse_session_text(text, path.name)
+        session = parse_session_bytes(data, path.name)
     except SessionLoadError as exc:
         return _failed(path, read_size, mtime_ns, file_hash, exc.reason, redactor), None
-    del text
+    del data
     shown = None if redactor is not None else Listed.of(session)
     prepared = prepare(session, redactor, file_hash)
     return state_of(prepared, size, mtime_ns, file_hash, limits, shown, prices), prepared
