@@ -293,6 +293,30 @@ def test_a_record_that_is_not_one_does_not_read(tmp_path: Path) -> None:
         assert extract.SessionRecord.from_bytes(damaged(change)) is None, change.__name__
 
 
+_JSON_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF))
+
+
+@pytest.mark.unit
+@settings(max_examples=300)
+@given(st.recursive(st.one_of(_JSON_TEXT, st.integers()), lambda x: st.lists(x, max_size=4)))
+@example(['\u2028\u2029\x7f\x00\x1f</script>\\"', 2**70, -1])
+@example(["\ud800", "a"])
+def test_compact_json_is_json_dumps(data: object) -> None:
+    """The records' and the index files' JSON (msgspec's encoder) is the text
+    ``json.dumps`` writes, a lone surrogate included (it takes ``json.dumps``)."""
+    assert extract.compact_json(data) == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.unit
+def test_a_record_holding_a_lone_surrogate_reads_back(tmp_path: Path) -> None:
+    turns = [turn(1, part("user", "zqword please"))]
+    record = record_of(session_doc("ses_20260101_000001_rec004", turns=turns), tmp_path)
+    record.kind = "job\ud800"  # (what the page's filter shows: not cleaned as a text is)
+    data = record.to_bytes()
+    assert b"\xed\xa0\x80" in data.partition(b"\n")[0]
+    assert extract.SessionRecord.from_bytes(data) == record
+
+
 @pytest.mark.unit
 def test_a_prompt_weighs_more_than_output(tmp_path: Path) -> None:
     turns = [

@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from .extract import SessionRecord
+from .extract import SessionRecord, compact_json
 from .numbers import DIGITS, decode_numbers, encode_number, encode_numbers
 
 __all__ = [
@@ -151,8 +151,7 @@ def script_bytes(bundle: str, kind: str, name: str, payload: bytes | bytearray) 
     return b"".join((head.encode("utf-8"), payload, b");\n"))
 
 
-def _json(data: object) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+_json = compact_json
 
 
 def bundle_version(key: str, ident: str, doc_bytes: int) -> hashlib._Hash:
