@@ -248,6 +248,8 @@ PHASES = [
     ("publisher.render.markup", "escape_text", "escape_text: <pre> text, session-ref regex"),
     ("publisher.render.markup", "highlight_json", "highlight_json: tool inputs"),
     ("publisher.prepare", "session_refs", "session_refs: references in every text (scan)"),
+    ("publisher.site.stages.scan", "parse_session_bytes", "JSON parse + model (scan phase)"),
+    # (before d22c657 the scan decoded the text and parsed it with json.loads:)
     ("publisher.site.stages.scan", "parse_session_text", "JSON parse + model (scan phase)"),
     ("publisher.prepare", "read_session", "read + JSON parse + model (render phase)"),
     (
