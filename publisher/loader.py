@@ -421,11 +421,8 @@ def session_from_json(doc: JSON, file_name: str) -> Session:
 
 
 def decode_session_bytes(data: bytes, file_name: str) -> str:
-    """The text of a session file's bytes, for :func:`parse_session_text`.
-
-    The two steps let a caller drop the bytes before the JSON is parsed: a large file is
-    then held once as text and once as values, not also as bytes.
-    """
+    """The text of a session file's bytes, for :func:`parse_session_text` (the path of a
+    file :func:`parse_session_bytes` does not read fast)."""
     try:
         return _decode_text(data)
     except _FormatError as exc:
@@ -442,9 +439,8 @@ def parse_session_bytes(data: bytes, file_name: str) -> Session:
     order mark), is parsed again by the standard library's path
     (:func:`decode_session_bytes`, :func:`parse_session_text`): the values of a file both
     read are the same (tested), and the reason a file does not load is that path's."""
-    body = memoryview(data)[3:] if data.startswith(_BOM) else data
     try:
-        value = _fast_loads(body)
+        value = fast_values(data)
     except (msgspec.DecodeError, RecursionError):
         return parse_session_text(decode_session_bytes(data, file_name), file_name)
     try:
@@ -455,8 +451,17 @@ def parse_session_bytes(data: bytes, file_name: str) -> Session:
         raise SessionLoadError(file_name, "JSON nested too deep") from None
 
 
+def fast_values(data: bytes) -> JSON:
+    """The JSON values of a session file's bytes (a byte order mark skipped) as msgspec's
+    decoder reads them; raises ``msgspec.DecodeError`` (or ``RecursionError``) for a file
+    it refuses (:func:`parse_session_bytes` then takes the standard library's path)."""
+    body = memoryview(data)[3:] if data.startswith(_BOM) else data
+    value: JSON = _DECODE(body)
+    return value
+
+
 _BOM = b"\xef\xbb\xbf"
-_fast_loads = msgspec.json.Decoder().decode
+_DECODE = msgspec.json.Decoder().decode
 """msgspec's JSON decoder (untyped: plain dicts, lists, strings and numbers), a stateless
 configured reader like a compiled pattern."""
 

@@ -23,17 +23,14 @@ pytestmark = pytest.mark.unit
 
 
 def _standard(data: bytes) -> object:
-    """What the standard path reads (``json.loads`` with the loader's integer rule)."""
-    text = data.decode("utf-8")
-    text = text.removeprefix("\ufeff")
-    return json.loads(text, parse_int=loader._parse_int)
+    """What the standard path reads (the loader's decode and ``json.loads``)."""
+    return loader._loads(loader._decode_text(data))
 
 
 def _fast(data: bytes) -> object:
     """What the fast path reads, or ``REFUSED``."""
-    body = memoryview(data)[3:] if data.startswith(loader._BOM) else data
     try:
-        return loader._fast_loads(body)
+        return loader.fast_values(data)
     except Exception:
         return REFUSED
 

@@ -141,7 +141,7 @@ def script(bundle: str, kind: str, name: str, data: object, payload: str | None 
     """One index file: the call that hands ``data`` (as JSON: ``payload`` when given) to
     the client."""
     if payload is None:
-        payload = _json(data)
+        payload = compact_json(data)
     return script_bytes(bundle, kind, name, payload.encode("utf-8"))
 
 
@@ -149,9 +149,6 @@ def script_bytes(bundle: str, kind: str, name: str, payload: bytes | bytearray) 
     """:func:`script` of a payload already encoded (a large one is copied once)."""
     head = f"{GLOBAL}.add({json.dumps(bundle)},{json.dumps(kind)},{json.dumps(name)},"
     return b"".join((head.encode("utf-8"), payload, b");\n"))
-
-
-_json = compact_json
 
 
 def bundle_version(key: str, ident: str, doc_bytes: int) -> hashlib._Hash:
@@ -268,9 +265,9 @@ def build_bundle(
         "sessions": sessions,
         "documents": documents,
         "starts": [encode_numbers(starts), " ".join(docs.names)],
-        "facets": add("f", _json(facet_data)),
+        "facets": add("f", compact_json(facet_data)),
     }
-    name = add("m", _json(meta), f"m-{version}")
+    name = add("m", compact_json(meta), f"m-{version}")
     return BundleMade(name, documents, list(made))
 
 
@@ -369,7 +366,7 @@ class _Runs:
                 if out:
                     yield key, term, f'[{frequency},"{"".join(out)}"]'
                 elif stem is not None:
-                    yield key, term, _json(stem)
+                    yield key, term, compact_json(stem)
                 term, key, stem, out, frequency, previous = text, sort_key, None, [], 0, 0
             if number < 0:
                 stem = payload
@@ -385,7 +382,7 @@ class _Runs:
         if out:
             yield key, term, f'[{frequency},"{"".join(out)}"]'
         elif stem is not None:
-            yield key, term, _json(stem)
+            yield key, term, compact_json(stem)
         self._entries = []
 
 
@@ -413,7 +410,7 @@ class _Documents:
         """Each chunk's file name (without ``.js``)."""
 
     def add_record(self, number: int, record: SessionRecord) -> None:
-        head = f"[{number},{_json(record.name)},{_json(record.slug)},{_json(record.pages)},"
+        head = f"[{number},{compact_json(record.name)},{compact_json(record.slug)},{compact_json(record.pages)},"
         started = False
         for position, doc in enumerate(record.docs):
             self.documents += 1

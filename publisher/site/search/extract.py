@@ -213,14 +213,14 @@ class SessionRecord:
     def from_bytes(cls, data: bytes) -> SessionRecord | None:
         """A record :meth:`to_bytes` wrote, or None when ``data`` is not one."""
         try:
-            lines = data.decode("utf-8", "surrogatepass").split("\n")
+            head, newline, rest = data.partition(b"\n")
             try:
-                v = _decode(data[: data.find(b"\n")] if len(lines) > 1 else data)
+                v = _decode(head)
             except msgspec.DecodeError:  # (a lone surrogate: written by json.dumps)
-                v = json.loads(lines[0])
+                v = json.loads(head.decode("utf-8", "surrogatepass"))
             if not isinstance(v, list) or len(v) != 11 or v[0] != RECORD_FORMAT:
                 return None
-            docs = lines[1:]
+            docs = rest.decode("utf-8", "surrogatepass").split("\n") if newline else []
             if len(docs) != v[8] or not all(d.startswith("[") for d in docs):
                 return None
             terms, counts, postings = v[10]
