@@ -113,6 +113,32 @@ def test_a_workers_ctrl_c_is_left_to_the_builds_process() -> None:
         crew.close()
 
 
+def _gc_threshold(_: int) -> tuple[int, int]:
+    import gc
+
+    return os.getpid(), gc.get_threshold()[0]
+
+
+def test_workers_collect_garbage_less_often_and_the_caller_keeps_its_setting() -> None:
+    """Our worker processes (a crew's and a pool's) run the collector at
+    ``WORKER_GC_YOUNG`` young allocations; the process that started them keeps its own
+    threshold (a build called as a library does not change its caller's collector)."""
+    import gc
+
+    before = gc.get_threshold()
+    crew = Crew(2)
+    try:
+        crew.start()
+        results, _ = crew.run(_gc_threshold, [(1,), (2,)], home=[0, 1], progress=None, stage="t")
+    finally:
+        crew.close()
+    pooled = run_jobs(_gc_threshold, [(1,), (2,)], workers=2, progress=None, stage="t")
+    for pid, threshold in [*results, *pooled]:
+        assert pid != os.getpid()
+        assert threshold == pool.WORKER_GC_YOUNG != before[0]
+    assert gc.get_threshold() == before
+
+
 def _stamp_folder(tmp_path: Path) -> tuple[str, list[str]]:
     """A folder of 40 files of distinct sizes, and their names with three that are not
     there (a file gone since the listing: stamped (0, 0))."""
