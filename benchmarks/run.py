@@ -4,7 +4,8 @@ For each archive size (default 200 and 2,000 sessions, see ``generate.py``), in 
 
 1. the floor: read and ``json.loads`` every session file, then write as many files and
    bytes as the built site holds (with every core, and with one process);
-2. a full build with search off and on (``--repeat``: alternated, the medians used), a
+2. a full build with search off and on (``--repeat``: alternated, each pair in the other
+   order than the one before, the medians used), a
    no-op build, a build after one turn is appended to one session (the file rewritten plainly), the same for the longest session,
    and the watch latency (``polyglav site watch`` in a subprocess; file written → page
    holding the new turn written);
@@ -666,16 +667,17 @@ def bench_size(n: int, opts: argparse.Namespace, log: Any, kind: str = "mixed") 
         return res
     build("full_search", site_on, True)
     # --repeat: more full builds from nothing, search off and on alternately (the machine's
-    # load moves both alike); each series' median run stands for it in the ratios.
+    # load moves both alike); each series' median run stands for it in the ratios. Each
+    # pair after the first runs its two builds in the other order than the pair before
+    # (off-on, on-off, off-on...): a machine whose speed drifts the same way through the
+    # run would otherwise always time search on later than search off.
     series: dict[str, list[dict[str, Any]]] = {
         "full_nosearch": [steps["full_nosearch"]],
         "full_search": [steps["full_search"]],
     }
+    pair = (("full_nosearch", site_off, False), ("full_search", site_on, True))
     for rep in range(1, opts.repeat):
-        for key, site, search in (
-            ("full_nosearch", site_off, False),
-            ("full_search", site_on, True),
-        ):
+        for key, site, search in pair[::-1] if rep % 2 else pair:
             for folder in (site, cache_folder(sessions, site)):
                 if folder.exists():
                     shutil.rmtree(folder)
@@ -1310,7 +1312,7 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat",
         type=int,
         default=1,
-        help="full builds from nothing, search off then on, this many times (medians used)",
+        help="full builds from nothing, search off and on, this many pairs (each in the other order than the pair before; medians used)",
     )
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--skip-watch", action="store_true")
