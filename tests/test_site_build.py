@@ -479,3 +479,33 @@ def test_the_page_says_when_its_times_have_no_zone(
         r'<p class="keys-hint dim">.*?</p>', page_of(tmp_path / "site", MAIN).read_text()
     )
     assert len(hint) == 1 and hint[0].endswith(f" {said}</p>")
+
+
+def test_no_session_is_held_past_the_render(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sessions the scan kept for the render are let go once it is done: a 90 MB one
+    held through the archive's pages and the search's bundles raised a build's peak memory
+    by the bundle's own (the 5,000-turn session of ``benchmarks/scale.py``: 3.06x its file
+    against 2.82x)."""
+    import gc
+    import shutil
+
+    from publisher.model import Session
+    from publisher.site import build as build_module
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    shutil.copy(SAMPLES / "ses_20260817_120000_ab12cd.json", sessions)
+    alive: list[int] = []
+    index = build_module.index
+
+    def counting(*args: object, **kwargs: object) -> object:
+        gc.collect()
+        alive.append(sum(isinstance(o, Session) for o in gc.get_objects()))
+        return index(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build_module, "index", counting)
+    report = build(sessions, tmp_path / "site", search=True)
+    assert report.sessions == 1 and report.sessions_rendered == 1
+    assert alive == [0]

@@ -341,10 +341,15 @@ def render(
         search=ctx.cache.search if ctx.options.search else None,
     )
     report = RenderReport()
+    # The render takes the sessions the scan kept: nothing holds one once this stage is
+    # done (a 90 MB session would otherwise stay through the archive's pages and the
+    # search's bundles, and the bundle's own memory would come on top of it).
+    taken, scanned.kept = scanned.kept, {}
     count = planned.jobs
     if not count:
         return report
-    kept = {name: prepared for name, prepared in scanned.kept.items() if catalog.is_job(name)}
+    kept = {name: prepared for name, prepared in taken.items() if catalog.is_job(name)}
+    del taken
     progress = ctx.options.progress
 
     def take(result: Rendered) -> None:
